@@ -1,0 +1,500 @@
+"""The small protocol every dialect speaks, and the streaming scanner the prompt dialects share.
+
+A dialect sits at the model boundary. The graph keeps the canonical history
+(``AIMessage.tool_calls`` plus one ``ToolMessage`` per call); a dialect
+
+* ``render(messages, tools)`` turns that history into the exact model input,
+* ``parse(text)`` turns the model's text back into a canonical ``AIMessage`` (never raises),
+* ``stream_parser()`` does the same chunk by chunk, and
+* ``stop`` lists the stop sequences the dialect needs.
+
+Prompt dialects describe their markup as data (:class:`Block` rules and drop tokens) and
+implement only :meth:`PromptDialect.read_call`; one scanner, :class:`MarkupStreamParser`,
+does the rest. ``parse`` is the scanner fed one chunk, so ``parse(text)`` and any chunking
+of ``text`` give the same message by construction.
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+from abc import ABC, abstractmethod
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass
+from typing import Any, ClassVar, Literal
+
+import json_repair
+from langchain_core.messages import (
+    AIMessage,
+    BaseMessage,
+    ToolMessage,
+)
+from langchain_core.messages.tool import InvalidToolCall, ToolCall, invalid_tool_call, tool_call
+
+from .schema import ToolLike
+
+# --------------------------------------------------------------------------- events
+
+
+@dataclass(frozen=True, slots=True)
+class ContentDelta:
+    """Answer text, markup already removed."""
+
+    text: str
+
+
+@dataclass(frozen=True, slots=True)
+class ReasoningDelta:
+    """Reasoning text (``<think>`` blocks, ReAct thoughts), kept apart from the answer."""
+
+    text: str
+
+
+@dataclass(frozen=True, slots=True)
+class CallEvent:
+    """A complete, readable tool call."""
+
+    call: ToolCall
+
+
+@dataclass(frozen=True, slots=True)
+class InvalidCallEvent:
+    """A tool call that could not be read, with the reason in ``call["error"]``."""
+
+    call: InvalidToolCall
+
+
+ParseEvent = ContentDelta | ReasoningDelta | CallEvent | InvalidCallEvent
+
+
+# --------------------------------------------------------------------------- helpers
+
+
+def new_call_id() -> str:
+    """A tool-call id unique across turns and threads (never "1", "2" again)."""
+    return f"call_{uuid.uuid4().hex[:24]}"
+
+
+def dumps(value: Any) -> str:
+    """JSON as the Qwen-Agent prompts write it: ``ensure_ascii=False``, default separators."""
+    return json.dumps(value, ensure_ascii=False)
+
+
+def loads_lenient(text: str) -> Any:
+    """Read JSON a model wrote, repairing the usual breakage.
+
+    Strict JSON first; then json-repair for single quotes, trailing commas, Python
+    literals, missing closing brackets and the like.
+
+    Raises:
+        ValueError: when nothing JSON-like can be recovered.
+    """
+    text = text.strip()
+    if not text:
+        raise ValueError("empty JSON")
+    try:
+        return json.loads(text)
+    except ValueError:
+        pass
+    try:
+        value = json_repair.repair_json(text, return_objects=True, skip_json_loads=True)
+    except Exception as exc:  # json-repair is best effort; anything it throws is "unreadable"
+        raise ValueError(f"unreadable JSON: {exc}") from exc
+    if value == "" or value is None:
+        raise ValueError(f"unreadable JSON: {_clip(text)}")
+    return value
+
+
+def coerce_args(value: Any) -> dict[str, Any]:
+    """Arguments as a dict, whether given as an object or as a JSON string.
+
+    Raises:
+        ValueError: when the arguments are not a JSON object.
+    """
+    if value is None or value == "":
+        return {}
+    if isinstance(value, str):
+        value = loads_lenient(value)
+        if isinstance(value, str):  # arguments double-encoded as a JSON string
+            value = loads_lenient(value)
+    if not isinstance(value, dict):
+        raise ValueError(f"arguments must be a JSON object, got {type(value).__name__}")
+    return value
+
+
+def call_from_object(
+    obj: Any,
+    *,
+    raw: str,
+    name_key: str = "name",
+    args_key: str = "arguments",
+    args_keys: Sequence[str] = ("parameters", "args"),
+) -> ParseEvent:
+    """Turn a decoded ``{"name": ..., "arguments": ...}`` object into a call event."""
+    if not isinstance(obj, dict):
+        return invalid(raw, f"expected a JSON object with {name_key!r}, got {type(obj).__name__}")
+    name = obj.get(name_key)
+    if not isinstance(name, str) or not name.strip():
+        return invalid(raw, f"missing tool name ({name_key!r})")
+    args = obj.get(args_key)
+    for key in args_keys:
+        if args is None:
+            args = obj.get(key)
+    try:
+        return CallEvent(tool_call(name=name.strip(), args=coerce_args(args), id=new_call_id()))
+    except ValueError as exc:
+        return invalid(raw, f"bad arguments for {name.strip()!r}: {exc}", name=name.strip())
+
+
+def invalid(raw: str, error: str, *, name: str | None = None) -> InvalidCallEvent:
+    return InvalidCallEvent(invalid_tool_call(name=name, args=raw, id=new_call_id(), error=error))
+
+
+def _clip(text: str, n: int = 80) -> str:
+    return text if len(text) <= n else text[: n - 1] + "…"
+
+
+def text_of(content: str | list[Any] | None) -> str:
+    """The text of message content, whether a string or a list of content blocks."""
+    if content is None:
+        return ""
+    if isinstance(content, str):
+        return content
+    parts: list[str] = []
+    for block in content:
+        if isinstance(block, str):
+            parts.append(block)
+        elif isinstance(block, dict) and block.get("type", "text") == "text" and "text" in block:
+            parts.append(str(block["text"]))
+    return "".join(parts)
+
+
+def reasoning_of(message: BaseMessage) -> str:
+    return str(message.additional_kwargs.get("reasoning_content") or "")
+
+
+def group_tool_results(messages: Sequence[BaseMessage]) -> list[BaseMessage | list[ToolMessage]]:
+    """The history with each run of ``ToolMessage``s gathered into one list.
+
+    Results are put in the order of the calls they answer (matched by ``tool_call_id``),
+    so parallel results that finished in any order render in call order, as the
+    prompt dialects need ("tool_response and tool_call correspond one by one").
+    """
+    out: list[BaseMessage | list[ToolMessage]] = []
+    order: dict[str, int] = {}
+    for msg in messages:
+        if isinstance(msg, ToolMessage):
+            if out and isinstance(out[-1], list):
+                out[-1].append(msg)
+            else:
+                out.append([msg])
+            continue
+        if out and isinstance(out[-1], list):
+            out[-1].sort(key=lambda m: order.get(m.tool_call_id, len(order)))
+        if isinstance(msg, AIMessage):
+            order = {c["id"]: i for i, c in enumerate(msg.tool_calls) if c.get("id")}
+        out.append(msg)
+    if out and isinstance(out[-1], list):
+        out[-1].sort(key=lambda m: order.get(m.tool_call_id, len(order)))
+    return out
+
+
+# --------------------------------------------------------------------------- protocol
+
+
+class StreamParser(ABC):
+    """Fed chunks of a model's text, yields events as soon as they are certain."""
+
+    @abstractmethod
+    def feed(self, chunk: str) -> list[ParseEvent]:
+        """Take the next chunk; return what it completes."""
+
+    @abstractmethod
+    def close(self) -> list[ParseEvent]:
+        """End of output: flush what was held back (an unclosed last call included)."""
+
+    @abstractmethod
+    def message(self) -> AIMessage:
+        """The canonical ``AIMessage`` for everything fed so far (call after :meth:`close`)."""
+
+
+class Dialect(ABC):
+    """How one family of models is spoken to about tools.
+
+    Attributes:
+        name: the registry name (``"hermes"``, ``"qwen"``, ``"react"``, ``"native"``).
+        stop: stop sequences to pass with every model call in this dialect.
+        native: ``True`` when tools go through the provider's ``bind_tools``
+            instead of prompt text.
+    """
+
+    name: ClassVar[str]
+    native: ClassVar[bool] = False
+    stop: tuple[str, ...] = ()
+
+    @abstractmethod
+    def render(
+        self, messages: Sequence[BaseMessage], tools: Sequence[ToolLike] | None
+    ) -> list[BaseMessage]:
+        """The exact model input for the canonical ``messages`` and ``tools``."""
+
+    def parse(self, text: str) -> AIMessage:
+        """The canonical ``AIMessage`` for a whole reply; never raises."""
+        parser = self.stream_parser()
+        parser.feed(text)
+        parser.close()
+        return parser.message()
+
+    @abstractmethod
+    def stream_parser(self) -> StreamParser:
+        """A fresh incremental parser, equivalent to :meth:`parse` for any chunking."""
+
+    def grammar(self, tools: Sequence[ToolLike] | None) -> str | None:
+        """A GBNF grammar constraining replies to this dialect's call format, if it has one."""
+        return None
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}()"
+
+
+# --------------------------------------------------------------------------- scanner
+
+
+@dataclass(frozen=True)
+class Block:
+    """A stretch of markup in a prompt dialect's output.
+
+    Attributes:
+        open: the marker that starts it (``"<tool_call>"``, ``"✿FUNCTION✿"``, ``"Action:"``).
+        close: markers that end it; the end of output ends it too.
+        kind: ``"call"`` (text read by :meth:`PromptDialect.read_call`), ``"reasoning"``
+            (streamed as reasoning) or ``"drop"`` (discarded, e.g. an invented observation).
+        consume_close: ``False`` when the end marker also starts what follows
+            (Qwen's next ``✿FUNCTION✿``, ReAct's ``Action:`` after a thought).
+    """
+
+    open: str
+    close: tuple[str, ...]
+    kind: Literal["call", "reasoning", "drop"]
+    consume_close: bool = True
+
+
+THINK = Block("<think>", ("</think>",), "reasoning")
+
+
+class _Trimmed:
+    """Joins text deltas as if the whole were ``.strip()``-ed, without seeing the whole.
+
+    Leading white space is dropped; trailing white space is held until more text follows.
+    """
+
+    __slots__ = ("held", "parts", "started")
+
+    def __init__(self) -> None:
+        self.started = False
+        self.held = ""
+        self.parts: list[str] = []
+
+    def push(self, text: str) -> str:
+        if not self.started:
+            text = text.lstrip()
+            if not text:
+                return ""
+            self.started = True
+        body = text.rstrip()
+        if not body:
+            self.held += text
+            return ""
+        out = self.held + body
+        self.held = text[len(body) :]
+        self.parts.append(out)
+        return out
+
+    def value(self) -> str:
+        return "".join(self.parts)
+
+
+class MarkupStreamParser(StreamParser):
+    """One incremental scanner for every prompt dialect.
+
+    Work per chunk is bounded by the chunk plus the longest marker: text is scanned
+    once, a suffix that could still become a marker is held back, and a call's text is
+    read once, when its block ends.
+    """
+
+    def __init__(self, dialect: PromptDialect) -> None:
+        self._dialect = dialect
+        self._blocks = dialect.blocks
+        self._drops = dialect.drop_tokens
+        self._outside = tuple(b.open for b in self._blocks) + self._drops
+        self._pending = ""
+        self._block: Block | None = None
+        self._block_text: list[str] = []
+        self._content = _Trimmed()
+        self._reasoning = _Trimmed()
+        self._calls: list[ToolCall] = []
+        self._invalid: list[InvalidToolCall] = []
+        self._closed = False
+
+    # -- public
+
+    def feed(self, chunk: str) -> list[ParseEvent]:
+        if self._closed:
+            raise RuntimeError("feed() after close()")
+        self._pending += chunk
+        return self._scan(final=False)
+
+    def close(self) -> list[ParseEvent]:
+        if self._closed:
+            return []
+        events = self._scan(final=True)
+        if self._block is not None:
+            self._block_text.append(self._pending)
+            self._pending = ""
+            events += self._end_block(closed=False)
+        self._closed = True
+        return events
+
+    def message(self) -> AIMessage:
+        kwargs: dict[str, Any] = {}
+        reasoning = self._reasoning.value()
+        if reasoning:
+            kwargs["reasoning_content"] = reasoning
+        return AIMessage(
+            content=self._content.value(),
+            tool_calls=list(self._calls),
+            invalid_tool_calls=list(self._invalid),
+            additional_kwargs=kwargs,
+        )
+
+    # -- scanning
+
+    def _scan(self, *, final: bool) -> list[ParseEvent]:
+        events: list[ParseEvent] = []
+        while True:
+            block = self._block
+            markers = self._outside if block is None else block.close
+            sink = self._emit_text if block is None else self._inside
+            hit = _find(self._pending, markers, final)
+            if hit is None or hit[2]:
+                # no marker yet (hold back what could start one), or one that may still grow
+                keep = (
+                    len(self._pending) - hit[0]
+                    if hit
+                    else (0 if final else _held(self._pending, markers))
+                )
+                sink(self._pending[: len(self._pending) - keep], events)
+                self._pending = self._pending[len(self._pending) - keep :]
+                return events
+            at, marker, _ = hit
+            sink(self._pending[:at], events)
+            if block is None:
+                self._pending = self._pending[at + len(marker) :]
+                self._block = next((b for b in self._blocks if b.open == marker), None)
+                self._block_text = []
+            else:
+                self._pending = self._pending[at + (len(marker) if block.consume_close else 0) :]
+                events += self._end_block(closed=True)
+
+    def _emit_text(self, text: str, events: list[ParseEvent]) -> None:
+        if text:
+            delta = self._content.push(text)
+            if delta:
+                events.append(ContentDelta(delta))
+
+    def _inside(self, text: str, events: list[ParseEvent]) -> None:
+        if not text or self._block is None:
+            return
+        if self._block.kind == "reasoning":
+            delta = self._reasoning.push(text)
+            if delta:
+                events.append(ReasoningDelta(delta))
+        elif self._block.kind == "call":
+            self._block_text.append(text)
+
+    def _end_block(self, *, closed: bool) -> list[ParseEvent]:
+        block, self._block = self._block, None
+        if block is None or block.kind != "call":
+            return []
+        raw = "".join(self._block_text)
+        self._block_text = []
+        events: list[ParseEvent] = []
+        try:
+            produced = list(self._dialect.read_call(raw, closed=closed))
+        except Exception as exc:  # a dialect bug must not lose the reply: report it as a bad call
+            produced = [invalid(raw, f"could not read tool call: {exc!r}")]
+        for ev in produced:
+            if isinstance(ev, CallEvent):
+                self._calls.append(ev.call)
+                events.append(ev)
+            elif isinstance(ev, InvalidCallEvent):
+                self._invalid.append(ev.call)
+                events.append(ev)
+            elif isinstance(ev, ContentDelta):
+                self._emit_text(ev.text, events)
+            elif isinstance(ev, ReasoningDelta):
+                delta = self._reasoning.push(ev.text)
+                if delta:
+                    events.append(ReasoningDelta(delta))
+        return events
+
+
+def _find(text: str, markers: Sequence[str], final: bool) -> tuple[int, str, bool] | None:
+    """Earliest marker in ``text`` (longest on a tie), as ``(index, marker, wait)``.
+
+    ``wait`` is true when the match could still grow into a longer marker with more
+    text, so the caller holds it back instead of deciding too soon.
+    """
+    best: tuple[int, str] | None = None
+    for m in markers:
+        i = text.find(m)
+        if i >= 0 and (best is None or i < best[0] or (i == best[0] and len(m) > len(best[1]))):
+            best = (i, m)
+    if best is None:
+        return None
+    at, marker = best
+    rest = text[at:]
+    wait = not final and any(len(m) > len(marker) and m.startswith(rest) for m in markers)
+    return (at, marker, wait)
+
+
+def _held(text: str, markers: Sequence[str]) -> int:
+    """Length of the longest suffix of ``text`` that is a proper prefix of a marker."""
+    longest = max((len(m) for m in markers), default=1) - 1
+    for k in range(min(longest, len(text)), 0, -1):
+        tail = text[-k:]
+        if any(m.startswith(tail) for m in markers):
+            return k
+    return 0
+
+
+class PromptDialect(Dialect):
+    """A dialect that writes tools into the prompt and reads calls out of text.
+
+    Subclasses give ``blocks`` and ``drop_tokens`` as data and implement
+    :meth:`read_call`; parsing and streaming come from :class:`MarkupStreamParser`.
+    """
+
+    blocks: tuple[Block, ...] = (THINK,)
+    drop_tokens: tuple[str, ...] = ()
+
+    @abstractmethod
+    def read_call(self, text: str, *, closed: bool) -> Iterable[ParseEvent]:
+        """Read the text of one call block.
+
+        Args:
+            text: what stood between the block's markers.
+            closed: ``False`` when the output ended inside the block.
+
+        Yields call events, invalid-call events, or content that was not part of the call.
+        """
+
+    def stream_parser(self) -> StreamParser:
+        return MarkupStreamParser(self)
+
+
+def iter_events_text(events: Iterable[ParseEvent]) -> Iterator[str]:
+    """The content deltas among ``events``."""
+    for ev in events:
+        if isinstance(ev, ContentDelta):
+            yield ev.text

@@ -1,0 +1,99 @@
+"""Tool descriptions in one canonical shape, whatever they came as.
+
+Dialects accept LangChain ``BaseTool``s, plain functions, OpenAI function dicts
+(``{"type": "function", "function": {...}}`` or the bare ``{"name", "parameters"}``)
+and MCP tool dicts (``{"name", "description", "inputSchema"}``). They all become a
+:class:`ToolSpec` whose ``parameters`` are cleaned to ``type/properties/required``,
+the shape the Hermes prompt of Qwen-Agent prints.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Union
+
+from langchain_core.tools import BaseTool
+from langchain_core.utils.function_calling import convert_to_openai_tool
+
+ToolLike = Union[BaseTool, Mapping[str, Any], Callable[..., Any], "ToolSpec"]
+
+
+@dataclass(frozen=True)
+class ToolSpec:
+    """A tool as every dialect sees it: a name, a description and a cleaned JSON schema."""
+
+    name: str
+    description: str = ""
+    parameters: dict[str, Any] = field(
+        default_factory=lambda: {"type": "object", "properties": {}, "required": []}
+    )
+
+    def as_openai(self) -> dict[str, Any]:
+        """The OpenAI ``{"type": "function", "function": {...}}`` form, keys in the seed's order."""
+        return {
+            "type": "function",
+            "function": {
+                "name": self.name,
+                "description": self.description,
+                "parameters": self.parameters,
+            },
+        }
+
+
+def clean_schema(schema: Mapping[str, Any] | None) -> dict[str, Any]:
+    """Keep ``type``, ``properties`` and ``required`` of an object schema.
+
+    ``required`` is added as ``[]`` when missing, as Qwen-Agent's MCP manager does, so
+    models always see the same three keys. Property schemas are kept as they are.
+    """
+    schema = dict(schema or {})
+    return {
+        "type": schema.get("type", "object"),
+        "properties": dict(schema.get("properties") or {}),
+        "required": list(schema.get("required") or []),
+    }
+
+
+def to_tool_spec(tool: ToolLike) -> ToolSpec:
+    """Turn any supported tool description into a :class:`ToolSpec`.
+
+    Raises:
+        TypeError: for an object that is none of the supported forms, naming its type.
+    """
+    if isinstance(tool, ToolSpec):
+        return tool
+    if isinstance(tool, Mapping):
+        if "inputSchema" in tool:  # MCP tool dict
+            return ToolSpec(
+                name=str(tool["name"]),
+                description=str(tool.get("description") or ""),
+                parameters=clean_schema(tool["inputSchema"]),
+            )
+        fn = tool.get("function", tool)
+        if isinstance(fn, Mapping) and "name" in fn:
+            return ToolSpec(
+                name=str(fn["name"]),
+                description=str(fn.get("description") or ""),
+                parameters=clean_schema(fn.get("parameters")),
+            )
+    if isinstance(tool, BaseTool) and isinstance(tool.args_schema, Mapping):
+        # MCP tools carry a dict schema already; convert_to_openai_tool would rebuild it
+        return ToolSpec(tool.name, tool.description or "", clean_schema(tool.args_schema))
+    if isinstance(tool, BaseTool | Mapping) or callable(tool):
+        fn = convert_to_openai_tool(tool)["function"]  # type: ignore[arg-type]
+        return ToolSpec(
+            name=fn["name"],
+            description=fn.get("description") or "",
+            parameters=clean_schema(fn.get("parameters")),
+        )
+    raise TypeError(f"cannot describe a tool of type {type(tool).__name__}: {tool!r}")
+
+
+def to_tool_specs(tools: Iterable[ToolLike] | None) -> list[ToolSpec]:
+    """:func:`to_tool_spec` over a list; ``None`` is no tools."""
+    return [to_tool_spec(t) for t in tools or ()]
+
+
+def tool_names(tools: Sequence[ToolLike] | None) -> list[str]:
+    return [s.name for s in to_tool_specs(tools)]
