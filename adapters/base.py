@@ -479,6 +479,14 @@ class PromptDialect(Dialect):
     drop_tokens: tuple[str, ...] = ()
 
     @abstractmethod
+    def write_assistant(self, message: AIMessage) -> str:
+        """One canonical assistant turn as this dialect's model would have written it.
+
+        ``parse(write_assistant(m))`` gives back the calls of ``m``; ``render`` uses it
+        to write earlier turns into the prompt.
+        """
+
+    @abstractmethod
     def read_call(self, text: str, *, closed: bool) -> Iterable[ParseEvent]:
         """Read the text of one call block.
 
