@@ -1,0 +1,77 @@
+"""The native dialect: the provider's own function calling (OpenAI ``tools``).
+
+The canonical history already is what an OpenAI-compatible API takes, so rendering
+is the identity, and tools travel through the chat model's ``bind_tools`` rather than
+the prompt. Replies carry their calls in ``AIMessage.tool_calls``; what ``parse`` sees
+is only the plain text of a reply. Markup a provider leaves in ``content`` anyway (a
+server without a tool parser, ``<think>`` blocks) is the job of
+:func:`fncall_graph.adapters.normalize.normalize`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import ClassVar
+
+from langchain_core.messages import AIMessage, BaseMessage
+
+from .base import ContentDelta, Dialect, ParseEvent, StreamParser
+from .schema import ToolLike
+
+
+class _TextStreamParser(StreamParser):
+    """Passes text through unchanged: a native reply has no markup to read."""
+
+    __slots__ = ("_parts",)
+
+    def __init__(self) -> None:
+        self._parts: list[str] = []
+
+    def feed(self, chunk: str) -> list[ParseEvent]:
+        if not chunk:
+            return []
+        self._parts.append(chunk)
+        return [ContentDelta(chunk)]
+
+    def close(self) -> list[ParseEvent]:
+        return []
+
+    def message(self) -> AIMessage:
+        return AIMessage(content="".join(self._parts))
+
+
+class NativeDialect(Dialect):
+    """Tools through the provider's function-calling API.
+
+    ``render`` returns the canonical history as it is (``HumanMessage``, ``AIMessage``
+    with ``tool_calls``, one ``ToolMessage`` per call); the tools are not written into
+    the prompt but passed with ``model.bind_tools(tools)`` at call time.
+
+    Example:
+        >>> from langchain_core.messages import HumanMessage
+        >>> d = NativeDialect()
+        >>> d.render([HumanMessage("hi")], tools=[])[0].content
+        'hi'
+        >>> d.parse("It is sunny.").content
+        'It is sunny.'
+        >>> d.stop
+        ()
+    """
+
+    name: ClassVar[str] = "native"
+    native: ClassVar[bool] = True
+    stop: tuple[str, ...] = ()
+
+    def render(
+        self, messages: Sequence[BaseMessage], tools: Sequence[ToolLike] | None
+    ) -> list[BaseMessage]:
+        """The canonical history, unchanged (a new list; the messages are not copied)."""
+        return list(messages)
+
+    def parse(self, text: str) -> AIMessage:
+        """A plain text reply as an ``AIMessage`` with no calls."""
+        return AIMessage(content=text)
+
+    def stream_parser(self) -> StreamParser:
+        """A parser that streams each chunk back as content."""
+        return _TextStreamParser()
