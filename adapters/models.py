@@ -1,0 +1,321 @@
+"""Model specs: one string names any chat model the graph can drive.
+
+=====================================  ===============================================
+spec                                   model
+=====================================  ===============================================
+``ollama:qwen3``                       ``ChatOllama``; ``OLLAMA_HOST`` or ``base_url=``
+``openai:gpt-4o-mini``                 ``ChatOpenAI``; ``OPENAI_API_KEY``/``OPENAI_BASE_URL``
+``http://127.0.0.1:8000/v1#qwen2.5``   any OpenAI-compatible server (vLLM, llama.cpp, ...)
+``anthropic:claude-…`` etc.            whatever ``init_chat_model`` knows
+``replay:path/to/recording.jsonl``     recorded outputs played back
+``local``                              bundled SmolLM2-135M on a loopback llama.cpp server
+=====================================  ===============================================
+
+``resolve_model(None)`` reads ``FNCALL_MODEL`` and falls back to ``local``.
+
+Example:
+    >>> from fncall_graph.adapters.models import resolve_model
+    >>> model = resolve_model("http://127.0.0.1:8000/v1#qwen2.5-7b")
+    >>> model.model_name, str(model.openai_api_base)
+    ('qwen2.5-7b', 'http://127.0.0.1:8000/v1')
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from typing import Any
+
+from langchain_core.language_models import BaseChatModel
+from langchain_openai import ChatOpenAI
+
+__all__ = [
+    "CompatibleChatOpenAI",
+    "ModelSpecError",
+    "is_tools_unsupported_error",
+    "resolve_model",
+]
+
+#: Environment variable read by ``resolve_model(None)``.
+MODEL_ENV = "FNCALL_MODEL"
+DEFAULT_SPEC = "local"
+# Local OpenAI-compatible servers ignore the key, but the OpenAI client insists on one.
+_DUMMY_KEY = "sk-no-key-needed"
+_SPEC_HELP = (
+    "use 'ollama:NAME', 'openai:NAME', 'http://HOST:PORT/v1#NAME', 'PROVIDER:NAME', "
+    "'replay:FILE' or 'local'"
+)
+
+
+class ModelSpecError(ValueError):
+    """A model spec that cannot be turned into a chat model.
+
+    The message is one line: the spec, what is wrong with it, and what to do.
+
+    Example:
+        >>> resolve_model("nosuch:model")
+        Traceback (most recent call last):
+        ...
+        fncall_graph.adapters.models.ModelSpecError: model spec 'nosuch:model': unknown provider 'nosuch'; use 'ollama:NAME', 'openai:NAME', 'http://HOST:PORT/v1#NAME', 'PROVIDER:NAME', 'replay:FILE' or 'local'
+    """
+
+    def __init__(self, spec: object, problem: str, remedy: str) -> None:
+        self.spec = spec
+        self.problem = problem
+        self.remedy = remedy
+        super().__init__(f"model spec {spec!r}: {problem}; {remedy}")
+
+
+class CompatibleChatOpenAI(ChatOpenAI):
+    """``ChatOpenAI`` for OpenAI-compatible servers (llama.cpp, vLLM, DashScope, DeepSeek).
+
+    langchain-openai sends a token limit as ``max_completion_tokens``, which OpenAI
+    introduced in 2024; llama-cpp-python's server ignores that field and other servers
+    may too, while all of them read ``max_tokens``. This class sends ``max_tokens``.
+
+    Example:
+        >>> m = CompatibleChatOpenAI(model="x", base_url="http://127.0.0.1:1/v1", api_key="k", max_tokens=8)
+        >>> m._get_request_payload("hi")["max_tokens"]
+        8
+    """
+
+    def _get_request_payload(
+        self, input_: Any, *, stop: list[str] | None = None, **kwargs: Any
+    ) -> dict:
+        payload = super()._get_request_payload(input_, stop=stop, **kwargs)
+        if "max_completion_tokens" in payload:
+            payload["max_tokens"] = payload.pop("max_completion_tokens")
+        return payload
+
+
+def resolve_model(spec: str | BaseChatModel | None = None, **kwargs: Any) -> BaseChatModel:
+    """Turn a model spec (or a ready chat model) into a ``BaseChatModel``.
+
+    Args:
+        spec: a spec string (see the module docstring), a chat model (returned as it
+            is), or ``None`` for ``$FNCALL_MODEL`` or else ``"local"``.
+        **kwargs: passed to the chat model's constructor, e.g. ``temperature=0``,
+            ``base_url=...``, ``api_key=...``.
+
+    Raises:
+        ModelSpecError: the spec is malformed, names an unknown provider, or lacks
+            what its provider needs (a key, an installed package, ...).
+
+    Examples:
+        >>> resolve_model("ollama:qwen3", base_url="http://127.0.0.1:11434").model
+        'qwen3'
+        >>> resolve_model("http://127.0.0.1:8000/v1").model_name
+        'default'
+    """
+    if isinstance(spec, BaseChatModel):
+        if kwargs:
+            raise ModelSpecError(
+                type(spec).__name__,
+                f"keyword arguments {sorted(kwargs)} cannot be applied to a ready chat model",
+                "configure the model before passing it, or pass a spec string",
+            )
+        return spec
+    if spec is None:
+        spec = os.environ.get(MODEL_ENV) or DEFAULT_SPEC
+    if not isinstance(spec, str):
+        raise ModelSpecError(
+            spec, f"expected a string or a chat model, got {type(spec).__name__}", _SPEC_HELP
+        )
+    text = spec.strip()
+    if not text:
+        raise ModelSpecError(spec, "the spec is empty", _SPEC_HELP)
+    if text == "local":
+        return _local_model(text, **kwargs)
+    if re.match(r"(?i)https?://", text):
+        return _url_model(text, **kwargs)
+    provider, sep, name = text.partition(":")
+    provider, name = provider.strip().lower(), name.strip()
+    if not sep:
+        raise ModelSpecError(spec, "no provider given", f"write PROVIDER:NAME; {_SPEC_HELP}")
+    if not name:
+        raise ModelSpecError(spec, f"no model name after '{provider}:'", _SPEC_HELP)
+    if provider == "replay":
+        return _replay_model(spec, name, **kwargs)
+    if provider == "ollama":
+        return _ollama_model(spec, name, **kwargs)
+    if provider == "openai":
+        return _openai_model(spec, name, **kwargs)
+    return _init_chat_model(spec, provider, name, **kwargs)
+
+
+def _local_model(spec: str, **kwargs: Any) -> BaseChatModel:
+    from fncall_graph.adapters.local_server import LocalServerError, shared_server
+
+    try:
+        server = shared_server()
+    except LocalServerError as exc:
+        first_line = str(exc).splitlines()[0]
+        raise ModelSpecError(
+            spec, first_line, "install 'fncall-graph[local]' or choose another model"
+        ) from exc
+    return server.chat_model(**kwargs)
+
+
+def _url_model(spec: str, **kwargs: Any) -> BaseChatModel:
+    url, _, name = spec.partition("#")
+    url = url.rstrip("/")
+    if not re.match(r"(?i)https?://[^/\s:]+(:\d+)?(/\S*)?$", url):
+        raise ModelSpecError(
+            spec, "not a valid base URL", "write e.g. 'http://127.0.0.1:8000/v1#model-name'"
+        )
+    kwargs.setdefault("model", name.strip() or "default")
+    kwargs.setdefault("base_url", url)
+    kwargs.setdefault("api_key", os.environ.get("OPENAI_API_KEY") or _DUMMY_KEY)
+    return CompatibleChatOpenAI(**kwargs)
+
+
+def _replay_model(spec: str, path: str, **kwargs: Any) -> BaseChatModel:
+    try:
+        from fncall_graph.testing import ReplayChatModel
+    except ImportError as exc:
+        raise ModelSpecError(
+            spec, f"replay models are unavailable ({exc})", "reinstall fncall-graph"
+        ) from exc
+    if not os.path.isfile(path):
+        raise ModelSpecError(spec, f"no such file {path!r}", "give the path of a recording")
+    return ReplayChatModel.from_file(path, **kwargs)
+
+
+def _ollama_model(spec: str, name: str, **kwargs: Any) -> BaseChatModel:
+    from langchain_ollama import ChatOllama
+
+    # Without base_url the ollama client reads OLLAMA_HOST itself (and accepts its
+    # short forms such as "0.0.0.0:11434"), so only an explicit base_url is passed on.
+    return ChatOllama(model=name, **kwargs)
+
+
+def _openai_model(spec: str, name: str, **kwargs: Any) -> BaseChatModel:
+    base_url = kwargs.get("base_url") or os.environ.get("OPENAI_BASE_URL")
+    api_key = kwargs.get("api_key") or os.environ.get("OPENAI_API_KEY")
+    if not api_key:
+        if not base_url:
+            raise ModelSpecError(
+                spec,
+                "no OpenAI API key",
+                "set OPENAI_API_KEY (or OPENAI_BASE_URL for a local OpenAI-compatible server)",
+            )
+        kwargs["api_key"] = _DUMMY_KEY
+    if base_url:
+        kwargs.setdefault("base_url", base_url)
+        return CompatibleChatOpenAI(model=name, **kwargs)
+    return ChatOpenAI(model=name, **kwargs)
+
+
+def _known_providers() -> set[str] | None:
+    from langchain.chat_models import base
+
+    # The registry is private; without it the provider is left to init_chat_model.
+    registry = getattr(base, "_BUILTIN_PROVIDERS", None)
+    return set(registry) if isinstance(registry, dict) else None
+
+
+def _init_chat_model(spec: str, provider: str, name: str, **kwargs: Any) -> BaseChatModel:
+    from langchain.chat_models import init_chat_model
+
+    provider = provider.replace("-", "_")
+    known = _known_providers()
+    if known is not None and provider not in known:
+        raise ModelSpecError(spec, f"unknown provider {provider!r}", _SPEC_HELP)
+    try:
+        return init_chat_model(name, model_provider=provider, **kwargs)
+    except ImportError as exc:
+        raise ModelSpecError(
+            spec,
+            f"the {provider} integration is not installed ({_first_line(exc)})",
+            f"pip install langchain-{provider.replace('_', '-')}",
+        ) from exc
+    except Exception as exc:
+        message = _first_line(exc)
+        if "Unsupported" in message and "provider" in message:
+            raise ModelSpecError(spec, f"unknown provider {provider!r}", _SPEC_HELP) from exc
+        raise ModelSpecError(
+            spec,
+            f"{provider} could not build the model ({type(exc).__name__}: {message})",
+            "check the provider's API key and settings",
+        ) from exc
+
+
+def _first_line(exc: BaseException) -> str:
+    lines = [line.strip() for line in str(exc).splitlines() if line.strip()]
+    return lines[0] if lines else type(exc).__name__
+
+
+# -- "this model cannot take tools" ---------------------------------------------------
+
+_TOOLS_WORD = re.compile(
+    r"\btools?\b|tool[ _-]?(choice|calls?|calling|call[ _-]parser)|function[ _-]?call|"
+    r"\bfunctions\b",
+    re.IGNORECASE,
+)
+_UNSUPPORTED_WORD = re.compile(
+    r"not support|unsupported|doesn't support|no support|requires|not enabled|"
+    r"not available|not allowed|not permitted|extra_forbidden|extra inputs|"
+    r"unrecognized|unknown (field|parameter|argument|key)|unexpected (field|keyword|argument)",
+    re.IGNORECASE,
+)
+
+
+def is_tools_unsupported_error(exc: BaseException) -> bool:
+    """Whether ``exc`` says that the model or server cannot take ``tools`` at all.
+
+    A graph uses it to fall back from native function calling to a prompt dialect.
+    Recognised:
+
+    * Ollama's HTTP 400 ``{"error": "<model> does not support tools"}``
+      (``ollama.ResponseError``, raised through ``ChatOllama``);
+    * OpenAI-compatible servers' 400/422 replies about ``tools``, ``tool_choice`` or
+      function calling (``openai.BadRequestError`` / ``UnprocessableEntityError``), e.g.
+      vLLM's ``"auto" tool choice requires --enable-auto-tool-choice ...``;
+    * ``NotImplementedError`` from a chat model's ``bind_tools``.
+
+    Other errors about tools (say, a malformed tool message) are not matched: both a
+    word for tools and a word for "unsupported" must appear.
+
+    Example:
+        >>> is_tools_unsupported_error(NotImplementedError())
+        True
+        >>> is_tools_unsupported_error(ValueError("boom"))
+        False
+    """
+    seen: set[int] = set()
+    current: BaseException | None = exc
+    while current is not None and id(current) not in seen:
+        seen.add(id(current))
+        if _matches(current):
+            return True
+        current = current.__cause__
+    return False
+
+
+def _matches(exc: BaseException) -> bool:
+    if isinstance(exc, NotImplementedError):
+        return True
+    status = _status_code(exc)
+    if status not in (400, 422):
+        return False
+    text = _error_text(exc)
+    return bool(_TOOLS_WORD.search(text) and _UNSUPPORTED_WORD.search(text))
+
+
+def _status_code(exc: BaseException) -> int | None:
+    # ollama.ResponseError and openai.APIStatusError both carry ``status_code``.
+    status = getattr(exc, "status_code", None)
+    if isinstance(status, int):
+        return status
+    response = getattr(exc, "response", None)
+    status = getattr(response, "status_code", None)
+    return status if isinstance(status, int) else None
+
+
+def _error_text(exc: BaseException) -> str:
+    parts = [str(exc)]
+    for attr in ("error", "message", "body"):
+        value = getattr(exc, attr, None)
+        if value is not None:
+            parts.append(str(value))
+    return " ".join(parts)
