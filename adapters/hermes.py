@@ -1,0 +1,347 @@
+"""The Hermes (Nous) dialect: tools in the system prompt, calls as ``<tool_call>`` JSON.
+
+This is the format Qwen2.5, Qwen3, Hermes models and Qwen-Agent's default prompt use.
+The model input reproduces Qwen-Agent's ``NousFnCallPrompt`` byte for byte:
+
+* the tool list goes under ``# Tools`` at the end of the first system message (after a
+  blank line), or in a system message of its own when there is none; one
+  ``{"type": "function", "function": {...}}`` JSON per line inside ``<tools></tools>``;
+* each earlier call is written back as ``<tool_call>\\n{"name": ..., "arguments": ...}\\n
+  </tool_call>`` after the turn's text, several calls joined by ``"\\n"``;
+* tool results go back as a **user** message, each wrapped in ``<tool_response>\\n...\\n
+  </tool_response>``; consecutive results share one user message, in call order.
+
+With no tools, calls and results already in the history are written as plain user text
+(Qwen-Agent's wording, in English or Chinese by ``lang``), so the model still sees them.
+
+Replies are read with the shared markup scanner: ``<think>`` is reasoning (calls inside
+it are not run), each ``<tool_call>`` block holds one or more JSON objects, and text
+before and after the calls is the answer. Hermes needs no stop sequences.
+
+Example:
+    >>> from fncall_graph.adapters import get_dialect
+    >>> hermes = get_dialect("hermes")
+    >>> reply = hermes.parse('<tool_call>\\n{"name": "sqlite-list_tables", "arguments": {}}\\n</tool_call>')
+    >>> reply.tool_calls[0]["name"], reply.tool_calls[0]["args"]
+    ('sqlite-list_tables', {})
+    >>> hermes.write_assistant(reply)
+    '<tool_call>\\n{"name": "sqlite-list_tables", "arguments": {}}\\n</tool_call>'
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, ClassVar, Literal
+
+from langchain_core.messages import (
+    AIMessage,
+    BaseMessage,
+    HumanMessage,
+    SystemMessage,
+)
+
+from .base import (
+    THINK,
+    Block,
+    ContentDelta,
+    ParseEvent,
+    PromptDialect,
+    call_from_object,
+    dumps,
+    group_tool_results,
+    invalid,
+    loads_lenient,
+    reasoning_of,
+    text_of,
+)
+from .schema import ToolLike, to_tool_specs
+
+TOOL_CALL = Block("<tool_call>", ("</tool_call>",), "call")
+
+#: The ``# Tools`` system text; ``{tool_descs}`` is one tool JSON per line.
+TOOLS_PROMPT = """# Tools
+
+You may call one or more functions to assist with the user query.
+
+You are provided with function signatures within <tools></tools> XML tags:
+<tools>
+{tool_descs}
+</tools>
+
+For each function call, return a json object with function name and arguments within <tool_call></tool_call> XML tags:
+<tool_call>
+{{"name": <function-name>, "arguments": <args-json-object>}}
+</tool_call>"""
+
+
+@dataclass(frozen=True)
+class HistoryWording:
+    """How calls and results are told as user text when no tools are offered."""
+
+    call: str
+    result: str
+    no_result: str = "No result."
+
+
+#: Qwen-Agent's wording per language; the tools prompt itself has one (English) text.
+HISTORY_WORDING: dict[str, HistoryWording] = {
+    "en": HistoryWording(
+        call='\n\nThe tool "{name}" was called with these arguments: \n{args}',
+        result="\n\nThe tool has returned the following result: \n{result}",
+    ),
+    "zh": HistoryWording(
+        call='\n\n工具"{name}"被调用时使用了以下参数：\n{args}',
+        result="\n\n该工具返回了以下结果：\n{result}",
+    ),
+}
+
+
+class HermesDialect(PromptDialect):
+    """Hermes / Nous tool calling in prompt text (registry names ``"hermes"``, ``"nous"``).
+
+    Args:
+        lang: ``"en"`` or ``"zh"``; only the wording of calls and results in a history
+            rendered without tools depends on it (the tools prompt is the same).
+
+    Example:
+        >>> from langchain_core.messages import HumanMessage
+        >>> tool = {"name": "add", "description": "Add", "inputSchema": {"type": "object"}}
+        >>> [m.type for m in HermesDialect().render([HumanMessage("1+1?")], [tool])]
+        ['system', 'human']
+    """
+
+    name: ClassVar[str] = "hermes"
+    stop: tuple[str, ...] = ()  # Qwen-Agent sends none for this prompt
+    blocks: tuple[Block, ...] = (THINK, TOOL_CALL)
+    # closing tags with no opening one are markup, never answer text
+    drop_tokens: tuple[str, ...] = ("</tool_call>", "</think>")
+
+    def __init__(self, *, lang: Literal["en", "zh"] = "en") -> None:
+        if lang not in HISTORY_WORDING:
+            raise ValueError(f"lang must be one of {sorted(HISTORY_WORDING)}, got {lang!r}")
+        self.lang = lang
+
+    def __repr__(self) -> str:
+        return f"HermesDialect(lang={self.lang!r})"
+
+    # ----------------------------------------------------------------- render
+
+    def render(
+        self, messages: Sequence[BaseMessage], tools: Sequence[ToolLike] | None
+    ) -> list[BaseMessage]:
+        """The exact model input for the canonical ``messages`` and ``tools``.
+
+        Returns system, human and AI messages with string content; an AI turn's
+        reasoning stays in ``additional_kwargs["reasoning_content"]``, never in content.
+        """
+        specs = to_tool_specs(tools)
+        if not specs:
+            return self._render_without_tools(messages)
+        out: list[BaseMessage] = []
+        for item in group_tool_results(messages):
+            if isinstance(item, list):
+                for result in item:
+                    block = f"<tool_response>\n{text_of(result.content)}\n</tool_response>"
+                    if out and isinstance(out[-1], HumanMessage):
+                        out[-1] = _with_text(out[-1], "\n" + block)
+                    else:
+                        out.append(HumanMessage(block))
+            elif isinstance(item, AIMessage):
+                text = self.write_assistant(item)
+                if out and isinstance(
+                    out[-1], AIMessage
+                ):  # one assistant turn, as the model sees it
+                    out[-1] = _with_text(out[-1], _joined(text_of(out[-1].content), text))
+                else:
+                    out.append(_assistant(text, reasoning_of(item)))
+            else:
+                out.append(_plain(item))
+
+        tool_descs = "\n".join(dumps(spec.as_openai()) for spec in specs)
+        system = TOOLS_PROMPT.format(tool_descs=tool_descs)
+        if out and isinstance(out[0], SystemMessage):
+            out[0] = _with_text(out[0], "\n\n" + system)
+        else:
+            out.insert(0, SystemMessage(system))
+        return out
+
+    def _render_without_tools(self, messages: Sequence[BaseMessage]) -> list[BaseMessage]:
+        # Qwen-Agent's _remove_fncall_messages: calls and results become user text so
+        # the model neither loses them nor is invited to call anything.
+        wording = HISTORY_WORDING[self.lang]
+        out: list[BaseMessage] = []
+
+        def tell(text: str) -> None:
+            if out and isinstance(out[-1], HumanMessage):
+                out[-1] = _with_text(out[-1], text)
+            else:
+                out.append(HumanMessage(text))
+
+        for item in group_tool_results(messages):
+            if isinstance(item, list):
+                for result in item:
+                    body = text_of(result.content) or wording.no_result
+                    tell(wording.result.format(result=body))
+                continue
+            if isinstance(item, AIMessage):
+                text = text_of(item.content)
+                if text or reasoning_of(item) or not item.tool_calls:
+                    out.append(_assistant(text, reasoning_of(item)))
+                for call in item.tool_calls:
+                    tell(wording.call.format(name=call["name"], args=dumps(call["args"])))
+                continue
+            if isinstance(item, HumanMessage) and out and isinstance(out[-1], HumanMessage):
+                out.append(AIMessage("..."))  # keeps the model on the latest user turn
+            out.append(_plain(item))
+        return out
+
+    # ----------------------------------------------------------------- write
+
+    def write_assistant(self, message: AIMessage) -> str:
+        """The turn's text, then one ``<tool_call>`` block per call, joined by newlines.
+
+        Calls that could not be read are written back as the model wrote them, so it
+        sees its own mistake next to the error it caused.
+        """
+        blocks = [
+            f"<tool_call>\n{dumps({'name': c['name'], 'arguments': c['args']})}\n</tool_call>"
+            for c in message.tool_calls
+        ]
+        blocks += [
+            f"<tool_call>\n{(c.get('args') or '').strip()}\n</tool_call>"
+            for c in message.invalid_tool_calls
+        ]
+        return _joined(text_of(message.content), "\n".join(blocks))
+
+    # ----------------------------------------------------------------- read
+
+    def read_call(self, text: str, *, closed: bool) -> Iterable[ParseEvent]:
+        """Read one ``<tool_call>`` block: one or more JSON call objects.
+
+        Strict JSON first, then the usual repairs (single quotes, trailing commas,
+        Python literals, code fences). ``arguments`` may be an object or a JSON string.
+        Prose after the JSON is answer text. If the reply ended inside the block, a
+        JSON value cut short is reported as an invalid call instead of being completed:
+        half-written arguments are never run.
+        """
+        values, rest = _strict_prefix(text)
+        for value in values:
+            yield from _calls(value, text)
+        if not rest:
+            if not values and text.strip():  # e.g. "<tool_call>\n[]\n</tool_call>"
+                yield invalid(text, "no tool call inside <tool_call>")
+            return
+        if values and rest[0] not in "{[":
+            yield ContentDelta(rest)
+            return
+        if not closed and not _complete_json(rest):
+            yield invalid(
+                text,
+                "the reply ended inside <tool_call> before its JSON was complete; "
+                "the call was not run",
+            )
+            return
+        try:
+            value = loads_lenient(rest)
+        except ValueError as exc:
+            yield invalid(text, f"<tool_call> does not hold a JSON call object: {exc}")
+            return
+        yield from _calls(value, text)
+
+
+# --------------------------------------------------------------------------- helpers
+
+
+def _joined(head: str, tail: str) -> str:
+    """Two pieces of one turn, a newline between them unless ``head`` ends with one."""
+    if not head or not tail:
+        return head + tail
+    return head + tail if head.endswith("\n") else f"{head}\n{tail}"
+
+
+def _assistant(text: str, reasoning: str) -> AIMessage:
+    kwargs = {"reasoning_content": reasoning} if reasoning else {}
+    return AIMessage(content=text, additional_kwargs=kwargs)
+
+
+def _plain(message: BaseMessage) -> BaseMessage:
+    """System and user turns as plain text; content with images etc. is kept as it is."""
+    content = message.content
+    if isinstance(content, list) and any(
+        not (isinstance(b, str) or (isinstance(b, dict) and b.get("type", "text") == "text"))
+        for b in content
+    ):
+        return message.model_copy()
+    if isinstance(message, SystemMessage):
+        return SystemMessage(text_of(content))
+    if isinstance(message, HumanMessage):
+        return HumanMessage(text_of(content))
+    return message.model_copy(update={"content": text_of(content)})
+
+
+def _with_text(message: BaseMessage, text: str) -> BaseMessage:
+    """``message`` with ``text`` appended to its content."""
+    content = message.content
+    if isinstance(content, list):
+        new: str | list[Any] = [*content, {"type": "text", "text": text}]
+    else:
+        new = content + text
+    return message.model_copy(update={"content": new})
+
+
+_DECODER = json.JSONDecoder()
+
+
+def _strict_prefix(text: str) -> tuple[list[Any], str]:
+    """The strict JSON values at the start of ``text`` and what follows them, stripped."""
+    values: list[Any] = []
+    i, n = 0, len(text)
+    while True:
+        while i < n and text[i].isspace():
+            i += 1
+        if i >= n:
+            return values, ""
+        try:
+            value, i = _DECODER.raw_decode(text, i)
+        except ValueError:
+            return values, text[i:].strip()
+        values.append(value)
+
+
+def _calls(value: Any, raw: str) -> Iterator[ParseEvent]:
+    """Call events for a decoded value: an object, or a list of them."""
+    items = value if isinstance(value, list) else [value]
+    if not items:
+        yield invalid(raw, "no tool call inside <tool_call>")
+    for item in items:
+        # some models echo the tools' own shape: {"type": "function", "function": {...}}
+        if (
+            isinstance(item, Mapping)
+            and "name" not in item
+            and isinstance(item.get("function"), Mapping)
+        ):
+            item = item["function"]
+        yield call_from_object(item, raw=raw)
+
+
+def _complete_json(text: str) -> bool:
+    """Whether every bracket opened in ``text`` is closed, strings taken into account."""
+    depth, quote, escaped, opened = 0, "", False, False
+    for ch in text:
+        if quote:
+            if escaped:
+                escaped = False
+            elif ch == "\\":
+                escaped = True
+            elif ch == quote:
+                quote = ""
+        elif ch in "\"'":
+            quote = ch
+        elif ch in "{[":
+            depth += 1
+            opened = True
+        elif ch in "}]":
+            depth -= 1
+    return opened and depth <= 0 and not quote
