@@ -226,7 +226,7 @@ def _init_chat_model(spec: str, provider: str, name: str, **kwargs: Any) -> Base
     except ImportError as exc:
         raise ModelSpecError(
             spec,
-            f"the {provider} integration is not installed ({_first_line(exc)})",
+            f"the {provider} integration is not installed",
             f"pip install langchain-{provider.replace('_', '-')}",
         ) from exc
     except Exception as exc:
