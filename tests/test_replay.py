@@ -1,0 +1,197 @@
+"""ReplayChatModel: recorded outputs in order, inputs recorded, streaming, stop, bind_tools."""
+
+from __future__ import annotations
+
+import json
+import threading
+from functools import reduce
+from pathlib import Path
+
+import pytest
+from langchain_core.messages import AIMessageChunk, HumanMessage
+from langchain_core.tools import tool
+
+from fncall_graph.testing import ReplayChatModel, ReplayExhausted
+
+DATA = Path(__file__).resolve().parents[1] / "fncall_graph" / "data"
+HERMES_CALL = '<tool_call>\n{"name": "sqlite-list_tables", "arguments": {}}\n</tool_call>'
+
+
+@tool
+def get_weather(city: str) -> str:
+    """获取指定城市的天气信息"""
+    return f"{city}: 晴"
+
+
+def _sum(chunks: list[AIMessageChunk]) -> AIMessageChunk:
+    return reduce(lambda a, b: a + b, chunks)
+
+
+def test_plays_outputs_in_order_and_records_inputs() -> None:
+    model = ReplayChatModel([HERMES_CALL, "有 3 张表。"])
+    first = model.invoke([HumanMessage("数据库有几张表")])
+    second = model.invoke("谢谢")
+    assert first.content == HERMES_CALL
+    assert second.content == "有 3 张表。"
+    assert [[m.content for m in call] for call in model.inputs] == [["数据库有几张表"], ["谢谢"]]
+    assert model.position == 2 and model.remaining == 0
+
+
+def test_runs_out_with_a_clear_error() -> None:
+    model = ReplayChatModel(["only"])
+    model.invoke("a")
+    with pytest.raises(ReplayExhausted, match=r"replay has 1 outputs, call 2 asked for more"):
+        model.invoke("b")
+
+
+def test_dict_outputs_replay_native_tool_calls() -> None:
+    openai_style = {
+        "role": "assistant",
+        "content": None,
+        "reasoning_content": "需要查天气",
+        "tool_calls": [
+            {
+                "id": "call_abc123",
+                "type": "function",
+                "function": {"name": "get_weather", "arguments": '{"city": "北京"}'},
+            },
+            {"id": "call_bad", "type": "function", "function": {"name": "x", "arguments": "{"}},
+        ],
+    }
+    langchain_style = {
+        "content": "",
+        "tool_calls": [{"name": "get_weather", "args": {"city": "上海"}}],
+    }
+    model = ReplayChatModel([openai_style, langchain_style])
+    a = model.invoke("?")
+    assert a.content == ""
+    assert a.tool_calls == [
+        {"name": "get_weather", "args": {"city": "北京"}, "id": "call_abc123", "type": "tool_call"}
+    ]
+    assert a.invalid_tool_calls[0]["id"] == "call_bad"
+    assert a.additional_kwargs["reasoning_content"] == "需要查天气"
+    b = model.invoke("?")
+    assert b.tool_calls[0]["args"] == {"city": "上海"}
+
+
+def test_stop_cuts_at_the_first_stop_sequence() -> None:
+    text = "Thought: look it up\nAction: x\nObservation: invented\nFinal Answer: no"
+    model = ReplayChatModel([text, text])
+    assert model.invoke("q", stop=["Observation:"]).content == "Thought: look it up\nAction: x\n"
+    chunks = list(model.stream("q", stop=["Final Answer:", "Action:"]))
+    assert _sum(chunks).content == "Thought: look it up\n"
+    assert model.calls[0]["stop"] == ["Observation:"]
+
+
+def test_stream_gives_several_chunks_that_add_up() -> None:
+    model = ReplayChatModel([HERMES_CALL, HERMES_CALL], chunk_size=5)
+    chunks = list(model.stream("q"))
+    assert len(chunks) > 5
+    assert _sum(chunks).content == HERMES_CALL
+    assert all(len(c.content) <= 5 for c in chunks)
+    # default: token-ish pieces, the markers split over chunks as a server splits them
+    pieces = [c.content for c in model.stream("q")]
+    assert "<tool_call>" not in pieces and "".join(pieces) == HERMES_CALL
+
+
+def test_stream_native_tool_calls_as_tool_call_chunks() -> None:
+    out = {
+        "content": "",
+        "tool_calls": [
+            {"name": "get_weather", "args": {"city": "北京"}, "id": "call_1"},
+            {"name": "get_weather", "args": {"city": "广州"}, "id": "call_2"},
+        ],
+        "usage_metadata": {"input_tokens": 3, "output_tokens": 4, "total_tokens": 7},
+    }
+    model = ReplayChatModel([out])
+    chunks = list(model.stream("q"))
+    assert sum(len(c.tool_call_chunks) for c in chunks) == 4  # two pieces per call
+    total = _sum(chunks)
+    assert [(c["name"], c["args"], c["id"]) for c in total.tool_calls] == [
+        ("get_weather", {"city": "北京"}, "call_1"),
+        ("get_weather", {"city": "广州"}, "call_2"),
+    ]
+    assert total.usage_metadata["total_tokens"] == 7
+
+
+async def test_async_paths() -> None:
+    model = ReplayChatModel(["hello world", "again"])
+    assert (await model.ainvoke("a")).content == "hello world"
+    chunks = [c async for c in model.astream("b")]
+    assert _sum(chunks).content == "again"
+    assert len(model.inputs) == 2
+
+
+def test_bind_tools_shares_the_cursor_and_records_the_tools() -> None:
+    model = ReplayChatModel(["one", "two", "three"])
+    bound = model.bind_tools([get_weather], tool_choice="any")
+    assert model.invoke("a").content == "one"
+    assert bound.invoke("b").content == "two"
+    assert model.invoke("c").content == "three"
+    assert bound.bound.bound_tools[0]["function"]["name"] == "get_weather"
+    assert "tools" not in model.calls[0]
+    assert model.calls[1]["tools"][0]["function"]["name"] == "get_weather"
+    assert model.calls[1]["tool_choice"] == "any"
+    assert len(model.inputs) == 3
+
+
+def test_cursor_is_thread_safe() -> None:
+    n = 64
+    model = ReplayChatModel([str(i) for i in range(n)])
+    got: list[str] = []
+    lock = threading.Lock()
+
+    def call() -> None:
+        text = model.invoke("x").content
+        with lock:
+            got.append(text)
+
+    threads = [threading.Thread(target=call) for _ in range(n)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert sorted(got, key=int) == [str(i) for i in range(n)]
+    with pytest.raises(ReplayExhausted):
+        model.invoke("x")
+
+
+def test_raise_on_tools_raises_what_ollama_raises() -> None:
+    ollama = pytest.importorskip("ollama")
+    model = ReplayChatModel(["plain answer"], raise_on_tools=True, model="qwen:0.5b")
+    with pytest.raises(ollama.ResponseError) as info:
+        model.bind_tools([get_weather]).invoke("weather?")
+    assert info.value.status_code == 400
+    assert info.value.error == "registry.ollama.ai/library/qwen:0.5b does not support tools"
+    # without tools the model answers; the failed call used no output
+    assert model.invoke("hi").content == "plain answer"
+
+
+def test_from_file_forms(tmp_path: Path) -> None:
+    wrapped = tmp_path / "r.json"
+    wrapped.write_text(
+        json.dumps({"source": "test", "dialect": "hermes", "outputs": ["a", {"content": "b"}]})
+    )
+    bare = tmp_path / "b.json"
+    bare.write_text(json.dumps(["x"]))
+    lines = tmp_path / "l.jsonl"
+    lines.write_text('"p"\n\n{"content": "q"}\n')
+    m = ReplayChatModel.from_file(wrapped, chunk_size=2)
+    assert (m.source, m.dialect, m.chunk_size) == ("test", "hermes", 2)
+    assert [m.invoke("?").content for _ in range(2)] == ["a", "b"]
+    assert ReplayChatModel.from_file(bare).invoke("?").content == "x"
+    assert [ReplayChatModel.from_file(lines).outputs[i].content for i in (0, 1)] == ["p", "q"]
+    broken = tmp_path / "n.json"
+    broken.write_text(json.dumps({"source": "no outputs"}))
+    with pytest.raises(ValueError, match="outputs"):
+        ReplayChatModel.from_file(broken)
+
+
+@pytest.mark.parametrize("name", ["seed000_qwen_max_hermes.json", "seed004_deepseek_v3_react.json"])
+def test_bundled_recordings_load(name: str) -> None:
+    path = DATA / name
+    if not path.exists():
+        pytest.skip(f"{name} is not bundled")
+    model = ReplayChatModel.from_file(path)
+    assert model.outputs and model.dialect
+    assert isinstance(model.invoke("?").content, str)
