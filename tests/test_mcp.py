@@ -1,0 +1,646 @@
+"""MCP servers as tools, against real servers started by the tests.
+
+- mcp-server-sqlite over stdio on seed 000's database;
+- seed 003's FastMCP weather server over stdio and over streamable HTTP on a
+  free loopback port.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from langchain_core.messages import ToolMessage
+from langchain_core.utils.function_calling import convert_to_openai_tool
+
+from fncall_graph.adapters.mcp import (
+    MCPConfigError,
+    MCPServerError,
+    MCPToolkit,
+    clean_schema,
+    load_mcp_tools,
+    parse_mcp_config,
+)
+
+sys.path.insert(0, str(Path(__file__).parent))
+from seed_db import SEED_LIST_TABLES, make_seed_db, sqlite_config
+
+pytestmark = pytest.mark.slow
+
+WEATHER_SERVER = Path(__file__).parent / "servers" / "weather_server.py"
+
+# The six tools of seed 000, as its pre-processed system prompt lists them.
+SEED_TOOL_LINES = [
+    '{"type": "function", "function": {"name": "sqlite-read_query", "description": "Execute a SELECT query on the SQLite database", "parameters": {"type": "object", "properties": {"query": {"type": "string", "description": "SELECT SQL query to execute"}}, "required": ["query"]}}}',
+    '{"type": "function", "function": {"name": "sqlite-write_query", "description": "Execute an INSERT, UPDATE, or DELETE query on the SQLite database", "parameters": {"type": "object", "properties": {"query": {"type": "string", "description": "SQL query to execute"}}, "required": ["query"]}}}',
+    '{"type": "function", "function": {"name": "sqlite-create_table", "description": "Create a new table in the SQLite database", "parameters": {"type": "object", "properties": {"query": {"type": "string", "description": "CREATE TABLE SQL statement"}}, "required": ["query"]}}}',
+    '{"type": "function", "function": {"name": "sqlite-list_tables", "description": "List all tables in the SQLite database", "parameters": {"type": "object", "properties": {}, "required": []}}}',
+    '{"type": "function", "function": {"name": "sqlite-describe_table", "description": "Get the schema information for a specific table", "parameters": {"type": "object", "properties": {"table_name": {"type": "string", "description": "Name of the table to describe"}}, "required": ["table_name"]}}}',
+    '{"type": "function", "function": {"name": "sqlite-append_insight", "description": "Add a business insight to the memo", "parameters": {"type": "object", "properties": {"insight": {"type": "string", "description": "Business insight discovered from data analysis"}}, "required": ["insight"]}}}',
+]
+
+
+# --------------------------------------------------------------------------- helpers
+
+
+def child_processes() -> dict[int, str]:
+    """Live (non-zombie) child processes of this test process: pid -> command line."""
+    me = os.getpid()
+    out = {}
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            stat = Path(f"/proc/{entry}/stat").read_text()
+            cmdline = Path(f"/proc/{entry}/cmdline").read_bytes()
+        except OSError:
+            continue
+        fields = stat.rsplit(")", 1)[1].split()
+        state, ppid = fields[0], int(fields[1])
+        if ppid == me and state != "Z":
+            out[int(entry)] = cmdline.replace(b"\0", b" ").decode(errors="replace")
+    return out
+
+
+def server_pids(marker: str) -> list[int]:
+    return [pid for pid, cmd in child_processes().items() if marker in cmd]
+
+
+def pid_gone(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        return True
+    return state == "Z"
+
+
+def call(tool_name: str, args: dict[str, Any], call_id: str = "call_1") -> dict[str, Any]:
+    return {"type": "tool_call", "id": call_id, "name": tool_name, "args": args}
+
+
+def weather_stdio_config(**extra: Any) -> dict[str, Any]:
+    return {
+        "mcpServers": {
+            "weather": {"command": sys.executable, "args": [str(WEATHER_SERVER)], **extra}
+        }
+    }
+
+
+@pytest.fixture
+def seed_db(tmp_path: Path) -> Path:
+    return make_seed_db(tmp_path / "test.db")
+
+
+@pytest.fixture(scope="module")
+def weather_http() -> Iterator[str]:
+    """The weather server over streamable HTTP on a free loopback port; yields its URL."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    proc = subprocess.Popen(
+        [sys.executable, str(WEATHER_SERVER), "--port", str(port)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    started = threading.Event()
+    log: list[str] = []
+
+    def drain() -> None:
+        # Read stderr for ever, so the server never blocks on a full pipe.
+        assert proc.stderr is not None
+        for line in proc.stderr:
+            log.append(line)
+            if "Uvicorn running on" in line:
+                started.set()
+        started.set()  # EOF: the server exited; the check below reports it
+
+    threading.Thread(target=drain, daemon=True).start()
+    try:
+        assert started.wait(30), "weather server did not start within 30 s"
+        assert proc.poll() is None, "weather server exited:\n" + "".join(log)
+        yield f"http://127.0.0.1:{port}/mcp"
+    finally:
+        proc.terminate()
+        proc.wait(10)
+
+
+# --------------------------------------------------------------------------- config
+
+
+def test_mcp_servers_stdio_entry_with_env_merged_over_environ(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("DB_DIR", "/data")
+    monkeypatch.setenv("API_TOKEN", "s3cret")
+    config = {
+        "mcpServers": {
+            "sqlite": {
+                "command": "uvx",
+                "args": ["mcp-server-sqlite", "--db-path", "${DB_DIR}/test.db"],
+                "env": {"TOKEN": "Bearer ${API_TOKEN}", "MODE": "${MODE:-ro}"},
+                "cwd": "/tmp",
+                "disabledTools": [],  # other clients' keys are ignored
+            }
+        }
+    }
+    conn = parse_mcp_config(config)["sqlite"]
+    assert conn["transport"] == "stdio"
+    assert conn["command"] == "uvx"
+    assert conn["args"] == ["mcp-server-sqlite", "--db-path", "/data/test.db"]
+    assert conn["cwd"] == "/tmp"
+    env = conn["env"]
+    assert env["TOKEN"] == "Bearer s3cret"
+    assert env["MODE"] == "ro"
+    assert env["PATH"] == os.environ["PATH"]  # the server still finds its interpreter
+
+
+def test_mcp_servers_stdio_without_env_leaves_env_unset() -> None:
+    conn = parse_mcp_config({"mcpServers": {"s": {"command": "x"}}})["s"]
+    assert conn == {"transport": "stdio", "command": "x", "args": []}
+
+
+@pytest.mark.parametrize(
+    ("entry", "transport"),
+    [
+        ({"url": "http://127.0.0.1:8000/sse"}, "sse"),
+        ({"url": "http://127.0.0.1:8000/mcp"}, "streamable_http"),
+        ({"url": "http://127.0.0.1:8000/mcp", "type": "sse"}, "sse"),
+        ({"url": "http://127.0.0.1:8000/mcp", "type": "streamable-http"}, "streamable_http"),
+        ({"url": "http://127.0.0.1:8000/mcp", "type": "streamable_http"}, "streamable_http"),
+        ({"url": "http://127.0.0.1:8000/mcp", "type": "http"}, "streamable_http"),
+        ({"url": "http://127.0.0.1:8000/mcp", "transport": "http"}, "streamable_http"),
+    ],
+)
+def test_mcp_servers_url_entries(entry: dict[str, Any], transport: str) -> None:
+    assert parse_mcp_config({"mcpServers": {"remote": entry}})["remote"]["transport"] == transport
+
+
+def test_headers_expanded(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("API_TOKEN", "abc")
+    config = {
+        "mcpServers": {
+            "remote": {
+                "url": "https://example.test/mcp",
+                "type": "streamable-http",
+                "headers": {"Authorization": "Bearer ${API_TOKEN}"},
+            }
+        }
+    }
+    assert parse_mcp_config(config)["remote"] == {
+        "transport": "streamable_http",
+        "url": "https://example.test/mcp",
+        "headers": {"Authorization": "Bearer abc"},
+    }
+
+
+def test_langchain_mcp_adapters_connections() -> None:
+    config = {
+        "math": {"transport": "stdio", "command": "python", "args": ["math_server.py"]},
+        "weather": {
+            "transport": "streamable_http",
+            "url": "http://127.0.0.1:8000/mcp",
+            "timeout": 5,
+        },
+    }
+    conns = parse_mcp_config(config)
+    assert conns["math"] == {"transport": "stdio", "command": "python", "args": ["math_server.py"]}
+    assert conns["weather"] == {
+        "transport": "streamable_http",
+        "url": "http://127.0.0.1:8000/mcp",
+        "timeout": 5.0,
+    }
+
+
+def test_config_from_json_file_and_qwen_agent_list(tmp_path: Path) -> None:
+    config = {"mcpServers": {"sqlite": {"command": "uvx", "args": ["mcp-server-sqlite"]}}}
+    path = tmp_path / "mcp.json"
+    path.write_text(json.dumps(config))
+    assert parse_mcp_config(path) == parse_mcp_config(str(path)) == parse_mcp_config([config])
+
+
+@pytest.mark.parametrize(
+    ("config", "message"),
+    [
+        (
+            {"mcpServers": {"sqlite": {"command": 42}}},
+            "mcpServers.sqlite.command: must be a string",
+        ),
+        (
+            {"mcpServers": {"sqlite": {"command": ""}}},
+            "mcpServers.sqlite.command: must not be empty",
+        ),
+        (
+            {"mcpServers": {"sqlite": {"command": "uvx", "args": "mcp-server-sqlite"}}},
+            "mcpServers.sqlite.args: must be a list of strings",
+        ),
+        (
+            {"mcpServers": {"sqlite": {"command": "uvx", "args": ["a", 1]}}},
+            "mcpServers.sqlite.args[1]: must be a string",
+        ),
+        (
+            {"mcpServers": {"sqlite": {"command": "uvx", "env": ["A=1"]}}},
+            "mcpServers.sqlite.env: must be an object",
+        ),
+        (
+            {"mcpServers": {"sqlite": {"command": "uvx", "env": {"A": 1}}}},
+            "mcpServers.sqlite.env.A: must be a string",
+        ),
+        (
+            {"mcpServers": {"sqlite": {"command": "uvx", "env": {"A": "${FNCALL_UNSET_VAR}"}}}},
+            "mcpServers.sqlite.env.A: environment variable ${FNCALL_UNSET_VAR} is not set",
+        ),
+        (
+            {"mcpServers": {"sqlite": {"command": "uvx", "args": ["${FNCALL_UNSET_VAR}"]}}},
+            "mcpServers.sqlite.args[0]: environment variable ${FNCALL_UNSET_VAR} is not set",
+        ),
+        (
+            {"mcpServers": {"sqlite": {"command": "uvx", "type": "sse"}}},
+            'mcpServers.sqlite.type: must be "stdio"',
+        ),
+        ({"mcpServers": {"sqlite": {}}}, 'mcpServers.sqlite: needs "command"'),
+        (
+            {"mcpServers": {"sqlite": "uvx mcp-server-sqlite"}},
+            "mcpServers.sqlite: must be an object",
+        ),
+        (
+            {"mcpServers": {"web": {"url": "http://h/mcp", "command": "x"}}},
+            "mcpServers.web: give either",
+        ),
+        (
+            {"mcpServers": {"web": {"url": "ftp://h/mcp"}}},
+            "mcpServers.web.url: must be a http/https URL",
+        ),
+        (
+            {"mcpServers": {"web": {"url": "http://h/mcp", "type": "grpc"}}},
+            "mcpServers.web.type: unknown transport 'grpc'",
+        ),
+        (
+            {"mcpServers": {"web": {"url": "http://h/mcp", "headers": {"X": None}}}},
+            "mcpServers.web.headers.X: must be a string",
+        ),
+        (
+            {
+                "mcpServers": {
+                    "web": {
+                        "url": "http://h/mcp",
+                        "headers": {"Authorization": "Bearer ${FNCALL_UNSET_VAR}"},
+                    }
+                }
+            },
+            "mcpServers.web.headers.Authorization: environment variable ${FNCALL_UNSET_VAR} is not set",
+        ),
+        (
+            {"mcpServers": {"web": {"url": "http://h/mcp", "timeout": -1}}},
+            "mcpServers.web.timeout: must be a positive number",
+        ),
+        ({"mcpServers": {}}, "mcpServers: no servers configured"),
+        ({"mcpServers": []}, "mcpServers: must be an object"),
+        ({"math": {"command": "python", "args": []}}, "math.transport: is required"),
+        ({"math": {"transport": "pipe"}}, "math.transport: unknown transport 'pipe'"),
+        ({"math": {"transport": "stdio", "command": "python"}}, "math.args: is required"),
+        (
+            {"math": {"transport": "stdio", "command": "python", "args": [], "cmd": "x"}},
+            "math.cmd: unknown field for the stdio transport",
+        ),
+        ({"math": {"transport": "sse", "url": 8000}}, "math.url: must be a string"),
+    ],
+)
+def test_bad_config_is_refused_naming_server_and_field(
+    config: dict[str, Any], message: str
+) -> None:
+    before = child_processes()
+    with pytest.raises(MCPConfigError) as info:
+        MCPToolkit.from_config(config)
+    assert str(info.value).startswith(message), str(info.value)
+    assert child_processes() == before  # nothing was started
+
+
+def test_bad_config_file(tmp_path: Path) -> None:
+    with pytest.raises(MCPConfigError, match="cannot read config file"):
+        parse_mcp_config(tmp_path / "missing.json")
+    bad = tmp_path / "bad.json"
+    bad.write_text("{not json")
+    with pytest.raises(MCPConfigError, match="invalid JSON"):
+        parse_mcp_config(bad)
+
+
+def test_from_config_starts_nothing(seed_db: Path) -> None:
+    toolkit = MCPToolkit.from_config(sqlite_config(seed_db))
+    assert server_pids("mcp-server-sqlite") == []
+    with pytest.raises(RuntimeError, match="not started"):
+        _ = toolkit.tools
+
+
+def test_clean_schema() -> None:
+    assert clean_schema({"type": "object", "title": "x", "properties": {}}) == {
+        "type": "object",
+        "properties": {},
+        "required": [],
+    }
+    nested = {
+        "type": "object",
+        "properties": {"place": {"$ref": "#/$defs/Place"}},
+        "required": ["place"],
+        "$defs": {"Place": {"type": "object", "properties": {"city": {"type": "string"}}}},
+    }
+    assert clean_schema(nested)["properties"]["place"]["properties"] == {"city": {"type": "string"}}
+
+
+# --------------------------------------------------------------------------- sqlite over stdio
+
+
+async def test_sqlite_tools_have_seed_names_and_schemas(seed_db: Path) -> None:
+    async with MCPToolkit.from_config(sqlite_config(seed_db), include_resources=False) as toolkit:
+        lines = [
+            json.dumps(convert_to_openai_tool(tool), ensure_ascii=False) for tool in toolkit.tools
+        ]
+        assert lines == SEED_TOOL_LINES
+        for tool in toolkit.tools:
+            assert set(tool.args_schema) == {"type", "properties", "required"}
+
+
+async def test_sqlite_resources_tools(seed_db: Path) -> None:
+    async with MCPToolkit.from_config(sqlite_config(seed_db)) as toolkit:
+        names = [tool.name for tool in toolkit.tools]
+        assert names[-2:] == ["sqlite-list_resources", "sqlite-read_resource"]
+        listing = json.loads(await toolkit.get_tool("sqlite-list_resources").ainvoke({}))
+        assert [r["uri"] for r in listing["resources"]] == ["memo://insights"]
+        memo = await toolkit.get_tool("sqlite-read_resource").ainvoke({"uri": "memo://insights"})
+        assert "insights" in memo
+
+
+async def test_list_tables_matches_seed(seed_db: Path) -> None:
+    async with MCPToolkit.from_config(sqlite_config(seed_db)) as toolkit:
+        message = await toolkit.get_tool("sqlite-list_tables").ainvoke(
+            call("sqlite-list_tables", {})
+        )
+        assert isinstance(message, ToolMessage)
+        assert message.content == SEED_LIST_TABLES
+        assert message.status == "success"
+        counts = [
+            await toolkit.get_tool("sqlite-read_query").ainvoke(
+                {"query": f"SELECT COUNT(*) FROM {table}"}
+            )
+            for table in ("students", "sqlite_sequence", "log")
+        ]
+        assert counts == ["[{'COUNT(*)': 2}]", "[{'COUNT(*)': 1}]", "[{'COUNT(*)': 1}]"]
+        age = await toolkit.get_tool("sqlite-read_query").ainvoke(
+            {"query": "SELECT age FROM students WHERE name = '韩梅梅'"}
+        )
+        assert age == "[{'age': 6}]"
+
+
+async def test_one_session_is_shared_and_closing_stops_the_server(seed_db: Path) -> None:
+    async with MCPToolkit.from_config(sqlite_config(seed_db)) as toolkit:
+        list_tables = toolkit.get_tool("sqlite-list_tables")
+        [pid] = server_pids("mcp-server-sqlite")
+        results = await asyncio.gather(*(list_tables.ainvoke({}) for _ in range(5)))
+        assert results == [SEED_LIST_TABLES] * 5
+        await toolkit.get_tool("sqlite-read_query").ainvoke({"query": "SELECT 1"})
+        assert server_pids("mcp-server-sqlite") == [pid]
+    assert pid_gone(pid)
+    assert server_pids("mcp-server-sqlite") == []
+
+
+async def test_killed_server_is_restarted_and_the_call_retried(seed_db: Path) -> None:
+    async with MCPToolkit.from_config(sqlite_config(seed_db)) as toolkit:
+        list_tables = toolkit.get_tool("sqlite-list_tables")
+        assert await list_tables.ainvoke({}) == SEED_LIST_TABLES
+        [old] = server_pids("mcp-server-sqlite")
+        os.kill(old, signal.SIGKILL)
+        assert await list_tables.ainvoke({}) == SEED_LIST_TABLES
+        [new] = server_pids("mcp-server-sqlite")
+        assert new != old
+        assert pid_gone(old)
+        # and the new session is the shared one from now on
+        assert await list_tables.ainvoke({}) == SEED_LIST_TABLES
+        assert server_pids("mcp-server-sqlite") == [new]
+    assert pid_gone(new)
+
+
+async def test_killed_during_concurrent_calls(seed_db: Path) -> None:
+    async with MCPToolkit.from_config(sqlite_config(seed_db)) as toolkit:
+        list_tables = toolkit.get_tool("sqlite-list_tables")
+        [old] = server_pids("mcp-server-sqlite")
+        os.kill(old, signal.SIGKILL)
+        results = await asyncio.gather(*(list_tables.ainvoke({}) for _ in range(4)))
+        assert results == [SEED_LIST_TABLES] * 4
+        assert len(server_pids("mcp-server-sqlite")) == 1  # restarted once, not per call
+    assert server_pids("mcp-server-sqlite") == []
+
+
+async def test_bad_command_names_the_server(tmp_path: Path) -> None:
+    config = {"mcpServers": {"sqlite": {"command": str(tmp_path / "no-such-server")}}}
+    with pytest.raises(MCPServerError) as info:
+        async with MCPToolkit.from_config(config, startup_timeout=20):
+            pass
+    assert info.value.server == "sqlite"
+    assert str(info.value).startswith("MCP server 'sqlite': failed to start: command")
+    assert "not found" in str(info.value)
+
+
+async def test_server_crashing_at_startup_names_the_server_and_stops_the_others(
+    seed_db: Path,
+) -> None:
+    config = sqlite_config(seed_db)
+    config["mcpServers"]["crashy"] = {
+        "command": sys.executable,
+        "args": ["-c", "import sys; print('no database', file=sys.stderr); sys.exit(3)"],
+    }
+    with pytest.raises(MCPServerError) as info:
+        async with MCPToolkit.from_config(config, startup_timeout=20):
+            pass
+    assert info.value.server == "crashy"
+    assert "closed the connection during initialization" in str(info.value)
+    assert server_pids("mcp-server-sqlite") == []
+
+
+async def test_server_that_never_answers_times_out_at_startup() -> None:
+    config = {
+        "mcpServers": {
+            "mute": {"command": sys.executable, "args": ["-c", "import sys; sys.stdin.read()"]}
+        }
+    }
+    with pytest.raises(
+        MCPServerError, match=r"MCP server 'mute': failed to start: no answer .* within 1 s"
+    ):
+        async with MCPToolkit.from_config(config, startup_timeout=1):
+            pass
+    assert server_pids("sys.stdin.read") == []
+
+
+async def test_unknown_server_and_tool(seed_db: Path) -> None:
+    async with MCPToolkit.from_config(sqlite_config(seed_db)) as toolkit:
+        with pytest.raises(
+            MCPServerError, match=r"MCP server 'postgres': unknown server; configured: sqlite"
+        ):
+            toolkit.get_tools("postgres")
+        with pytest.raises(KeyError, match="sqlite-drop_table"):
+            toolkit.get_tool("sqlite-drop_table")
+        assert toolkit.servers == ["sqlite"]
+        assert toolkit.server_info("sqlite").serverInfo.name == "sqlite"
+
+
+async def test_separator_and_load_mcp_tools(seed_db: Path) -> None:
+    async with load_mcp_tools(
+        sqlite_config(seed_db), separator="__", include_resources=False
+    ) as tools:
+        assert [t.name for t in tools][:2] == ["sqlite__read_query", "sqlite__write_query"]
+        by_name = {t.name: t for t in tools}
+        assert await by_name["sqlite__list_tables"].ainvoke({}) == SEED_LIST_TABLES
+    assert server_pids("mcp-server-sqlite") == []
+
+
+# --------------------------------------------------------------------------- weather
+
+
+async def test_call_timeout_names_server_tool_and_timeout() -> None:
+    async with MCPToolkit.from_config(weather_stdio_config(), call_timeout=0.5) as toolkit:
+        slow = toolkit.get_tool("weather-slow_weather")
+        message = await slow.ainvoke(call("weather-slow_weather", {"city": "上海", "seconds": 60}))
+        assert message.status == "error"
+        assert message.content == "MCP server 'weather': tool 'slow_weather' timed out after 0.5 s"
+        # the session survives a timeout
+        assert (
+            await toolkit.get_tool("weather-get_weather").ainvoke({"city": "上海"})
+            == "多云,温度 25°C"
+        )
+
+
+async def test_weather_over_streamable_http(weather_http: str) -> None:
+    config = {"mcpServers": {"weather": {"url": weather_http, "type": "streamable-http"}}}
+    async with MCPToolkit.from_config(config) as toolkit:
+        names = [tool.name for tool in toolkit.tools]
+        assert names == [
+            "weather-get_weather",
+            "weather-weather_icon",
+            "weather-broken_tool",
+            "weather-slow_weather",
+            "weather-list_resources",
+            "weather-read_resource",
+        ]
+        get_weather = toolkit.get_tool("weather-get_weather")
+        assert get_weather.description == "获取指定城市的天气信息"
+        assert get_weather.args_schema == {
+            "type": "object",
+            "properties": {"city": {"title": "City", "type": "string"}},
+            "required": ["city"],
+        }
+        message = await get_weather.ainvoke(call("weather-get_weather", {"city": "北京"}))
+        assert message.content == "晴天,温度 22°C"
+        assert message.artifact == {"structured_content": {"result": "晴天,温度 22°C"}}
+        assert await get_weather.ainvoke({"city": "杭州"}) == "杭州 的天气数据暂不可用"
+
+
+async def test_weather_resources(weather_http: str) -> None:
+    async with MCPToolkit.from_config(
+        {"mcpServers": {"weather": {"url": weather_http}}}
+    ) as toolkit:
+        listing = json.loads(await toolkit.get_tool("weather-list_resources").ainvoke({}))
+        assert {r["uri"] for r in listing["resources"]} == {
+            "resource://cities",
+            "resource://icon.png",
+        }
+        assert [t["uriTemplate"] for t in listing["resource_templates"]] == [
+            "resource://{city}/weather"
+        ]
+
+        read = toolkit.get_tool("weather-read_resource")
+        assert await read.ainvoke({"uri": "resource://cities"}) == "Cities: 北京, 上海, 广州, 深圳"
+        assert await read.ainvoke({"uri": "resource://shanghai/weather"}) == "Weather for shanghai"
+
+        icon = await read.ainvoke(call("weather-read_resource", {"uri": "resource://icon.png"}))
+        assert icon.content.startswith("[image: image/png, ")
+        [block] = icon.artifact["content"]
+        assert block["mime_type"] == "image/png"
+        assert block["base64"].startswith("iVBORw0KGgo")  # PNG signature
+
+        missing = await read.ainvoke(call("weather-read_resource", {"uri": "resource://nowhere"}))
+        assert missing.status == "error"
+        assert "resource://nowhere" in missing.content
+
+
+async def test_image_result_is_kept_as_artifact(weather_http: str) -> None:
+    async with MCPToolkit.from_config(
+        {"mcpServers": {"weather": {"url": weather_http}}}
+    ) as toolkit:
+        message = await toolkit.get_tool("weather-weather_icon").ainvoke(
+            call("weather-weather_icon", {"city": "深圳"})
+        )
+        assert message.status == "success"
+        text, image = message.content.split("\n\n")
+        assert text == "深圳 的天气图标"
+        assert image.startswith("[image: image/png, ")
+        [block] = message.artifact["content"]
+        assert block["type"] == "image"
+        assert block["mime_type"] == "image/png"
+        assert block["base64"].startswith("iVBORw0KGgo")
+
+
+async def test_is_error_result_becomes_error_tool_message(weather_http: str) -> None:
+    async with MCPToolkit.from_config(
+        {"mcpServers": {"weather": {"url": weather_http}}}
+    ) as toolkit:
+        message = await toolkit.get_tool("weather-broken_tool").ainvoke(
+            call("weather-broken_tool", {"reason": "维护中"})
+        )
+        assert isinstance(message, ToolMessage)
+        assert message.status == "error"
+        assert message.tool_call_id == "call_1"
+        assert "weather service unavailable: 维护中" in message.content
+
+
+async def test_two_servers_two_transports(seed_db: Path, weather_http: str) -> None:
+    config = sqlite_config(seed_db)
+    config["mcpServers"]["weather"] = {"url": weather_http, "type": "http"}
+    async with MCPToolkit.from_config(config, include_resources=False) as toolkit:
+        assert {t.name.split("-")[0] for t in toolkit.tools} == {"sqlite", "weather"}
+        results = await asyncio.gather(
+            toolkit.get_tool("sqlite-list_tables").ainvoke({}),
+            toolkit.get_tool("weather-get_weather").ainvoke({"city": "广州"}),
+        )
+        assert results == [SEED_LIST_TABLES, "小雨,温度 28°C"]
+
+
+# --------------------------------------------------------------------------- sync callers
+
+
+def test_sync_invoke_on_a_background_loop(seed_db: Path) -> None:
+    with MCPToolkit.from_config(sqlite_config(seed_db)) as toolkit:
+        list_tables = toolkit.get_tool("sqlite-list_tables")
+        assert list_tables.invoke({}) == SEED_LIST_TABLES
+        [pid] = server_pids("mcp-server-sqlite")
+        message = list_tables.invoke(call("sqlite-list_tables", {}))
+        assert message.content == SEED_LIST_TABLES
+        # ainvoke from another event loop is marshalled to the toolkit's loop
+        assert asyncio.run(list_tables.ainvoke({})) == SEED_LIST_TABLES
+        assert server_pids("mcp-server-sqlite") == [pid]
+    assert pid_gone(pid)
+
+
+async def test_sync_invoke_from_a_worker_thread(seed_db: Path) -> None:
+    async with MCPToolkit.from_config(sqlite_config(seed_db)) as toolkit:
+        list_tables = toolkit.get_tool("sqlite-list_tables")
+        assert await asyncio.to_thread(list_tables.invoke, {}) == SEED_LIST_TABLES
+        # on the toolkit's own loop a blocking call would deadlock: refused instead
+        with pytest.raises(RuntimeError, match="would block it"):
+            list_tables.invoke({})
+
+
+def test_sync_start_failure_leaves_nothing_behind(tmp_path: Path) -> None:
+    config = {"mcpServers": {"sqlite": {"command": str(tmp_path / "missing")}}}
+    threads = threading.active_count()
+    with pytest.raises(MCPServerError, match="'sqlite'"):
+        MCPToolkit.from_config(config).start_sync()
+    assert threading.active_count() == threads
