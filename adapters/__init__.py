@@ -19,6 +19,8 @@ from .base import (
     ReasoningDelta,
     StreamParser,
 )
+from .chat_model import with_dialect
+from .normalize import normalize
 from .schema import ToolLike, ToolSpec, clean_schema, to_tool_spec, to_tool_specs
 
 # name -> (module, class); aliases point at the same entry
@@ -76,6 +78,8 @@ __all__ = [
     "ToolSpec",
     "clean_schema",
     "get_dialect",
+    "normalize",
     "to_tool_spec",
     "to_tool_specs",
+    "with_dialect",
 ]
