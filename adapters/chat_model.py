@@ -139,9 +139,11 @@ class DialectChatModel(BaseChatModel):
         merged = list(dict.fromkeys([*self.dialect.stop, *(stop or [])]))
         if merged:
             kwargs["stop"] = merged
-        config: RunnableConfig = {}
+        # BaseChatModel hands ``_stream`` no run manager: then the inner run falls back
+        # to the caller's context config and only needs the tag.
+        config: RunnableConfig = {"tags": [_NOSTREAM]}
         if run_manager is not None:
-            config["callbacks"] = _child(run_manager)
+            config = {"callbacks": _child(run_manager)}
         kwargs["config"] = config
         return inner, rendered, kwargs
 

@@ -1,0 +1,220 @@
+"""with_dialect(): LangChain's chat-model interface for a model that only writes text.
+
+The inner model is a ReplayChatModel, so the exact prompts it received can be checked
+against the dialect's render, and its replies against the dialect's parse.
+"""
+
+from __future__ import annotations
+
+import json
+from functools import reduce
+
+import pytest
+from langchain_core.messages import AIMessage, AIMessageChunk, HumanMessage, SystemMessage
+from langchain_core.tools import tool
+
+from fncall_graph.adapters import get_dialect, with_dialect
+from fncall_graph.adapters.chat_model import DialectChatModel
+from fncall_graph.testing import ReplayChatModel
+
+
+@tool
+def get_weather(city: str) -> str:
+    """获取指定城市的天气信息"""
+    return {"北京": "晴，25°C", "广州": "小雨，28°C"}.get(city, "未知")
+
+
+@tool
+def get_time(city: str) -> str:
+    """Current local time of a city."""
+    return f"{city}: 10:16"
+
+
+TOOLS = [get_weather, get_time]
+
+
+def hermes_call(name: str, **args: str) -> str:
+    body = json.dumps({"name": name, "arguments": args}, ensure_ascii=False)
+    return f"<tool_call>\n{body}\n</tool_call>"
+
+
+REPLY = (
+    "<think>Two cities, one tool each.</think>\n先查天气。\n"
+    + hermes_call("get_weather", city="北京")
+    + "\n"
+    + hermes_call("get_time", city="广州")
+)
+
+
+def _sum(chunks: list[AIMessageChunk]) -> AIMessageChunk:
+    return reduce(lambda a, b: a + b, chunks)
+
+
+def _calls(msg: AIMessage) -> list[tuple[str, dict]]:
+    return [(c["name"], c["args"]) for c in msg.tool_calls]
+
+
+def test_invoke_renders_with_the_dialect_and_parses_the_reply() -> None:
+    inner = ReplayChatModel([REPLY])
+    model = with_dialect(inner, "hermes").bind_tools(TOOLS)
+    history = [SystemMessage("你是助手"), HumanMessage("北京天气和广州时间?")]
+    msg = model.invoke(history)
+
+    hermes = get_dialect("hermes")
+    assert inner.inputs[0] == hermes.render(history, TOOLS)
+    assert "tools" not in inner.calls[0]  # the tools went into the prompt
+    expected = hermes.parse(REPLY)
+    assert msg.content == expected.content == "先查天气。"
+    assert _calls(msg) == _calls(expected)
+    assert msg.additional_kwargs["reasoning_content"] == "Two cities, one tool each."
+    assert len({c["id"] for c in msg.tool_calls}) == 2
+
+
+@pytest.mark.parametrize("chunk_size", [None, 1, 3, 17, 1000])
+def test_stream_adds_up_to_the_parsed_message(chunk_size: int | None) -> None:
+    inner = ReplayChatModel([REPLY], chunk_size=chunk_size)
+    model = with_dialect(inner, "hermes").bind_tools(TOOLS)
+    chunks = list(model.stream("北京天气和广州时间?"))
+    total = _sum(chunks)
+    expected = get_dialect("hermes").parse(REPLY)
+    assert total.content == expected.content
+    assert _calls(total) == _calls(expected)
+    assert total.additional_kwargs["reasoning_content"] == "Two cities, one tool each."
+    # one tool_call_chunk per finished call, each with its own index and whole JSON args
+    tcc = [c for ch in chunks for c in ch.tool_call_chunks]
+    assert [c["index"] for c in tcc] == [0, 1]
+    assert all(json.loads(c["args"]) for c in tcc)
+    assert "<tool_call>" not in "".join(str(c.content) for c in chunks)
+    assert chunks[-1].chunk_position == "last"
+
+
+async def test_async_paths_match_the_sync_ones() -> None:
+    inner = ReplayChatModel([REPLY, REPLY], chunk_size=4)
+    model = with_dialect(inner, "hermes").bind_tools(TOOLS)
+    sync = model.invoke("q")
+    msg = await model.ainvoke("q")
+    assert (msg.content, _calls(msg)) == (sync.content, _calls(sync))
+    inner2 = ReplayChatModel([REPLY], chunk_size=4)
+    total = _sum([c async for c in with_dialect(inner2, "hermes").bind_tools(TOOLS).astream("q")])
+    assert (total.content, _calls(total)) == (sync.content, _calls(sync))
+
+
+def test_stop_sequences_reach_the_inner_model() -> None:
+    qwen = get_dialect("qwen")
+    invented = '✿FUNCTION✿: get_weather\n✿ARGS✿: {"city": "北京"}\n✿RESULT✿: invented\n✿RETURN✿: 晴'
+    inner = ReplayChatModel([invented, invented])
+    model = with_dialect(inner, qwen).bind_tools(TOOLS)
+    msg = model.invoke("北京天气?", stop=["Observation:"])
+    assert inner.calls[0]["stop"] == [*qwen.stop, "Observation:"]
+    assert _calls(msg) == [("get_weather", {"city": "北京"})]  # cut at ✿RESULT✿, as a server does
+    total = _sum(list(model.stream("北京天气?")))
+    assert inner.calls[1]["stop"] == list(qwen.stop)
+    assert _calls(total) == _calls(msg) and total.content == msg.content
+
+
+def test_tool_choice_picks_what_is_rendered() -> None:
+    inner = ReplayChatModel(["ok", "ok", "ok"])
+    wrapper = with_dialect(inner, "hermes")
+    wrapper.bind_tools(TOOLS, tool_choice="none").invoke("hi")
+    wrapper.bind_tools(TOOLS, tool_choice="get_time").invoke("hi")
+    wrapper.bind_tools(TOOLS, tool_choice="any").invoke("hi")
+    none, one, every = (call[0].content for call in inner.inputs)
+    assert none == "hi" and len(inner.inputs[0]) == 1
+    assert '"get_time"' in one and '"get_weather"' not in one
+    assert '"get_time"' in every and '"get_weather"' in every
+    with pytest.raises(ValueError, match="names none of the bound tools"):
+        wrapper.bind_tools(TOOLS, tool_choice="nope").invoke("hi")
+
+
+def test_native_calls_from_the_inner_model_are_merged_without_duplicates() -> None:
+    field_call = {"name": "get_weather", "args": {"city": "北京"}, "id": "call_field"}
+    inner = ReplayChatModel(
+        [
+            {"content": hermes_call("get_weather", city="北京"), "tool_calls": [field_call]},
+            {"content": hermes_call("get_weather", city="北京"), "tool_calls": [field_call]},
+        ]
+    )
+    model = with_dialect(inner, "hermes").bind_tools(TOOLS)
+    msg = model.invoke("q")
+    assert [(c["name"], c["id"]) for c in msg.tool_calls] == [("get_weather", "call_field")]
+    total = _sum(list(model.stream("q")))
+    assert _calls(total) == _calls(msg)
+
+
+def test_native_dialect_binds_tools_on_the_inner_model_and_reads_markup() -> None:
+    # seed 001: a Qwen3 server without a tool parser answers in content despite `tools`
+    inner = ReplayChatModel([hermes_call("get_weather", city="北京"), "晴。"])
+    model = with_dialect(inner, "native").bind_tools(TOOLS, tool_choice="auto")
+    msg = model.invoke([HumanMessage("北京天气?")])
+    assert [t["function"]["name"] for t in inner.calls[0]["tools"]] == ["get_weather", "get_time"]
+    assert inner.calls[0]["tool_choice"] == "auto"
+    assert inner.inputs[0] == [HumanMessage("北京天气?")]
+    assert _calls(msg) == [("get_weather", {"city": "北京"})] and msg.content == ""
+    assert model.invoke("?").content == "晴。"
+
+
+def test_wrapper_is_a_chat_model_with_the_dialect_resolved() -> None:
+    model = with_dialect(ReplayChatModel(["x"]), "nous")
+    assert isinstance(model, DialectChatModel)
+    assert model.dialect.name == "hermes"
+    assert model._llm_type == "dialect-hermes"
+    with pytest.raises(ValueError, match="unknown dialect"):
+        with_dialect(ReplayChatModel(["x"]), "klingon")
+
+
+# --------------------------------------------------------------------------- LangGraph
+
+# LangGraph's own prebuilt agent, as users of the prebuilt API call it.
+prebuilt = pytest.mark.filterwarnings("ignore:create_react_agent has been moved")
+
+
+def _two_tool_replay() -> ReplayChatModel:
+    return ReplayChatModel(
+        [
+            "我先查北京的天气。\n" + hermes_call("get_weather", city="北京"),
+            hermes_call("get_time", city="北京"),
+            "北京现在 10:16，天气晴，25°C。",
+        ],
+        chunk_size=3,
+    )
+
+
+@prebuilt
+def test_create_react_agent_runs_two_tools_through_hermes_text() -> None:
+    from langgraph.prebuilt import create_react_agent
+
+    inner = _two_tool_replay()
+    agent = create_react_agent(with_dialect(inner, "hermes"), TOOLS)
+    out = agent.invoke({"messages": [HumanMessage("北京的天气和时间?")]})
+    msgs = out["messages"]
+    assert [m.type for m in msgs] == ["human", "ai", "tool", "ai", "tool", "ai"]
+    assert msgs[1].tool_calls[0]["name"] == "get_weather"
+    assert msgs[2].content == "晴，25°C" and msgs[2].tool_call_id == msgs[1].tool_calls[0]["id"]
+    assert msgs[3].tool_calls[0]["name"] == "get_time"
+    assert msgs[4].content == "北京: 10:16"
+    assert msgs[5].content == "北京现在 10:16，天气晴，25°C。"
+    # the model saw the first result as Hermes text in a user message
+    second_prompt = inner.inputs[1]
+    assert second_prompt[0].content.startswith("# Tools")
+    assert second_prompt[-1].type == "human"
+    assert second_prompt[-1].content == "<tool_response>\n晴，25°C\n</tool_response>"
+    assert len(inner.inputs) == 3
+
+
+@prebuilt
+async def test_create_react_agent_streams_parsed_chunks_only() -> None:
+    from langgraph.prebuilt import create_react_agent
+
+    agent = create_react_agent(with_dialect(_two_tool_replay(), "hermes"), TOOLS)
+    chunks = [
+        msg
+        async for msg, meta in agent.astream(
+            {"messages": [HumanMessage("北京的天气和时间?")]}, stream_mode="messages"
+        )
+        if isinstance(msg, AIMessageChunk)
+    ]
+    text = "".join(str(c.content) for c in chunks)
+    assert "<tool_call>" not in text  # the inner model's raw markup is not streamed
+    assert "我先查北京的天气。" in text and "北京现在" in text
+    names = [c["name"] for ch in chunks for c in ch.tool_call_chunks]
+    assert names == ["get_weather", "get_time"]
