@@ -1,0 +1,492 @@
+"""The ReAct dialect: LangChain's JSON-blob ReAct prompt, for models without function calling.
+
+The model input reproduces the prompt of seed 004 byte for byte (LangChain's chat ReAct
+agent prompt as the article adapted it):
+
+* one system message: the instructions, with one tool JSON per line
+  (``{"name", "description", "parameters"}``) and the tool names;
+* one user message: ``Question: <question>\\n\\n`` followed by the scratchpad, every earlier
+  step of this turn as the model wrote it, each followed by ``Observation: <result>\\n``.
+
+The model answers ``Thought: ...`` then ``Action:`` with a fenced JSON blob
+``{"action": NAME, "action_input": ARGS}``, or ``Final Answer: ...``. The stop sequence
+``Observation:`` keeps it from inventing tool results.
+
+Reading a reply:
+
+* ``Thought:`` text and ``<think>`` blocks are reasoning;
+* each ``Action:`` block is one or more calls (several ``Action:`` blocks, or a list of
+  blobs, are all run); the blob may be fenced (```````json``, ```````` ``) or bare, and
+  broken JSON is repaired; prose around the blob is answer text; the classic
+  ``Action: NAME`` / ``Action Input: ARGS`` form is read too;
+* ``{"action": "Final Answer", "action_input": ...}`` (LangChain's structured-chat
+  convention) and the ``Final Answer:`` marker give the answer, with no call;
+* ``Observation:`` ends the reply: whatever follows was invented before any tool ran, so
+  it is dropped, exactly as the stop sequence would have cut it;
+* a reply with none of the markers is the answer as it stands.
+
+``action_input`` given as an object or as a JSON object string becomes the arguments.
+Anything else (a bare string, a number, a list) becomes ``{"input": value}``: the parser
+does not see the tool list, LangChain's single-input tools accept any one-key object, and
+a structured tool answers with an error naming its parameters, which the model reads in
+the next ``Observation:`` and corrects.
+
+Conversations: only the current turn (from the last user message) is a scratchpad. Each
+earlier turn is written as the exchange it was: a user message holding its question and
+its scratchpad, then an assistant message with its final reply (``Thought: ...`` and
+``Final Answer: ...``). So a follow-up question still sees the tool results it may refer
+to, and the model sees its own format worked through.
+
+Example:
+    >>> from fncall_graph.adapters import get_dialect
+    >>> react = get_dialect("react")
+    >>> reply = react.parse('Thought: 先查北京。\\nAction:\\n```\\n{"action": "get_weather", '
+    ...                     '"action_input": {"location": "北京"}}\\n```')
+    >>> reply.tool_calls[0]["name"], reply.tool_calls[0]["args"]
+    ('get_weather', {'location': '北京'})
+    >>> reply.additional_kwargs["reasoning_content"]
+    '先查北京。'
+    >>> react.parse("Thought: 好了。\\nFinal Answer: 晴。").content
+    '晴。'
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import re
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass, field
+from typing import Any, ClassVar
+
+from langchain_core.messages import (
+    AIMessage,
+    BaseMessage,
+    HumanMessage,
+    SystemMessage,
+    ToolMessage,
+)
+from langchain_core.messages.tool import ToolCall, tool_call
+
+from .base import (
+    THINK,
+    Block,
+    CallEvent,
+    ContentDelta,
+    ParseEvent,
+    PromptDialect,
+    call_from_object,
+    coerce_args,
+    dumps,
+    group_tool_results,
+    invalid,
+    loads_lenient,
+    new_call_id,
+    reasoning_of,
+    text_of,
+)
+from .schema import ToolLike, ToolSpec, to_tool_specs
+
+STOP = "Observation:"
+
+THOUGHT = Block(
+    "Thought:",
+    ("Action:", "Final Answer:", STOP, "Thought:", "<think>"),
+    "reasoning",
+    consume_close=False,
+)
+ACTION = Block(
+    "Action:",
+    ("Thought:", STOP, "Final Answer:", "Action:", "<think>"),
+    "call",
+    consume_close=False,
+)
+# No close marker: everything after an invented observation is dropped (see module doc).
+OBSERVATION = Block(STOP, (), "drop")
+
+#: The system prompt of seed 004. ``{tool_strings}`` is one tool JSON per line and
+#: ``{tool_names}`` the names joined by ", ". The doubled braces are the article's: its
+#: template copies LangChain's ``{{{{`` but formats it once, so the model sees ``{{``.
+SYSTEM_PROMPT = """
+Answer the following questions as best you can. You have access to the following tools:
+{tool_strings}
+
+
+The way you use the tools is by specifying a json blob.
+Specifically, this json should have a `action` key (with the name of the tool to use) and a `action_input` key (with the input to the tool going here).
+
+The only values that should be in the "action" field are: {tool_names}
+
+The $JSON_BLOB should only contain a SINGLE action, do NOT return a list of multiple actions. Here is an example of a valid $JSON_BLOB:
+
+```
+{{
+"action": $TOOL_NAME,
+"action_input": $INPUT
+}}
+```
+
+ALWAYS use the following format:
+
+Question: the input question you must answer
+Thought: you should always think about what to do
+Action:
+```
+$JSON_BLOB
+```
+Observation: the result of the action
+... (this Thought/Action/Observation can repeat N times)
+Thought: I now know the final answer
+Final Answer: the final answer to the original input question
+
+
+Begin! Reminder to always use the exact characters `Final Answer` when responding."""
+SYSTEM_PROMPT += " \n"  # the seed's prompt ends so; kept out of the literal to stay visible
+
+#: The argument name a non-object ``action_input`` is given (see module doc).
+BARE_INPUT_KEY = "input"
+
+# Markers a JSON string may contain but the blob must not show: JSON spells them with
+# a \\u escape, which reads back as the same string.
+_JSON_ESCAPES = (
+    ("```", "\\u0060\\u0060\\u0060"),
+    ("Action:", "\\u0041ction:"),
+    ("Observation:", "\\u004fbservation:"),
+    ("Thought:", "\\u0054hought:"),
+    ("Final Answer:", "\\u0046inal Answer:"),
+    ("<think>", "\\u003cthink>"),
+    ("</think>", "\\u003c/think>"),
+)
+
+_FENCE = "```"
+_FENCE_TAG = re.compile(r"[A-Za-z0-9_+-]*[ \t]*\n?")
+_CLASSIC = re.compile(r"\s*([^\n{\[`]+?)\s*\n\s*Action Input:\s*(.*)\Z", re.DOTALL)
+_DECODER = json.JSONDecoder()
+
+
+class ReActDialect(PromptDialect):
+    """LangChain's JSON-blob ReAct in prompt text (registry name ``"react"``).
+
+    Example:
+        >>> from langchain_core.messages import HumanMessage
+        >>> tool = {"name": "get_weather", "description": "Get weather",
+        ...         "inputSchema": {"type": "object", "properties": {"location": {"type": "string"}}}}
+        >>> system, user = ReActDialect().render([HumanMessage("北京天气怎么样")], [tool])
+        >>> user.content
+        'Question: 北京天气怎么样\\n\\n'
+        >>> ReActDialect().stop
+        ('Observation:',)
+    """
+
+    name: ClassVar[str] = "react"
+    stop: tuple[str, ...] = (STOP,)
+    blocks: tuple[Block, ...] = (THINK, THOUGHT, ACTION, OBSERVATION)
+    # "Final Answer:" only introduces the answer; a stray "</think>" is markup
+    drop_tokens: tuple[str, ...] = ("Final Answer:", "</think>")
+
+    # ----------------------------------------------------------------- render
+
+    def system_prompt(self, tools: Sequence[ToolLike] | None) -> str:
+        """The ReAct system prompt listing ``tools``."""
+        specs = to_tool_specs(tools)
+        tool_strings = "\n".join(_tool_json(s) for s in specs)
+        tool_names = ", ".join(s.name for s in specs)
+        # replace(), not format(): the template's literal braces are part of the text
+        return SYSTEM_PROMPT.replace("{tool_strings}", tool_strings).replace(
+            "{tool_names}", tool_names
+        )
+
+    def render(
+        self, messages: Sequence[BaseMessage], tools: Sequence[ToolLike] | None
+    ) -> list[BaseMessage]:
+        """The exact model input: the system prompt, then one user message per turn.
+
+        System messages in ``messages`` go first in the system prompt. Each turn is a
+        user message (``Question:`` and its scratchpad), followed, for a finished turn,
+        by an assistant message with the final reply. With no tools the same layout is
+        used with an empty tool list, so calls already in the history still read the
+        same. Content other than text (images) is not part of a ReAct prompt and is left
+        out.
+        """
+        head = [text_of(m.content) for m in messages if isinstance(m, SystemMessage)]
+        system = "\n".join([*head, self.system_prompt(tools)])
+        out: list[BaseMessage] = [SystemMessage(system)]
+        for turn in _turns(messages):
+            scratchpad, final = self._scratchpad(turn.steps)
+            question = "\n".join(turn.question)
+            out.append(HumanMessage(f"Question: {question}\n\n{scratchpad}"))
+            if final is not None:
+                out.append(AIMessage(final))
+        return out
+
+    def _scratchpad(self, steps: Sequence[BaseMessage]) -> tuple[str, str | None]:
+        """A turn's steps as scratchpad text, and its final reply if it has one."""
+        items = group_tool_results(steps)
+        parts: list[str] = []
+        final: str | None = None
+        for i, item in enumerate(items):
+            if isinstance(item, list):  # results whose call is not in this turn
+                parts += [f"{STOP} {text_of(r.content)}\n" for r in item]
+            elif isinstance(item, AIMessage):
+                text = self.write_assistant(item)
+                has_calls = bool(item.tool_calls or item.invalid_tool_calls)
+                if not has_calls and i == len(items) - 1:
+                    final = text
+                    continue
+                nxt = items[i + 1] if i + 1 < len(items) else None
+                results = nxt if isinstance(nxt, list) and has_calls else []
+                if results:
+                    items[i + 1] = []  # written here, next to the calls they answer
+                elif not text:
+                    continue
+                parts.append(text + "".join(f"\n{STOP} {text_of(r.content)}" for r in results))
+                parts.append("\n")
+        return "".join(parts), final
+
+    # ----------------------------------------------------------------- write
+
+    def write_assistant(self, message: AIMessage) -> str:
+        """One assistant turn as the seed's model writes it.
+
+        A turn with calls is ``Thought: ...`` (its reasoning and any text) and one
+        ``Action:`` block per call; a final answer is ``Thought: ...`` (its reasoning,
+        if any) and ``Final Answer: ...``. Calls that could not be read are written back
+        as the model wrote them, so it sees its own mistake next to the error it caused.
+        """
+        reasoning = reasoning_of(message).strip()
+        content = text_of(message.content).strip()
+        parts: list[str] = []
+        if message.tool_calls or message.invalid_tool_calls:
+            thought = "\n\n".join(t for t in (reasoning, content) if t)
+            if thought:
+                parts.append(f"Thought: {thought}")
+            parts += [_write_action(c["name"], c["args"]) for c in message.tool_calls]
+            for bad in message.invalid_tool_calls:
+                raw = str(bad.get("args") or "").strip()
+                parts.append("Action:\n" + (raw if raw.startswith(_FENCE) else f"```\n{raw}\n```"))
+            return "\n\n".join(parts)
+        if reasoning:
+            parts.append(f"Thought: {reasoning}")
+        if content or reasoning:
+            parts.append(f"Final Answer: {content}")
+        return "\n\n".join(parts)
+
+    # ----------------------------------------------------------------- read
+
+    def read_call(self, text: str, *, closed: bool) -> Iterable[ParseEvent]:
+        """Read one ``Action:`` block: a JSON blob (or several), fenced or not.
+
+        Prose before or after the blob is answer text. If the reply ended before the
+        blob's JSON was complete (a reply cut by a token limit), the call is reported as
+        invalid instead of being completed: half-written arguments are never run.
+        """
+        body = _without_stop_leftover(text).strip()
+        classic = _CLASSIC.match(body)
+        if classic:
+            name, args_text = classic.group(1).strip(), _unfence(classic.group(2))[0].strip()
+            args: Any = args_text
+            if args_text.startswith(("{", "[", '"')):
+                with contextlib.suppress(ValueError):  # else kept as the bare string it is
+                    args = loads_lenient(args_text)
+            yield from _from_blob({"action": name, "action_input": args}, body)
+            return
+
+        rest, found = body, False
+        while rest:
+            piece = _next_blob(rest)
+            if piece is None or (found and piece.before.strip()):
+                break  # what is left is prose, not another blob
+            found = True
+            if piece.before.strip():
+                yield ContentDelta(_prose(piece.before))
+            rest = piece.after
+            if not piece.complete and not closed:
+                yield invalid(
+                    piece.blob,
+                    "the reply ended inside the Action's JSON blob; the call was not run",
+                )
+                continue
+            try:
+                value = loads_lenient(piece.blob)
+            except ValueError as exc:
+                yield invalid(piece.blob, f"Action: could not read the JSON blob: {exc}")
+                continue
+            yield from _from_blob(value, piece.blob)
+        if not found:
+            yield invalid(
+                body,
+                'Action: expected a JSON blob {"action": <tool name>, "action_input": <arguments>}',
+            )
+        elif rest.strip():
+            yield ContentDelta(_prose(rest))
+
+
+# --------------------------------------------------------------------------- render helpers
+
+
+@dataclass
+class _Turn:
+    question: list[str] = field(default_factory=list)
+    steps: list[BaseMessage] = field(default_factory=list)
+
+
+def _turns(messages: Sequence[BaseMessage]) -> list[_Turn]:
+    """The conversation cut into turns, each opened by the user's message(s)."""
+    turns: list[_Turn] = []
+    for m in messages:
+        if isinstance(m, SystemMessage):
+            continue
+        if isinstance(m, AIMessage | ToolMessage):
+            if not turns:
+                turns.append(_Turn())
+            turns[-1].steps.append(m)
+        elif turns and not turns[-1].steps:
+            turns[-1].question.append(text_of(m.content))
+        else:
+            turns.append(_Turn([text_of(m.content)]))
+    return turns
+
+
+def _tool_json(spec: ToolSpec) -> str:
+    # the seed's json.dumps(tool["function"]); non-ASCII kept readable (seed is ASCII)
+    return dumps(spec.as_openai()["function"])
+
+
+def _write_action(name: str, args: Any) -> str:
+    blob = json.dumps({"action": name, "action_input": args}, ensure_ascii=False, indent=2)
+    for marker, escaped in _JSON_ESCAPES:
+        blob = blob.replace(marker, escaped)
+    return f"Action:\n```\n{blob}\n```"
+
+
+# --------------------------------------------------------------------------- read helpers
+
+
+@dataclass
+class _Blob:
+    before: str
+    blob: str
+    after: str
+    complete: bool
+
+
+def _next_blob(text: str) -> _Blob | None:
+    """The first JSON blob in ``text``, fenced or bare, with the text around it."""
+    fence = text.find(_FENCE)
+    brace = min((i for i in (text.find("{"), text.find("[")) if i >= 0), default=-1)
+    if fence >= 0 and (brace < 0 or fence < brace):
+        inner, after, fenced_closed = _unfence(text[fence:])
+        if not inner.strip():
+            return None
+        return _Blob(text[:fence], inner, after, fenced_closed or _balanced(inner))
+    if brace < 0:
+        return None
+    try:
+        _, end = _DECODER.raw_decode(text, brace)
+    except ValueError:
+        # broken JSON: the blob runs to its last closing bracket, prose may follow
+        end = max(text.rfind("}"), text.rfind("]")) + 1
+        if end <= brace:
+            end = len(text)
+    blob = text[brace:end]
+    return _Blob(text[:brace], blob, text[end:], _balanced(blob))
+
+
+def _unfence(text: str) -> tuple[str, str, bool]:
+    """``(inside, after, closed)`` for text that may open with a code fence."""
+    stripped = text.lstrip()
+    if not stripped.startswith(_FENCE):
+        return text, "", True
+    body = stripped[len(_FENCE) :]
+    tag = _FENCE_TAG.match(body)  # a language tag such as "json", then the line break
+    if tag:
+        body = body[tag.end() :]
+    end = body.find(_FENCE)
+    if end < 0:
+        return body, "", False
+    return body[:end], body[end + len(_FENCE) :], True
+
+
+def _from_blob(value: Any, raw: str) -> Iterator[ParseEvent]:
+    """Events for a decoded blob: a call, the final answer, or a list of them."""
+    items = value if isinstance(value, list) else [value]
+    if not items:
+        yield invalid(raw, "Action: the JSON blob is an empty list")
+    for item in items:
+        if isinstance(item, dict) and "action" not in item and "name" in item:
+            yield call_from_object(item, raw=raw)  # {"name", "arguments"} from a tool-call model
+            continue
+        if not isinstance(item, dict):
+            yield invalid(
+                raw, f'Action: expected a JSON object with "action", got {type(item).__name__}'
+            )
+            continue
+        name = item.get("action")
+        if not isinstance(name, str) or not name.strip():
+            yield invalid(raw, 'Action: the JSON blob has no "action" (the tool name)')
+            continue
+        name = name.strip()
+        answer = item.get("action_input")
+        if name.lower() == "final answer":
+            text = answer if isinstance(answer, str) else dumps(answer)
+            if text.strip():
+                yield ContentDelta(text)
+            continue
+        yield CallEvent(_call(name, answer))
+
+
+def _call(name: str, value: Any) -> ToolCall:
+    return tool_call(name=name, args=_arguments(value), id=new_call_id())
+
+
+def _arguments(value: Any) -> dict[str, Any]:
+    """``action_input`` as arguments: an object as it is, anything else under ``"input"``."""
+    if value is None or (isinstance(value, str) and not value.strip()):
+        return {}
+    if isinstance(value, dict):
+        return value
+    if isinstance(value, str) and value.strip().startswith("{"):
+        try:
+            return coerce_args(value)
+        except ValueError:
+            pass
+    return {BARE_INPUT_KEY: value}
+
+
+def _without_stop_leftover(text: str) -> str:
+    """``text`` without a trailing piece of ``Observation:``.
+
+    Some providers cut the stop sequence short and leave e.g. ``"\\nObservation"`` at the
+    end of the reply (seed 004's second reply does).
+    """
+    stripped = text.rstrip()
+    for k in range(len(STOP) - 1, 0, -1):
+        if stripped.endswith(STOP[:k]):
+            head = stripped[:-k]
+            if not head or head[-1].isspace():
+                return head
+    return text
+
+
+def _prose(text: str) -> str:
+    return text.replace("</think>", "")
+
+
+def _balanced(text: str) -> bool:
+    """Whether every bracket opened in ``text`` is closed, strings taken into account."""
+    depth, in_string, escaped = 0, False, False
+    for ch in text:
+        if in_string:
+            if escaped:
+                escaped = False
+            elif ch == "\\":
+                escaped = True
+            elif ch == '"':
+                in_string = False
+        elif ch == '"':
+            in_string = True
+        elif ch in "{[":
+            depth += 1
+        elif ch in "}]":
+            depth -= 1
+    return depth <= 0 and not in_string
