@@ -66,7 +66,7 @@ from langchain_core.messages import (
     SystemMessage,
     ToolMessage,
 )
-from langchain_core.messages.tool import ToolCall, tool_call
+from langchain_core.messages.tool import tool_call
 
 from .base import (
     THINK,
@@ -432,24 +432,31 @@ def _from_blob(value: Any, raw: str) -> Iterator[ParseEvent]:
             if text.strip():
                 yield ContentDelta(text)
             continue
-        yield CallEvent(_call(name, answer))
-
-
-def _call(name: str, value: Any) -> ToolCall:
-    return tool_call(name=name, args=_arguments(value), id=new_call_id())
+        try:
+            args = _arguments(answer)
+        except ValueError as exc:
+            yield invalid(raw, f"Action: bad action_input for {name!r}: {exc}", name=name)
+            continue
+        yield CallEvent(tool_call(name=name, args=args, id=new_call_id()))
 
 
 def _arguments(value: Any) -> dict[str, Any]:
-    """``action_input`` as arguments: an object as it is, anything else under ``"input"``."""
+    """``action_input`` as arguments: an object as it is, anything else under ``"input"``.
+
+    Raises:
+        ValueError: for a JSON object string cut short (never completed and run).
+    """
     if value is None or (isinstance(value, str) and not value.strip()):
         return {}
     if isinstance(value, dict):
         return value
     if isinstance(value, str) and value.strip().startswith("{"):
+        if not _balanced(value):
+            raise ValueError("the JSON object string is incomplete")
         try:
             return coerce_args(value)
         except ValueError:
-            pass
+            pass  # "{" opening prose: a bare string after all
     return {BARE_INPUT_KEY: value}
 
 
