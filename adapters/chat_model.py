@@ -74,6 +74,8 @@ class DialectChatModel(BaseChatModel):
 
     model: BaseChatModel
     dialect: Dialect
+    prerendered: bool = False
+    """The input is already the dialect's rendering (the graph's ``adapter`` node made it)."""
 
     @field_validator("dialect", mode="before")
     @classmethod
@@ -134,6 +136,8 @@ class DialectChatModel(BaseChatModel):
             rendered = self.dialect.render(messages, tools)
             if tools:
                 inner = self.model.bind_tools(tools, tool_choice=tool_choice)
+        elif self.prerendered:
+            rendered = list(messages)
         else:
             rendered = self.dialect.render(messages, _chosen(tools, tool_choice))
         merged = list(dict.fromkeys([*self.dialect.stop, *(stop or [])]))
@@ -205,7 +209,9 @@ class DialectChatModel(BaseChatModel):
         yield ChatGenerationChunk(message=state.close())
 
 
-def with_dialect(model: BaseChatModel, dialect: str | Dialect) -> DialectChatModel:
+def with_dialect(
+    model: BaseChatModel, dialect: str | Dialect, *, prerendered: bool = False
+) -> DialectChatModel:
     """Give ``model`` tool calling through ``dialect``.
 
     The result is a LangChain chat model: ``bind_tools``, ``invoke``, ``stream``,
@@ -218,6 +224,9 @@ def with_dialect(model: BaseChatModel, dialect: str | Dialect) -> DialectChatMod
         dialect: ``"hermes"`` (alias ``"nous"``), ``"qwen"``, ``"react"``, ``"native"``,
             or a :class:`~fncall_graph.adapters.base.Dialect` instance (e.g.
             ``get_dialect("qwen", lang="zh")``).
+        prerendered: the messages given on each call are already rendered by
+            ``dialect`` (as the graph's ``adapter`` node does), so only the reply is
+            parsed.
 
     Returns:
         A :class:`DialectChatModel` wrapping ``model``.
@@ -247,7 +256,7 @@ def with_dialect(model: BaseChatModel, dialect: str | Dialect) -> DialectChatMod
         >>> raw.inputs[0][0].content.startswith("# Tools")
         True
     """
-    return DialectChatModel(model=model, dialect=dialect)
+    return DialectChatModel(model=model, dialect=dialect, prerendered=prerendered)
 
 
 # --------------------------------------------------------------------------- helpers

@@ -23,7 +23,7 @@ from langchain_core.messages.tool import InvalidToolCall, ToolCall, invalid_tool
 from .base import THINK, Dialect, ParseEvent, PromptDialect, new_call_id
 from .schema import ToolLike
 
-__all__ = ["normalize"]
+__all__ = ["markup_dialect", "normalize"]
 
 # Markup a prompt dialect leaves in ``content``, tried in this order when no dialect is
 # named: the first one that appears in the text decides how the text is read.
@@ -168,6 +168,22 @@ def normalize(
     )
 
 
+def markup_dialect(message: BaseMessage | str) -> str | None:
+    """The prompt dialect whose call markup appears first in a reply's text, if any.
+
+    A reply that came back through a native endpoint with ``<tool_call>`` in its text
+    tells that the model speaks Hermes and its server has no tool parser.
+
+    >>> markup_dialect('<tool_call>\n{"name": "f", "arguments": {}}\n</tool_call>')
+    'hermes'
+    >>> markup_dialect("plain answer") is None
+    True
+    """
+    text = message if isinstance(message, str) else _split_content(message.content)[0]
+    found = [(text.find(marker), name) for marker, name in _AUTO_MARKERS if marker in text]
+    return min(found)[1] if found else None
+
+
 # --------------------------------------------------------------------------- helpers
 
 
@@ -186,9 +202,8 @@ def _auto_parse(text: str) -> AIMessage | None:
         # QwQ / DeepSeek-R1 templates put ``<think>`` in the prompt, so the reply
         # starts inside the thought and only its end marker shows.
         text = THINK.open + text
-    found = [(text.find(marker), name) for marker, name in _AUTO_MARKERS if marker in text]
-    if found:
-        return _resolve(min(found)[1]).parse(text)  # type: ignore[union-attr]
+    if name := markup_dialect(text):
+        return _resolve(name).parse(text)  # type: ignore[union-attr]
     if THINK.open in text:
         return _THINK_ONLY.parse(text)
     return None

@@ -1,5 +1,42 @@
-"""fncall-graph: dependable tool use over MCP tools for any chat model, on LangGraph."""
+"""fncall-graph: dependable tool use over MCP tools for any chat model, on LangGraph.
+
+The public face:
+
+* :func:`create_fncall_graph` — a compiled LangGraph graph for any chat model and tools;
+* :func:`get_dialect` — the model-boundary dialects (native, hermes, qwen, react);
+* :func:`normalize` and :func:`with_dialect` — canonical replies from any provider, and
+  prompt-dialect tool calling for models without native function calling.
+"""
 
 from __future__ import annotations
 
+from importlib import import_module
+from typing import Any
+
 __version__ = "0.1.0"
+
+# Lazy, so `import fncall_graph.adapters` stays light and optional extras stay optional.
+_EXPORTS = {
+    "create_fncall_graph": "fncall_graph.graphs",
+    "FncallState": "fncall_graph.graphs",
+    "get_dialect": "fncall_graph.adapters",
+    "Dialect": "fncall_graph.adapters",
+    "normalize": "fncall_graph.adapters.normalize",
+    "with_dialect": "fncall_graph.adapters.chat_model",
+    "resolve_model": "fncall_graph.adapters.models",
+    "MCPToolkit": "fncall_graph.adapters.mcp",
+    "load_mcp_tools": "fncall_graph.adapters.mcp",
+}
+
+
+def __getattr__(name: str) -> Any:
+    if name in _EXPORTS:
+        return getattr(import_module(_EXPORTS[name]), name)
+    raise AttributeError(f"module 'fncall_graph' has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted([*globals(), *_EXPORTS])
+
+
+__all__ = sorted(_EXPORTS)

@@ -1,0 +1,6 @@
+"""Wiring only: the graph state and the factories that connect the nodes."""
+
+from .factory import create_fncall_graph, supports_native_tools
+from .state import FncallState
+
+__all__ = ["FncallState", "create_fncall_graph", "supports_native_tools"]

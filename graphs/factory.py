@@ -1,0 +1,184 @@
+"""``create_fncall_graph``: wire the adapter, model, tools and fallback nodes into a graph."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any, Literal
+
+from langchain_core.language_models import BaseChatModel
+from langchain_core.messages import AIMessage
+from langchain_core.runnables import RunnableLambda
+from langchain_core.tools import BaseTool
+from langchain_core.tools import tool as as_tool
+from langgraph.graph import END, START, StateGraph
+from langgraph.graph.state import CompiledStateGraph
+from langgraph.store.base import BaseStore
+from langgraph.types import Checkpointer, Send
+
+from fncall_graph.adapters import Dialect, get_dialect
+from fncall_graph.adapters.models import resolve_model
+from fncall_graph.nodes._plan import DialectPlan
+from fncall_graph.nodes.adapter import AdapterNode
+from fncall_graph.nodes.model import ModelNode
+from fncall_graph.nodes.react_fallback import ReactFallbackNode
+from fncall_graph.nodes.tools import ToolDispatchNode
+
+from .state import FncallState
+
+# supersteps one model call can take: adapter, model, tools, and a fallback or approval
+_STEPS_PER_ITERATION = 4
+
+
+def supports_native_tools(model: BaseChatModel) -> bool:
+    """Whether ``model`` overrides ``bind_tools`` (the base class only raises)."""
+    return type(model).bind_tools is not BaseChatModel.bind_tools
+
+
+def _as_tools(tools: Sequence[BaseTool | Callable[..., Any]]) -> list[BaseTool]:
+    out: list[BaseTool] = []
+    for t in tools:
+        if isinstance(t, BaseTool):
+            out.append(t)
+        elif callable(t):
+            out.append(as_tool(t))
+        else:
+            raise TypeError(
+                f"tools must be BaseTool instances or functions; got {type(t).__name__} "
+                f"({t!r:.80}). Describe-only schemas cannot be executed."
+            )
+    names = [t.name for t in out]
+    dupes = sorted({n for n in names if names.count(n) > 1})
+    if dupes:
+        raise ValueError(f"two tools share the name(s) {dupes}; tool names must be unique")
+    return out
+
+
+def create_fncall_graph(
+    model: BaseChatModel | str | None,
+    tools: Sequence[BaseTool | Callable[..., Any]],
+    *,
+    dialect: Literal["auto", "native", "hermes", "nous", "qwen", "react"] | Dialect = "auto",
+    fallback: Literal["react", "hermes", "nous", "qwen"] | Dialect = "react",
+    system_prompt: str | None = None,
+    checkpointer: Checkpointer = None,
+    store: BaseStore | None = None,
+    max_iterations: int = 20,
+    max_concurrency: int = 8,
+    tool_timeout: float | None = None,
+    unparsed_limit: int = 2,
+    name: str = "fncall_graph",
+    debug: bool = False,
+) -> CompiledStateGraph:
+    """Create a tool-calling graph that works with any chat model.
+
+    The graph keeps the canonical history (``AIMessage.tool_calls`` and one
+    ``ToolMessage`` per call) and speaks a *dialect* only at the model boundary: native
+    ``tools`` for models with function calling, or Hermes ``<tool_call>``, Qwen
+    ``✿FUNCTION✿`` or ReAct ``Action:`` prompt text for models without. Independent calls
+    of one turn run in parallel; dependent calls run in later turns, one after another.
+
+    Nodes: ``adapter`` (render the history for the thread's dialect) → ``model`` (call the
+    model, parse its reply) → ``tools`` (one task per call, run concurrently) → back to
+    ``adapter``; ``react_fallback`` switches the thread to ``fallback`` when native tool
+    calling fails. A reply with no calls ends the turn.
+
+    Args:
+        model: a LangChain chat model, or a model spec such as ``"ollama:qwen3"``,
+            ``"openai:gpt-4o-mini"``, ``"local"`` or ``"replay:FILE"``
+            (``None``: the ``FNCALL_MODEL`` environment variable).
+        tools: LangChain tools (MCP tools included) or plain functions.
+        dialect: ``"auto"`` (native when the model implements ``bind_tools``, with the
+            fallback below), ``"native"``, ``"hermes"`` (alias ``"nous"``), ``"qwen"``,
+            ``"react"``, or a :class:`~fncall_graph.adapters.Dialect` instance
+            (e.g. ``get_dialect("qwen", lang="zh")``).
+        fallback: the prompt dialect a thread switches to when native calling fails: the
+            provider refuses tools (Ollama's "does not support tools", an OpenAI-compatible
+            400/422 about ``tools``) or ``bind_tools`` is not implemented. The switch is
+            kept in the thread's state.
+        system_prompt: put in front of the history when it has no system message.
+        checkpointer: a LangGraph checkpointer, for threads that persist and resume.
+        store: a LangGraph store, passed to tools that ask for it.
+        max_iterations: model calls allowed in one user turn; at the limit the turn
+            ends with an assistant message saying so (never ``GraphRecursionError``).
+        max_concurrency: tool calls of one turn running at once.
+        tool_timeout: seconds one tool call may take before it is answered with an error.
+        unparsed_limit: replies in a row whose calls cannot be read before a prompt
+            dialect gives way to ``"react"``.
+        name: the compiled graph's name.
+        debug: LangGraph debug output.
+
+    Returns:
+        A compiled LangGraph graph: ``invoke``/``ainvoke``/``stream``/``astream`` with
+        ``{"messages": [...]}``, every stream mode, ``get_state``, ``get_state_history``,
+        and threads via ``{"configurable": {"thread_id": ...}}``.
+
+    Example:
+        ```python
+        from langchain_core.tools import tool
+        from langgraph.checkpoint.memory import InMemorySaver
+        from fncall_graph import create_fncall_graph
+
+        @tool
+        def get_weather(city: str) -> str:
+            \"\"\"获取指定城市的天气信息\"\"\"
+            return f"{city}: 晴, 25°C"
+
+        graph = create_fncall_graph(
+            "ollama:qwen3", [get_weather], dialect="hermes", checkpointer=InMemorySaver()
+        )
+        config = {"configurable": {"thread_id": "1"}}
+        result = graph.invoke({"messages": [("user", "上海天气如何?")]}, config)
+        print(result["messages"][-1].content)
+        ```
+    """
+    if max_iterations < 1:
+        raise ValueError(f"max_iterations must be at least 1, got {max_iterations}")
+    if max_concurrency < 1:
+        raise ValueError(f"max_concurrency must be at least 1, got {max_concurrency}")
+    if tool_timeout is not None and tool_timeout <= 0:
+        raise ValueError(f"tool_timeout must be positive seconds or None, got {tool_timeout}")
+
+    chat_model = model if isinstance(model, BaseChatModel) else resolve_model(model)
+    tool_list = _as_tools(tools)
+    fallback_dialect = get_dialect(fallback)
+    if fallback_dialect.native:
+        raise ValueError("fallback must be a prompt dialect (hermes, qwen or react), not native")
+    if isinstance(dialect, str) and dialect == "auto":
+        initial = get_dialect("native") if supports_native_tools(chat_model) else fallback_dialect
+    else:
+        initial = get_dialect(dialect)
+
+    plan = DialectPlan(
+        initial=initial,
+        fallback=fallback_dialect,
+        tools=tool_list,
+        system_prompt=system_prompt,
+        unparsed_limit=unparsed_limit,
+    )
+    model_node = ModelNode(chat_model, plan, max_iterations=max_iterations)
+    tools_node = ToolDispatchNode(tool_list, timeout=tool_timeout)
+
+    def route_after_model(state: FncallState) -> str | list[Send]:
+        if state.get("pending_fallback"):
+            return "react_fallback"
+        last = state["messages"][-1]
+        if isinstance(last, AIMessage) and (last.tool_calls or last.invalid_tool_calls):
+            return tools_node.dispatch(last, state)
+        return END
+
+    builder = StateGraph(FncallState)
+    builder.add_node("adapter", AdapterNode(plan))
+    builder.add_node("model", RunnableLambda(model_node.invoke, afunc=model_node.ainvoke))
+    builder.add_node("tools", RunnableLambda(tools_node.invoke, afunc=tools_node.ainvoke))
+    builder.add_node("react_fallback", ReactFallbackNode())
+    builder.add_edge(START, "adapter")
+    builder.add_edge("adapter", "model")
+    builder.add_conditional_edges("model", route_after_model, ["tools", "react_fallback", END])
+    builder.add_edge("tools", "adapter")
+    builder.add_edge("react_fallback", "adapter")
+
+    graph = builder.compile(checkpointer=checkpointer, store=store, name=name, debug=debug)
+    return graph.with_config(
+        recursion_limit=max_iterations * _STEPS_PER_ITERATION + 10,
+        max_concurrency=max_concurrency,
+    )

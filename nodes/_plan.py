@@ -1,0 +1,73 @@
+"""Which dialect a thread speaks now, shared by the nodes (not a node itself)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from langchain_core.messages import AIMessage, AnyMessage, HumanMessage, SystemMessage
+from langchain_core.tools import BaseTool
+
+from fncall_graph.adapters import Dialect, get_dialect
+
+
+@dataclass(frozen=True)
+class DialectPlan:
+    """The thread's first dialect and where it falls back to.
+
+    The current dialect lives in the graph state (``state["dialect"]``) once a fallback
+    happened, so a checkpointed thread never tries the failed way again.
+    """
+
+    initial: Dialect
+    fallback: Dialect
+    tools: Sequence[BaseTool]
+    system_prompt: str | None = None
+    unparsed_limit: int = 2
+    _known: dict[str, Dialect] = field(default_factory=dict, repr=False)
+
+    def __post_init__(self) -> None:
+        self._known.setdefault(self.initial.name, self.initial)
+        self._known.setdefault(self.fallback.name, self.fallback)
+
+    def current(self, state: Mapping[str, Any]) -> Dialect:
+        name = state.get("dialect")
+        if not name:
+            return self.initial
+        if name not in self._known:
+            # a thread saved by another graph may name a dialect this graph was not built with
+            self._known[name] = get_dialect(name)
+        return self._known[name]
+
+    def with_system(self, messages: Sequence[AnyMessage]) -> list[AnyMessage]:
+        """The history with the graph's system prompt in front, unless it has its own."""
+        msgs = list(messages)
+        if self.system_prompt and not (msgs and isinstance(msgs[0], SystemMessage)):
+            msgs.insert(0, SystemMessage(self.system_prompt))
+        return msgs
+
+
+def current_turn(messages: Sequence[AnyMessage]) -> list[AnyMessage]:
+    """The messages since the last user message (the turn being worked on)."""
+    for i in range(len(messages) - 1, -1, -1):
+        if isinstance(messages[i], HumanMessage):
+            return list(messages[i + 1 :])
+    return list(messages)
+
+
+def model_calls_this_turn(messages: Sequence[AnyMessage]) -> int:
+    return sum(isinstance(m, AIMessage) for m in current_turn(messages))
+
+
+def unparsed_streak(messages: Sequence[AnyMessage]) -> int:
+    """How many of this turn's last replies held only calls that could not be read."""
+    streak = 0
+    for m in reversed(current_turn(messages)):
+        if not isinstance(m, AIMessage):
+            continue
+        if m.invalid_tool_calls and not m.tool_calls:
+            streak += 1
+        else:
+            break
+    return streak

@@ -1,0 +1,162 @@
+"""The ``tools`` node: runs one tool call; the graph fans a turn's calls out with ``Send``.
+
+Every failure becomes a ``ToolMessage(status="error")`` the model can act on, and the
+loop goes on: an unknown tool, arguments that break the tool's schema, a tool that
+raises, a call that times out, an MCP ``isError`` result, or a call the parser could not
+read at all.
+
+One task per call (LangGraph's ``Send``) rather than one task per turn: each finished
+call is checkpointed on its own, so a thread resumed after a crash re-runs only the calls
+that had not finished, never a sibling that had.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import contextvars
+import json
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from typing import Any
+
+import jsonschema
+from langchain_core.messages import AIMessage, ToolMessage
+from langchain_core.messages.tool import InvalidToolCall, ToolCall
+from langchain_core.tools import BaseTool
+from langgraph.prebuilt import ToolNode
+from langgraph.prebuilt.tool_node import ToolCallRequest
+from langgraph.types import Send
+
+INVALID_CALL_KEY = "__fncall_invalid_tool_call"
+
+
+class ToolTimeoutError(TimeoutError):
+    """A tool call ran longer than the graph's ``tool_timeout``."""
+
+
+class ToolArgumentsError(ValueError):
+    """Arguments that do not satisfy the tool's JSON schema."""
+
+
+def tool_error_message(error: Exception) -> str:
+    """The text the model sees for a failed call: what failed and what to do."""
+    if isinstance(error, ToolTimeoutError | ToolArgumentsError):
+        return f"Error: {error}"
+    message = getattr(error, "message", None) or str(error) or type(error).__name__
+    return f"Error: {type(error).__name__}: {message}\nPlease fix the call and try again."
+
+
+def invalid_call_message(call: InvalidToolCall) -> ToolMessage:
+    """Answer a call the parser could not read, so the model sees why and can retry."""
+    raw = call.get("args") or ""
+    return ToolMessage(
+        content=(
+            f"Error: the tool call could not be read: {call.get('error') or 'unknown error'}.\n"
+            f"The call was: {raw[:500]}\n"
+            "Write the call again in the required format, with arguments as a JSON object."
+        ),
+        name=call.get("name") or "unknown",
+        tool_call_id=call.get("id") or "",
+        status="error",
+    )
+
+
+class ToolDispatchNode:
+    """Execute one tool call with LangGraph's ``ToolNode``, bounded in time.
+
+    Args:
+        tools: the tools the model may call.
+        timeout: seconds one call may take, or ``None`` for no limit.
+
+    ``ToolNode`` does the execution (argument injection, ``Command`` results, content
+    conversion); this node adds what it lacks: JSON-schema validation for dict schemas
+    (MCP tools carry those and LangChain does not validate them), per-call timeouts,
+    answers to unreadable calls, and error messages for every exception type.
+    """
+
+    def __init__(self, tools: Sequence[BaseTool], *, timeout: float | None = None) -> None:
+        self.timeout = timeout
+        self.tool_node = ToolNode(
+            list(tools),
+            handle_tool_errors=tool_error_message,
+            wrap_tool_call=self._wrap,
+            awrap_tool_call=self._awrap,
+        )
+
+    @property
+    def tools_by_name(self) -> dict[str, BaseTool]:
+        return self.tool_node.tools_by_name
+
+    # -- fan-out
+
+    def dispatch(self, message: AIMessage, state: Mapping[str, Any]) -> list[Send]:
+        """One ``Send`` per call of ``message``, unreadable calls included, in call order."""
+        sends = [
+            Send(
+                "tools",
+                {"__type": "tool_call_with_context", "tool_call": call, "state": dict(state)},
+            )
+            for call in message.tool_calls
+        ]
+        sends += [Send("tools", {INVALID_CALL_KEY: call}) for call in message.invalid_tool_calls]
+        return sends
+
+    # -- node
+
+    def invoke(self, payload: dict[str, Any], config: Any) -> Any:
+        if INVALID_CALL_KEY in payload:
+            return {"messages": [invalid_call_message(payload[INVALID_CALL_KEY])]}
+        return self.tool_node.invoke(payload, config)
+
+    async def ainvoke(self, payload: dict[str, Any], config: Any) -> Any:
+        if INVALID_CALL_KEY in payload:
+            return {"messages": [invalid_call_message(payload[INVALID_CALL_KEY])]}
+        return await self.tool_node.ainvoke(payload, config)
+
+    # -- wrappers around ToolNode's execution of one call
+
+    def _check_args(self, request: ToolCallRequest) -> None:
+        tool, call = request.tool, request.tool_call
+        if tool is None or not isinstance(tool.args_schema, Mapping):
+            return  # unknown tools are answered by ToolNode; pydantic schemas validate themselves
+        try:
+            jsonschema.validate(call["args"], dict(tool.args_schema))
+        except jsonschema.ValidationError as exc:
+            where = "/".join(str(p) for p in exc.absolute_path) or "arguments"
+            raise ToolArgumentsError(
+                f"invalid arguments for tool {call['name']!r} at {where}: {exc.message}. "
+                f"Arguments given: {json.dumps(call['args'], ensure_ascii=False)[:300]}. "
+                f"Expected schema: {json.dumps(dict(tool.args_schema), ensure_ascii=False)[:500]}"
+            ) from None
+
+    def _timeout_error(self, call: ToolCall) -> ToolTimeoutError:
+        return ToolTimeoutError(
+            f"tool {call['name']!r} did not finish within {self.timeout:g} s and was abandoned; "
+            "try again with a smaller request or another tool"
+        )
+
+    def _wrap(self, request: ToolCallRequest, execute: Callable[[ToolCallRequest], Any]) -> Any:
+        self._check_args(request)
+        if self.timeout is None:
+            return execute(request)
+        # a sync call cannot be cancelled; it is abandoned in its thread and its result dropped
+        pool = concurrent.futures.ThreadPoolExecutor(max_workers=1)
+        ctx = contextvars.copy_context()
+        future = pool.submit(ctx.run, execute, request)
+        try:
+            return future.result(timeout=self.timeout)
+        except concurrent.futures.TimeoutError:
+            raise self._timeout_error(request.tool_call) from None
+        finally:
+            pool.shutdown(wait=False)
+
+    async def _awrap(
+        self, request: ToolCallRequest, execute: Callable[[ToolCallRequest], Awaitable[Any]]
+    ) -> Any:
+        self._check_args(request)
+        if self.timeout is None:
+            return await execute(request)
+        try:
+            return await asyncio.wait_for(execute(request), self.timeout)
+        except TimeoutError:
+            raise self._timeout_error(request.tool_call) from None
