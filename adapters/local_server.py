@@ -94,7 +94,9 @@ class LocalModelServer:
     Args:
         model_path: GGUF file to serve; defaults to :func:`bundled_gguf_path`.
         n_ctx: context size; 4096 holds a system prompt listing a handful of tools.
-        n_threads: CPU threads for generation (and prompt processing).
+        n_threads: CPU threads for generation; defaults to half the cores (at least
+            one), since llama.cpp's spinning threads slow down badly when they compete
+            with other work for every core. Prompt processing uses all cores (at most 4).
         chat_format: llama-cpp-python chat format or handler name.
         startup_timeout: seconds to wait for the server to report that it listens.
         extra_args: further ``llama_cpp.server`` arguments, e.g. ``["--seed", "1"]``.
@@ -119,7 +121,9 @@ class LocalModelServer:
     ) -> None:
         self.model_path = Path(model_path) if model_path is not None else None
         self.n_ctx = n_ctx
-        self.n_threads = n_threads or min(os.cpu_count() or 1, 4)
+        cores = os.cpu_count() or 1
+        self.n_threads = n_threads or max(1, min(4, cores // 2))
+        self.n_threads_batch = max(self.n_threads, min(4, cores))
         self.chat_format = chat_format
         self.startup_timeout = startup_timeout
         self.extra_args = list(extra_args or [])
@@ -155,7 +159,7 @@ class LocalModelServer:
             "--n_threads",
             str(self.n_threads),
             "--n_threads_batch",
-            str(self.n_threads),
+            str(self.n_threads_batch),
             "--n_batch",
             "512",
             "--chat_format",
