@@ -808,6 +808,24 @@ async def _paginate(fetch: Callable[[str | None], Awaitable[Any]], field: str) -
 # --------------------------------------------------------------------------- toolkit
 
 
+class _MCPTool(StructuredTool):
+    """A `StructuredTool` that skips LangChain's per-call signature inspection.
+
+    On every call LangChain inspects `_arun` and the coroutine (signature and
+    type hints) for `run_manager` / `config` parameters; these tools take
+    neither, and the inspection alone costs a good part of a local MCP round trip.
+    """
+
+    # Unannotated on purpose: LangChain evaluates these hints on every call.
+    def _run(self, *args, **kwargs):  # type: ignore[no-untyped-def]
+        assert self.func is not None
+        return self.func(*args, **kwargs)
+
+    async def _arun(self, *args, **kwargs):  # type: ignore[no-untyped-def]
+        assert self.coroutine is not None
+        return await self.coroutine(*args, **kwargs)
+
+
 class MCPToolkit:
     """LangChain tools for the MCP servers of a config, over persistent sessions.
 
@@ -1107,7 +1125,7 @@ class MCPToolkit:
         def call(**kwargs: Any) -> tuple[str, Any]:
             return self._run_sync(acall(**kwargs))
 
-        return StructuredTool(
+        return _MCPTool(
             name=name,
             description=description,
             args_schema=schema,
