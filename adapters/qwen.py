@@ -47,7 +47,6 @@ from .base import (
     THINK,
     Block,
     CallEvent,
-    InvalidCallEvent,
     MarkupStreamParser,
     ParseEvent,
     PromptDialect,
@@ -245,9 +244,10 @@ class QwenDialect(PromptDialect):
     Args:
         lang: ``"zh"`` or ``"en"`` prompt text; ``"auto"`` picks ``"zh"`` when a system
             or user message holds Chinese characters, as Qwen-Agent does.
-        parallel: offer N calls per turn (Qwen-Agent's ``parallel_function_calls``). With
-            ``False`` the prompt asks for one call at a time and :meth:`parse` keeps only
-            the first call of a reply, as Qwen-Agent does.
+        parallel: offer N calls per turn (Qwen-Agent's ``parallel_function_calls``) or, with
+            ``False``, ask for one call at a time. Only the prompt changes: a reply with
+            several calls still gives all of them (Qwen-Agent keeps the first), so that
+            ``parse(write_assistant(m))`` always gives back the calls of ``m``.
         fold_continuation: when the history ends inside an assistant turn (tool results
             waiting for a reply), Qwen-Agent asks the model to continue that turn by
             appending its text to the last user message after a blank line. ``False``
@@ -429,17 +429,11 @@ class QwenDialect(PromptDialect):
 
 
 class _QwenStreamParser(StreamParser):
-    """The shared scanner, plus the two things only this dialect does to a reply.
-
-    It drops the ``:`` a continued ``✿RETURN✿`` starts with, and, for
-    ``parallel=False``, keeps only the first call.
-    """
+    """The shared scanner, minus the ``:`` a reply continuing ``✿RETURN✿`` starts with."""
 
     def __init__(self, dialect: QwenDialect) -> None:
         self._inner = MarkupStreamParser(dialect)
-        self._single = not dialect.parallel
         self._lead: str | None = ""  # leading text until its first character is known
-        self._first: str | None = None
 
     def feed(self, chunk: str) -> list[ParseEvent]:
         if self._lead is not None:
@@ -448,28 +442,11 @@ class _QwenStreamParser(StreamParser):
             if not head:
                 return []
             self._lead, chunk = None, head[1:] if head[0] in _COLONS else head
-        return self._keep(self._inner.feed(chunk))
+        return self._inner.feed(chunk)
 
     def close(self) -> list[ParseEvent]:
-        if self._lead is not None:
-            self._lead = None
-        return self._keep(self._inner.close())
+        self._lead = None
+        return self._inner.close()
 
     def message(self) -> AIMessage:
-        msg = self._inner.message()
-        if self._single and self._first is not None:
-            msg.tool_calls = [c for c in msg.tool_calls if c["id"] == self._first]
-            msg.invalid_tool_calls = [c for c in msg.invalid_tool_calls if c["id"] == self._first]
-        return msg
-
-    def _keep(self, events: list[ParseEvent]) -> list[ParseEvent]:
-        if not self._single:
-            return events
-        kept: list[ParseEvent] = []
-        for ev in events:
-            if isinstance(ev, CallEvent | InvalidCallEvent):
-                if self._first is not None:
-                    continue
-                self._first = ev.call["id"]
-            kept.append(ev)
-        return kept
+        return self._inner.message()
