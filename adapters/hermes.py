@@ -31,6 +31,7 @@ Example:
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar, Literal
@@ -206,7 +207,7 @@ class HermesDialect(PromptDialect):
         sees its own mistake next to the error it caused.
         """
         blocks = [
-            f"<tool_call>\n{dumps({'name': c['name'], 'arguments': c['args']})}\n</tool_call>"
+            f"<tool_call>\n{_call_json(c['name'], c['args'])}\n</tool_call>"
             for c in message.tool_calls
         ]
         blocks += [
@@ -234,7 +235,10 @@ class HermesDialect(PromptDialect):
                 yield invalid(text, "no tool call inside <tool_call>")
             return
         if values and rest[0] not in "{[":
-            yield ContentDelta(rest)
+            # the scanner does not look for markup inside a block; take it out here
+            prose = _MARKUP.sub("", rest).strip()
+            if prose:
+                yield ContentDelta(prose)
             return
         if not closed and not _complete_json(rest):
             yield invalid(
@@ -252,6 +256,19 @@ class HermesDialect(PromptDialect):
 
 
 # --------------------------------------------------------------------------- helpers
+
+_MARKUP = re.compile(
+    "|".join(re.escape(m) for m in ("<tool_call>", "</tool_call>", "<think>", "</think>"))
+)
+
+
+def _call_json(name: str, args: Any) -> str:
+    """The call object as JSON text that cannot end its block early.
+
+    ``</tool_call>`` inside a string is spelled ``<\\/tool_call>``, which JSON reads
+    back as the same string; nothing else differs from Qwen-Agent's ``json.dumps``.
+    """
+    return dumps({"name": name, "arguments": args}).replace("</tool_call>", "<\\/tool_call>")
 
 
 def _joined(head: str, tail: str) -> str:

@@ -516,3 +516,17 @@ def test_mutated_outputs_never_raise(hermes: HermesDialect) -> None:
         msg = hermes.parse("".join(chars))
         assert isinstance(msg, AIMessage)
         assert all(c["error"] for c in msg.invalid_tool_calls)
+
+
+def test_markup_inside_argument_strings_round_trips(hermes: HermesDialect) -> None:
+    args = {"</tool_call>": "<tool_call>\n{}\n</tool_call>", "t": "<think>x</think>"}
+    turn = AIMessage("", tool_calls=[{"name": "f", "args": args, "id": "c"}])
+    written = hermes.write_assistant(turn)
+    assert written.count("</tool_call>") == 1
+    assert call_pairs(hermes.parse(written)) == [("f", args)]
+
+
+def test_markup_after_the_json_of_an_unclosed_block_is_not_content(hermes: HermesDialect) -> None:
+    msg = hermes.parse('<tool_call>\n{"name": "f", "arguments": {}}<think>\n稍等')
+    assert call_pairs(msg) == [("f", {})]
+    assert msg.content == "稍等"
