@@ -151,10 +151,10 @@ class HermesDialect(PromptDialect):
                         out.append(HumanMessage(block))
             elif isinstance(item, AIMessage):
                 text = self.write_assistant(item)
-                if out and isinstance(
-                    out[-1], AIMessage
-                ):  # one assistant turn, as the model sees it
-                    out[-1] = _with_text(out[-1], _joined(text_of(out[-1].content), text))
+                if out and isinstance(out[-1], AIMessage):
+                    # back-to-back AI turns are one assistant message to the model
+                    joined = _joined(text_of(out[-1].content), text)
+                    out[-1] = out[-1].model_copy(update={"content": joined})
                 else:
                     out.append(_assistant(text, reasoning_of(item)))
             else:

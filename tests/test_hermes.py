@@ -530,3 +530,18 @@ def test_markup_after_the_json_of_an_unclosed_block_is_not_content(hermes: Herme
     msg = hermes.parse('<tool_call>\n{"name": "f", "arguments": {}}<think>\n稍等')
     assert call_pairs(msg) == [("f", {})]
     assert msg.content == "稍等"
+
+
+def test_back_to_back_ai_turns_are_one_assistant_message(hermes: HermesDialect) -> None:
+    history = [
+        HumanMessage("q"),
+        AIMessage("先说明一下。"),
+        AIMessage("", tool_calls=[{"name": "f", "args": {}, "id": "c"}]),
+        ToolMessage("ok", tool_call_id="c"),
+    ]
+    rendered = hermes.render(history, SQLITE_TOOLS)
+    assert [(ROLE[type(m)], m.content) for m in rendered[1:]] == [
+        ("user", "q"),
+        ("assistant", '先说明一下。\n<tool_call>\n{"name": "f", "arguments": {}}\n</tool_call>'),
+        ("user", "<tool_response>\nok\n</tool_response>"),
+    ]
