@@ -850,7 +850,9 @@ class MCPToolkit:
       `ToolMessage(status="error")` when it is invoked with a tool call (with
       plain arguments, the error text is returned);
     - if the server died (process killed, connection dropped), it is restarted
-      and the call retried once; if that fails too, `MCPServerError` is raised;
+      and the call retried once; if that fails too, `MCPServerError` is raised.
+      A server that died in the middle of a call may have done the work
+      already, so a retried write can run twice;
     - a server that cannot start raises `MCPServerError` from `__aenter__` /
       `start_sync()`, naming the server and the cause; the others are closed.
 
