@@ -11,7 +11,6 @@ from typing import Any
 
 import openai
 import pytest
-from langchain_core.language_models import BaseChatModel
 from langchain_core.language_models.fake_chat_models import FakeListChatModel
 from langchain_core.tools import tool
 from langchain_ollama import ChatOllama
