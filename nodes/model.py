@@ -97,7 +97,9 @@ class ModelNode:
 
     def _failed(self, dialect: Dialect, exc: Exception) -> dict[str, Any]:
         if dialect.native and is_tools_unsupported_error(exc):
-            reason = f"native tool calling failed: {type(exc).__name__}: {exc}"
+            # BaseChatModel.bind_tools raises a bare NotImplementedError: say what it means
+            detail = str(exc) or f"{type(self.model).__name__} does not implement bind_tools"
+            reason = f"native tool calling failed: {type(exc).__name__}: {detail}"
             return {"pending_fallback": {"to": self.plan.fallback.name, "reason": reason}}
         raise exc
 
