@@ -11,11 +11,8 @@ import asyncio
 import json
 import os
 import signal
-import socket
-import subprocess
 import sys
 import threading
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -99,40 +96,6 @@ def weather_stdio_config(**extra: Any) -> dict[str, Any]:
 @pytest.fixture
 def seed_db(tmp_path: Path) -> Path:
     return make_seed_db(tmp_path / "test.db")
-
-
-@pytest.fixture(scope="module")
-def weather_http() -> Iterator[str]:
-    """The weather server over streamable HTTP on a free loopback port; yields its URL."""
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port = sock.getsockname()[1]
-    proc = subprocess.Popen(
-        [sys.executable, str(WEATHER_SERVER), "--port", str(port)],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-    started = threading.Event()
-    log: list[str] = []
-
-    def drain() -> None:
-        # Read stderr for ever, so the server never blocks on a full pipe.
-        assert proc.stderr is not None
-        for line in proc.stderr:
-            log.append(line)
-            if "Uvicorn running on" in line:
-                started.set()
-        started.set()  # EOF: the server exited; the check below reports it
-
-    threading.Thread(target=drain, daemon=True).start()
-    try:
-        assert started.wait(30), "weather server did not start within 30 s"
-        assert proc.poll() is None, "weather server exited:\n" + "".join(log)
-        yield f"http://127.0.0.1:{port}/mcp"
-    finally:
-        proc.terminate()
-        proc.wait(10)
 
 
 # --------------------------------------------------------------------------- config

@@ -1,0 +1,51 @@
+"""Fixtures shared by the test modules."""
+
+from __future__ import annotations
+
+import socket
+import subprocess
+import sys
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+WEATHER_SERVER = Path(__file__).parent / "servers" / "weather_server.py"
+
+
+@pytest.fixture(scope="session")
+def weather_http() -> Iterator[str]:
+    """Seed 003's weather server over streamable HTTP on a free loopback port; yields its URL.
+
+    The server is stateless, so one process serves every test of the session.
+    """
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    proc = subprocess.Popen(
+        [sys.executable, str(WEATHER_SERVER), "--port", str(port)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    started = threading.Event()
+    log: list[str] = []
+
+    def drain() -> None:
+        # Read stderr for ever, so the server never blocks on a full pipe.
+        assert proc.stderr is not None
+        for line in proc.stderr:
+            log.append(line)
+            if "Uvicorn running on" in line:
+                started.set()
+        started.set()  # EOF: the server exited; the check below reports it
+
+    threading.Thread(target=drain, daemon=True).start()
+    try:
+        assert started.wait(30), "weather server did not start within 30 s"
+        assert proc.poll() is None, "weather server exited:\n" + "".join(log)
+        yield f"http://127.0.0.1:{port}/mcp"
+    finally:
+        proc.terminate()
+        proc.wait(10)
