@@ -16,14 +16,16 @@ from langgraph.checkpoint.memory import InMemorySaver
 from seed_db import make_seed_db
 from sqlite_tools import SqliteTools
 
+import fncall_graph
 from fncall_graph import create_fncall_graph
 from fncall_graph.testing import ReplayChatModel
 
 FIXTURES = Path(__file__).parent / "fixtures"
+DATA = Path(fncall_graph.__file__).parent / "data"
 SYSTEM = "你扮演一个数据库助手,你具有查询数据库的能力"
 CALLS = json.loads((FIXTURES / "seed000_hermes.json").read_text("utf-8"))["calls"]
 # The transcript prints the model calls of rounds 1, 2 and 3; the describe round between
-# 2 and 3 shows only as history in round 3's input, which gives its two outputs.
+# 2 and 3 shows only as history in round 3's input (the replay file takes it from there).
 DESCRIBE = "这几个表的结构分别是什么样的"
 ROUNDS = [
     ("数据库有几张表", [0, 1]),
@@ -34,10 +36,10 @@ ROUNDS = [
 
 
 def session_outputs() -> list[str]:
-    history = CALLS[4]["model_input"]
-    describe = [m["content"] for m in history[10:13:2]]
-    outs = [c["raw_output"] for c in CALLS[:4]] + describe + [c["raw_output"] for c in CALLS[4:]]
-    return outs
+    """The packaged replay file: the outputs of all four questions."""
+    replay = json.loads((DATA / "seed000_qwen_max_hermes.json").read_text("utf-8"))
+    assert replay["questions"] == [q for q, _ in ROUNDS]
+    return replay["outputs"]
 
 
 def as_pairs(messages) -> list[tuple[str, str]]:
