@@ -138,7 +138,9 @@ def test_seed_has_three_rounds_of_model_calls() -> None:
     assert [c["round"] for c in CALLS] == [1, 1, 2, 2, 3, 3, 3]
     replay = json.loads(REPLAY.read_text(encoding="utf-8"))
     assert replay["dialect"] == "hermes"
-    assert replay["outputs"] == [c["raw_output"] for c in CALLS]
+    printed = [c["raw_output"] for c in CALLS]
+    # the replay adds the describe round's two outputs before round 3 (see the extractor)
+    assert replay["outputs"][:4] + replay["outputs"][6:] == printed
 
 
 def test_round1_by_hand(hermes: HermesDialect) -> None:
