@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Literal
 
 from langchain_core.language_models import BaseChatModel
@@ -19,6 +19,7 @@ from fncall_graph.adapters import Dialect, get_dialect
 from fncall_graph.adapters.models import resolve_model
 from fncall_graph.nodes._plan import DialectPlan
 from fncall_graph.nodes.adapter import AdapterNode
+from fncall_graph.nodes.approve import ApproveNode, InterruptOnConfig, unanswered_calls
 from fncall_graph.nodes.model import ModelNode
 from fncall_graph.nodes.react_fallback import ReactFallbackNode
 from fncall_graph.nodes.tools import ToolDispatchNode
@@ -61,6 +62,7 @@ def create_fncall_graph(
     fallback: Literal["react", "hermes", "nous", "qwen"] | Dialect = "react",
     system_prompt: str | None = None,
     checkpointer: Checkpointer = None,
+    interrupt_on: Mapping[str, bool | InterruptOnConfig] | None = None,
     store: BaseStore | None = None,
     max_iterations: int = 20,
     max_concurrency: int = 8,
@@ -79,7 +81,8 @@ def create_fncall_graph(
 
     Nodes: ``adapter`` (render the history for the thread's dialect) → ``model`` (call the
     model, parse its reply) → ``tools`` (one task per call, run concurrently) → back to
-    ``adapter``; ``react_fallback`` switches the thread to ``fallback`` when native tool
+    ``adapter``; ``approve`` (with ``interrupt_on``) pauses between ``model`` and ``tools``
+    for a person's decision on chosen tools; ``react_fallback`` switches the thread to ``fallback`` when native tool
     calling fails. A reply with no calls ends the turn.
 
     Args:
@@ -96,7 +99,15 @@ def create_fncall_graph(
             400/422 about ``tools``) or ``bind_tools`` is not implemented. The switch is
             kept in the thread's state.
         system_prompt: put in front of the history when it has no system message.
-        checkpointer: a LangGraph checkpointer, for threads that persist and resume.
+        checkpointer: a LangGraph checkpointer, for threads that persist and resume
+            (see :mod:`fncall_graph.adapters.checkpoint` for SQLite and PostgreSQL).
+        interrupt_on: tools that need a person's decision before they run, shaped like
+            LangChain's ``HumanInTheLoopMiddleware``: ``{"tool": True}`` (approve, edit
+            or reject) or ``{"tool": {"allowed_decisions": [...], "description": ...}}``.
+            One interrupt per model reply lists all its gated calls
+            (``{"action_requests": [...], "review_configs": [...]}``); resume with
+            ``Command(resume={"decisions": [...]})``, one decision per call, in order.
+            Needs a checkpointer.
         store: a LangGraph store, passed to tools that ask for it.
         max_iterations: model calls allowed in one user turn; at the limit the turn
             ends with an assistant message saying so (never ``GraphRecursionError``).
@@ -138,6 +149,13 @@ def create_fncall_graph(
     if tool_timeout is not None and tool_timeout <= 0:
         raise ValueError(f"tool_timeout must be positive seconds or None, got {tool_timeout}")
 
+    if interrupt_on and (checkpointer is None or checkpointer is False):
+        raise ValueError(
+            "interrupt_on needs a checkpointer: the paused thread must be saved to be resumed "
+            "with Command(resume=...). Pass checkpointer=InMemorySaver(), or a saver from "
+            "fncall_graph.adapters.checkpoint (sqlite_saver, postgres_saver)."
+        )
+
     chat_model = model if isinstance(model, BaseChatModel) else resolve_model(model)
     tool_list = _as_tools(tools)
     fallback_dialect = get_dialect(fallback)
@@ -157,14 +175,28 @@ def create_fncall_graph(
     )
     model_node = ModelNode(chat_model, plan, max_iterations=max_iterations)
     tools_node = ToolDispatchNode(tool_list, timeout=tool_timeout)
+    approve_node = (
+        ApproveNode(interrupt_on, tool_names=[t.name for t in tool_list]) if interrupt_on else None
+    )
 
     def route_after_model(state: FncallState) -> str | list[Send]:
         if state.get("pending_fallback"):
             return "react_fallback"
         last = state["messages"][-1]
         if isinstance(last, AIMessage) and (last.tool_calls or last.invalid_tool_calls):
+            if approve_node is not None and approve_node.needs_review(state["messages"]):
+                return "approve"
             return tools_node.dispatch(last, state)
         return END
+
+    def route_after_approve(state: FncallState) -> str | list[Send]:
+        # run every call not answered by a rejection; all rejected: back to the model
+        pending = unanswered_calls(state["messages"])
+        if pending is None:
+            return "adapter"
+        ai, calls = pending
+        sends = tools_node.dispatch(ai.model_copy(update={"tool_calls": calls}), state)
+        return sends or "adapter"
 
     builder = StateGraph(FncallState)
     builder.add_node("adapter", AdapterNode(plan))
@@ -173,7 +205,12 @@ def create_fncall_graph(
     builder.add_node("react_fallback", ReactFallbackNode())
     builder.add_edge(START, "adapter")
     builder.add_edge("adapter", "model")
-    builder.add_conditional_edges("model", route_after_model, ["tools", "react_fallback", END])
+    after_model = ["tools", "react_fallback", END]
+    if approve_node is not None:
+        builder.add_node("approve", approve_node)
+        builder.add_conditional_edges("approve", route_after_approve, ["tools", "adapter"])
+        after_model.insert(0, "approve")
+    builder.add_conditional_edges("model", route_after_model, after_model)
     builder.add_edge("tools", "adapter")
     builder.add_edge("react_fallback", "adapter")
 

@@ -1,0 +1,350 @@
+"""The ``approve`` node: pause before chosen tools run, and apply a person's decisions.
+
+It sits between ``model`` and ``tools``. When the model's reply holds calls to gated
+tools, ONE ``interrupt`` lists every gated call of the turn, in the shape LangChain's
+``HumanInTheLoopMiddleware`` uses (batched mode)::
+
+    {"action_requests": [{"name": ..., "args": {...}, "description": ...}, ...],
+     "review_configs": [{"action_name": ..., "allowed_decisions": [...]}, ...]}
+
+and ONE ``Command(resume={"decisions": [...]})`` answers them all, in the same order:
+
+- ``{"type": "approve"}``: the call runs as the model wrote it;
+- ``{"type": "edit", "edited_action": {"name": ..., "args": {...}}}``: the call in the
+  ``AIMessage`` is replaced (same message id, same call id) and the edited call runs;
+- ``{"type": "reject", "message": "..."}``: the call does not run; it is answered with
+  ``ToolMessage(status="error")`` holding the message;
+- ``{"type": "respond", "message": "..."}`` (only where a config allows it): the call
+  does not run; the message is its result (``status="success"``).
+
+The interrupt is the first thing the node does, and the node has no side effects: on
+resume LangGraph runs the node again from the top, and nothing may happen twice. The
+tools (gated or not) run only after the decisions, in the ``tools`` node, once each.
+
+Answers are checked before LangGraph saves them (the interrupt's ``response_schema``):
+a wrong count, a decision a tool does not allow, or an edit naming an unknown tool
+raises ``pydantic.ValidationError`` from ``invoke`` and nothing is saved, so the same
+interrupt can be answered again.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Annotated, Any, Literal
+
+from langchain.agents.middleware.human_in_the_loop import (
+    ActionRequest,
+    HITLRequest,
+    InterruptOnConfig,
+    ReviewConfig,
+)
+from langchain_core.messages import AIMessage, AnyMessage, ToolMessage
+from langchain_core.messages.tool import ToolCall
+from langgraph.types import interrupt
+from pydantic import BaseModel, ConfigDict, Discriminator, model_validator
+
+__all__ = [
+    "DEFAULT_DECISIONS",
+    "ApproveNode",
+    "HITLRequest",
+    "InterruptOnConfig",
+    "last_ai_message",
+    "normalize_interrupt_on",
+    "unanswered_calls",
+]
+
+DecisionType = Literal["approve", "edit", "reject", "respond"]
+DEFAULT_DECISIONS: tuple[DecisionType, ...] = ("approve", "edit", "reject")
+"""What ``interrupt_on={"tool": True}`` allows."""
+
+_KNOWN_DECISIONS = {"approve", "edit", "reject", "respond"}
+_DESCRIPTION_PREFIX = "Tool execution requires approval"
+
+
+def normalize_interrupt_on(
+    interrupt_on: Mapping[str, bool | InterruptOnConfig],
+) -> dict[str, InterruptOnConfig]:
+    """Check ``interrupt_on`` and return a config for every gated tool.
+
+    ``True`` allows approve, edit and reject; ``False`` leaves the tool ungated; a dict
+    names its ``allowed_decisions`` and, optionally, a ``description`` (a string, or a
+    function ``(tool_call, state, runtime) -> str``).
+
+    Example:
+        >>> normalize_interrupt_on({"sqlite-write_query": True, "sqlite-read_query": False})
+        {'sqlite-write_query': {'allowed_decisions': ['approve', 'edit', 'reject']}}
+    """
+    out: dict[str, InterruptOnConfig] = {}
+    for name, config in interrupt_on.items():
+        if isinstance(config, bool):
+            if config:
+                out[name] = InterruptOnConfig(allowed_decisions=list(DEFAULT_DECISIONS))
+            continue
+        if not isinstance(config, Mapping):
+            raise ValueError(
+                f"interrupt_on[{name!r}] must be True, False or a dict with "
+                f"'allowed_decisions'; got {config!r}"
+            )
+        unknown_keys = set(config) - {"allowed_decisions", "description"}
+        if unknown_keys:
+            # a key we do not apply (e.g. LangChain's ``when``) must not pass silently
+            raise ValueError(
+                f"interrupt_on[{name!r}] has unsupported keys {sorted(unknown_keys)}; "
+                "supported: 'allowed_decisions', 'description'"
+            )
+        allowed = config.get("allowed_decisions")
+        if not allowed or isinstance(allowed, str):
+            raise ValueError(
+                f"interrupt_on[{name!r}]: 'allowed_decisions' must be a non-empty list of "
+                f"{sorted(_KNOWN_DECISIONS)}; got {allowed!r}"
+            )
+        bad = [d for d in allowed if d not in _KNOWN_DECISIONS]
+        if bad:
+            raise ValueError(
+                f"interrupt_on[{name!r}]: unknown decision types {bad}; "
+                f"known: {sorted(_KNOWN_DECISIONS)}"
+            )
+        description = config.get("description")
+        if description is not None and not (isinstance(description, str) or callable(description)):
+            raise ValueError(
+                f"interrupt_on[{name!r}]: 'description' must be a string or a function"
+            )
+        out[name] = dict(config)  # type: ignore[assignment]
+        out[name]["allowed_decisions"] = list(dict.fromkeys(allowed))
+    return out
+
+
+def last_ai_message(messages: Sequence[AnyMessage]) -> AIMessage | None:
+    """The latest ``AIMessage`` of the history (rejections may follow it)."""
+    for message in reversed(messages):
+        if isinstance(message, AIMessage):
+            return message
+    return None
+
+
+def unanswered_calls(messages: Sequence[AnyMessage]) -> tuple[AIMessage, list[ToolCall]] | None:
+    """The latest ``AIMessage`` and those of its calls no ``ToolMessage`` answers yet."""
+    ai = last_ai_message(messages)
+    if ai is None:
+        return None
+    index = max(i for i, m in enumerate(messages) if m is ai)
+    answered = {m.tool_call_id for m in messages[index + 1 :] if isinstance(m, ToolMessage)}
+    return ai, [c for c in ai.tool_calls if c.get("id") not in answered]
+
+
+# --------------------------------------------------------------------------- decisions
+# Pydantic models rather than LangChain's TypedDicts so the interrupt's response_schema
+# can check count and allowed types before LangGraph saves the answer.
+
+
+class _Decision(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class ApproveDecision(_Decision):
+    type: Literal["approve"]
+
+
+class EditedAction(_Decision):
+    name: str
+    args: dict[str, Any]
+
+
+class EditDecision(_Decision):
+    type: Literal["edit"]
+    edited_action: EditedAction
+
+
+class RejectDecision(_Decision):
+    type: Literal["reject"]
+    message: str | None = None
+
+
+class RespondDecision(_Decision):
+    type: Literal["respond"]
+    message: str
+
+
+_AnyDecision = Annotated[
+    ApproveDecision | EditDecision | RejectDecision | RespondDecision, Discriminator("type")
+]
+
+
+def _response_schema(
+    calls: Sequence[ToolCall], allowed: Sequence[Sequence[str]], tool_names: frozenset[str]
+) -> type[BaseModel]:
+    """The resume value's type for one interrupt: decisions matching the calls one to one."""
+
+    class HITLResponse(BaseModel):
+        """``{"decisions": [...]}``: one decision per gated call, in order."""
+
+        model_config = ConfigDict(extra="forbid")
+        decisions: list[_AnyDecision]
+
+        @model_validator(mode="after")
+        def _match_calls(self) -> HITLResponse:
+            names = [c["name"] for c in calls]
+            if len(self.decisions) != len(calls):
+                raise ValueError(
+                    f"{len(self.decisions)} decision(s) for {len(calls)} pending tool call(s) "
+                    f"{names}: give one decision per action request, in order"
+                )
+            for i, (decision, call, ok) in enumerate(
+                zip(self.decisions, calls, allowed, strict=True)
+            ):
+                if decision.type not in ok:
+                    raise ValueError(
+                        f"decision {i} ({decision.type!r}) is not allowed for tool "
+                        f"{call['name']!r}; allowed: {list(ok)}"
+                    )
+                if (
+                    isinstance(decision, EditDecision)
+                    and tool_names
+                    and decision.edited_action.name not in tool_names
+                ):
+                    raise ValueError(
+                        f"decision {i} edits the call into unknown tool "
+                        f"{decision.edited_action.name!r}; tools: {sorted(tool_names)}"
+                    )
+            return self
+
+    return HITLResponse
+
+
+def _rejection(call: ToolCall, message: str | None) -> ToolMessage:
+    content = message or (
+        f"The user rejected this call of `{call['name']}`; it was not run. Do not call it "
+        "again unless the user asks."
+    )
+    return ToolMessage(
+        content=content, name=call["name"], tool_call_id=call["id"] or "", status="error"
+    )
+
+
+class ApproveNode:
+    """Interrupt before gated tool calls run; apply the decisions the resume brings.
+
+    Args:
+        interrupt_on: tool name → ``True`` (approve, edit, reject), ``False`` (no
+            review) or ``{"allowed_decisions": [...], "description": ...}``; see
+            :func:`normalize_interrupt_on`.
+        tool_names: the graph's tools; an ``edit`` may only name one of them
+            (empty: not checked).
+
+    The update the node returns: the ``AIMessage`` again, with edited calls replaced
+    (same ``id``, so ``add_messages`` replaces it in place), and a ``ToolMessage`` for
+    every rejected (or responded) call. The graph then runs every call that has no
+    answer yet — gated calls that were approved or edited, and the ungated ones.
+
+    Example:
+        ```python
+        from langgraph.types import Command
+
+        graph = create_fncall_graph(
+            model, tools, interrupt_on={"sqlite-write_query": True}, checkpointer=saver
+        )
+        r = graph.invoke({"messages": [("user", "log it")]}, cfg)
+        r["__interrupt__"][0].value["action_requests"]
+        # [{'name': 'sqlite-write_query', 'args': {'query': 'INSERT ...'}, 'description': ...}]
+        graph.invoke(Command(resume={"decisions": [{"type": "approve"}]}), cfg)
+        ```
+    """
+
+    def __init__(
+        self,
+        interrupt_on: Mapping[str, bool | InterruptOnConfig],
+        *,
+        tool_names: Iterable[str] = (),
+    ) -> None:
+        self.configs = normalize_interrupt_on(interrupt_on)
+        self.tool_names = frozenset(tool_names)
+
+    def gated(self, calls: Iterable[ToolCall]) -> list[ToolCall]:
+        """The calls among ``calls`` that need a decision, in order."""
+        return [c for c in calls if c["name"] in self.configs]
+
+    def needs_review(self, messages: Sequence[AnyMessage]) -> bool:
+        """Whether the latest reply has gated calls still waiting for a decision."""
+        pending = unanswered_calls(messages)
+        return bool(pending and self.gated(pending[1]))
+
+    def _description(self, call: ToolCall, state: Mapping[str, Any]) -> str:
+        description = self.configs[call["name"]].get("description")
+        if callable(description):
+            from langgraph.runtime import get_runtime
+
+            return description(call, state, get_runtime())  # type: ignore[arg-type]
+        if description is not None:
+            return description
+        return f"{_DESCRIPTION_PREFIX}\n\nTool: {call['name']}\nArgs: {call['args']}"
+
+    def request(self, calls: Sequence[ToolCall], state: Mapping[str, Any]) -> HITLRequest:
+        """The interrupt value for ``calls`` (the gated, unanswered calls of one reply)."""
+        return HITLRequest(
+            action_requests=[
+                ActionRequest(
+                    name=c["name"], args=c["args"], description=self._description(c, state)
+                )
+                for c in calls
+            ],
+            review_configs=[
+                ReviewConfig(
+                    action_name=c["name"],
+                    allowed_decisions=list(self.configs[c["name"]]["allowed_decisions"]),
+                )
+                for c in calls
+            ],
+        )
+
+    def __call__(self, state: Mapping[str, Any]) -> dict[str, Any]:
+        pending = unanswered_calls(state["messages"])
+        if pending is None:
+            return {}
+        ai, open_calls = pending
+        calls = self.gated(open_calls)
+        if not calls:
+            return {}
+        value = self.request(calls, state)
+        schema = _response_schema(
+            calls,
+            [self.configs[c["name"]]["allowed_decisions"] for c in calls],
+            self.tool_names,
+        )
+        # nothing above has effects: on resume the node runs again from the top
+        response = interrupt(value, response_schema=schema)
+        return self._apply(ai, calls, response.decisions)  # type: ignore[attr-defined]
+
+    def _apply(
+        self, ai: AIMessage, calls: Sequence[ToolCall], decisions: Sequence[_Decision]
+    ) -> dict[str, Any]:
+        edits: dict[str, EditedAction] = {}
+        answers: list[ToolMessage] = []
+        for call, decision in zip(calls, decisions, strict=True):
+            if isinstance(decision, EditDecision):
+                edits[call["id"] or ""] = decision.edited_action
+            elif isinstance(decision, RejectDecision):
+                answers.append(_rejection(call, decision.message))
+            elif isinstance(decision, RespondDecision):
+                answers.append(
+                    ToolMessage(
+                        content=decision.message,
+                        name=call["name"],
+                        tool_call_id=call["id"] or "",
+                        status="success",
+                    )
+                )
+        messages: list[AnyMessage] = []
+        if edits:
+            new_calls = [
+                {**c, "name": edits[c["id"]].name, "args": edits[c["id"]].args}
+                if c.get("id") in edits
+                else c
+                for c in ai.tool_calls
+            ]
+            kwargs = {k: v for k, v in ai.additional_kwargs.items() if k != "tool_calls"}
+            # same id: add_messages replaces the reply in place
+            messages.append(
+                ai.model_copy(update={"tool_calls": new_calls, "additional_kwargs": kwargs})
+            )
+        messages += answers
+        return {"messages": messages} if messages else {}
