@@ -127,6 +127,18 @@ class HermesDialect(PromptDialect):
     def __repr__(self) -> str:
         return f"HermesDialect(lang={self.lang!r})"
 
+    def grammar(self, tools: Sequence[ToolLike] | None) -> str | None:
+        """GBNF for a plain answer, or ``<tool_call>`` blocks naming one of ``tools``.
+
+        Each call's arguments follow that tool's schema; several calls may follow one
+        another, one per line. ``None`` without tools.
+        """
+        if not tools:
+            return None
+        from .constrained import call_grammar
+
+        return call_grammar(tools, before="<tool_call>\n", after="\n</tool_call>", max_calls=None)
+
     # ----------------------------------------------------------------- render
 
     def render(
