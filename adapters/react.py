@@ -184,6 +184,26 @@ class ReActDialect(PromptDialect):
     # "Final Answer:" only introduces the answer; a stray "</think>" is markup
     drop_tokens: tuple[str, ...] = ("Final Answer:", "</think>")
 
+    def grammar(self, tools: Sequence[ToolLike] | None) -> str | None:
+        """GBNF for a ``Thought:`` line and one ``Action:`` blob, or a ``Final Answer:``.
+
+        The blob names one of ``tools`` and its ``action_input`` follows that tool's
+        schema; a thought may precede the final answer. ``None`` without tools.
+        """
+        if not tools:
+            return None
+        from .constrained import call_grammar
+
+        return call_grammar(
+            tools,
+            before="Action:\n```\n",
+            after="\n```",
+            name_key="action",
+            args_key="action_input",
+            preamble="Thought:",
+            answer="Final Answer:",
+        )
+
     # ----------------------------------------------------------------- render
 
     def system_prompt(self, tools: Sequence[ToolLike] | None) -> str:
