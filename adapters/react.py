@@ -1,7 +1,7 @@
 """The ReAct dialect: LangChain's JSON-blob ReAct prompt, for models without function calling.
 
-The model input reproduces the prompt of seed 004 byte for byte (LangChain's chat ReAct
-agent prompt as the article adapted it):
+The model input reproduces, byte for byte, the ReAct prompt published for deepseek-v3
+(LangChain's chat ReAct agent prompt with the tools listed as JSON):
 
 * one system message: the instructions, with one tool JSON per line
   (``{"name", "description", "parameters"}``) and the tool names;
@@ -16,9 +16,9 @@ Reading a reply:
 
 * ``Thought:`` text and ``<think>`` blocks are reasoning;
 * each ``Action:`` block is one or more calls (several ``Action:`` blocks, or a list of
-  blobs, are all run); the blob may be fenced (```````json``, ```````` ``) or bare, and
-  broken JSON is repaired; prose around the blob is answer text; the classic
-  ``Action: NAME`` / ``Action Input: ARGS`` form is read too;
+  blobs, are all run); the blob may be in a code fence (with or without a ``json`` tag)
+  or bare, and broken JSON is repaired; prose around the blob is answer text; the
+  classic ``Action: NAME`` / ``Action Input: ARGS`` form is read too;
 * ``{"action": "Final Answer", "action_input": ...}`` (LangChain's structured-chat
   convention) and the ``Final Answer:`` marker give the answer, with no call;
 * ``Observation:`` ends the reply: whatever follows was invented before any tool ran, so
@@ -104,9 +104,9 @@ ACTION = Block(
 # No close marker: everything after an invented observation is dropped (see module doc).
 OBSERVATION = Block(STOP, (), "drop")
 
-#: The system prompt of seed 004. ``{tool_strings}`` is one tool JSON per line and
-#: ``{tool_names}`` the names joined by ", ". The doubled braces are the article's: its
-#: template copies LangChain's ``{{{{`` but formats it once, so the model sees ``{{``.
+#: The ReAct system prompt. ``{tool_strings}`` is one tool JSON per line and
+#: ``{tool_names}`` the names joined by ", ". The doubled braces are part of the published
+#: prompt: it copies LangChain's ``{{{{`` but formats it once, so the model sees ``{{``.
 SYSTEM_PROMPT = """
 Answer the following questions as best you can. You have access to the following tools:
 {tool_strings}
@@ -141,7 +141,7 @@ Final Answer: the final answer to the original input question
 
 
 Begin! Reminder to always use the exact characters `Final Answer` when responding."""
-SYSTEM_PROMPT += " \n"  # the seed's prompt ends so; kept out of the literal to stay visible
+SYSTEM_PROMPT += " \n"  # the published prompt ends so; kept out of the literal to stay visible
 
 #: The argument name a non-object ``action_input`` is given (see module doc).
 BARE_INPUT_KEY = "input"
@@ -266,7 +266,7 @@ class ReActDialect(PromptDialect):
     # ----------------------------------------------------------------- write
 
     def write_assistant(self, message: AIMessage) -> str:
-        """One assistant turn as the seed's model writes it.
+        """One assistant turn as deepseek-v3 writes it under this prompt.
 
         A turn with calls is ``Thought: ...`` (its reasoning and any text) and one
         ``Action:`` block per call; a final answer is ``Thought: ...`` (its reasoning,
@@ -368,7 +368,7 @@ def _turns(messages: Sequence[BaseMessage]) -> list[_Turn]:
 
 
 def _tool_json(spec: ToolSpec) -> str:
-    # the seed's json.dumps(tool["function"]); non-ASCII kept readable (seed is ASCII)
+    # json.dumps(tool["function"]) as published, but non-ASCII kept readable for the model
     return dumps(spec.as_openai()["function"])
 
 
@@ -484,7 +484,7 @@ def _without_stop_leftover(text: str) -> str:
     """``text`` without a trailing piece of ``Observation:``.
 
     Some providers cut the stop sequence short and leave e.g. ``"\\nObservation"`` at the
-    end of the reply (seed 004's second reply does).
+    end of the reply (deepseek-v3 served by DashScope does).
     """
     stripped = text.rstrip()
     for k in range(len(STOP) - 1, 0, -1):
