@@ -151,7 +151,8 @@ class _Disconnected(Exception):
     """Internal: the session is gone (process died, connection dropped)."""
 
     def __init__(self, cause: BaseException | str) -> None:
-        super().__init__(str(cause))
+        # anyio's ClosedResourceError / EndOfStream have no message: name the type then
+        super().__init__(str(cause) or type(cause).__name__)
         self.cause = cause
 
 
