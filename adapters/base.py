@@ -249,8 +249,13 @@ class Dialect(ABC):
     def stream_parser(self) -> StreamParser:
         """A fresh incremental parser, equivalent to :meth:`parse` for any chunking."""
 
-    def grammar(self, tools: Sequence[ToolLike] | None) -> str | None:
-        """A GBNF grammar constraining replies to this dialect's call format, if it has one."""
+    def grammar(
+        self, tools: Sequence[ToolLike] | None, *, require_call: bool = False
+    ) -> str | None:
+        """A GBNF grammar constraining replies to this dialect's call format, if it has one.
+
+        With ``require_call`` the grammar admits tool calls only, no plain answer.
+        """
         return None
 
     def __repr__(self) -> str:

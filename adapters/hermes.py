@@ -127,17 +127,26 @@ class HermesDialect(PromptDialect):
     def __repr__(self) -> str:
         return f"HermesDialect(lang={self.lang!r})"
 
-    def grammar(self, tools: Sequence[ToolLike] | None) -> str | None:
+    def grammar(
+        self, tools: Sequence[ToolLike] | None, *, require_call: bool = False
+    ) -> str | None:
         """GBNF for a plain answer, or ``<tool_call>`` blocks naming one of ``tools``.
 
         Each call's arguments follow that tool's schema; several calls may follow one
-        another, one per line. ``None`` without tools.
+        another, one per line. ``require_call`` leaves out the plain answer. ``None``
+        without tools.
         """
         if not tools:
             return None
         from .constrained import call_grammar
 
-        return call_grammar(tools, before="<tool_call>\n", after="\n</tool_call>", max_calls=None)
+        return call_grammar(
+            tools,
+            before="<tool_call>\n",
+            after="\n</tool_call>",
+            max_calls=None,
+            allow_text=not require_call,
+        )
 
     # ----------------------------------------------------------------- render
 

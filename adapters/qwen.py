@@ -302,17 +302,22 @@ class QwenDialect(PromptDialect):
     def __repr__(self) -> str:
         return f"QwenDialect(lang={self.lang!r}, parallel={self.parallel})"
 
-    def grammar(self, tools: Sequence[ToolLike] | None) -> str | None:
+    def grammar(
+        self, tools: Sequence[ToolLike] | None, *, require_call: bool = False
+    ) -> str | None:
         """GBNF for a plain answer, or ``✿FUNCTION✿``/``✿ARGS✿`` calls naming one of ``tools``.
 
         Each call's arguments follow that tool's schema; ``parallel=False`` admits one
-        call per reply. ``None`` without tools.
+        call per reply. ``require_call`` leaves out the plain answer. ``None`` without
+        tools.
         """
         if not tools:
             return None
         from .constrained import qwen_call_grammar
 
-        return qwen_call_grammar(tools, max_calls=None if self.parallel else 1)
+        return qwen_call_grammar(
+            tools, max_calls=None if self.parallel else 1, allow_text=not require_call
+        )
 
     # -- rendering
 

@@ -184,11 +184,14 @@ class ReActDialect(PromptDialect):
     # "Final Answer:" only introduces the answer; a stray "</think>" is markup
     drop_tokens: tuple[str, ...] = ("Final Answer:", "</think>")
 
-    def grammar(self, tools: Sequence[ToolLike] | None) -> str | None:
+    def grammar(
+        self, tools: Sequence[ToolLike] | None, *, require_call: bool = False
+    ) -> str | None:
         """GBNF for a ``Thought:`` line and one ``Action:`` blob, or a ``Final Answer:``.
 
         The blob names one of ``tools`` and its ``action_input`` follows that tool's
-        schema; a thought may precede the final answer. ``None`` without tools.
+        schema; a thought may precede the final answer. ``require_call`` leaves out the
+        final answer. ``None`` without tools.
         """
         if not tools:
             return None
@@ -202,6 +205,7 @@ class ReActDialect(PromptDialect):
             args_key="action_input",
             preamble="Thought:",
             answer="Final Answer:",
+            allow_text=not require_call,
         )
 
     # ----------------------------------------------------------------- render
