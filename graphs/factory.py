@@ -10,6 +10,7 @@ from langchain_core.messages import AIMessage
 from langchain_core.runnables import RunnableLambda
 from langchain_core.tools import BaseTool
 from langchain_core.tools import tool as as_tool
+from langgraph._internal._constants import CONFIG_KEY_DURABILITY
 from langgraph.graph import END, START, StateGraph
 from langgraph.graph.state import CompiledStateGraph
 from langgraph.store.base import BaseStore
@@ -63,6 +64,7 @@ def create_fncall_graph(
     system_prompt: str | None = None,
     checkpointer: Checkpointer = None,
     interrupt_on: Mapping[str, bool | InterruptOnConfig] | None = None,
+    durability: Literal["sync", "async", "exit"] = "sync",
     store: BaseStore | None = None,
     max_iterations: int = 20,
     max_concurrency: int = 8,
@@ -108,6 +110,13 @@ def create_fncall_graph(
             (``{"action_requests": [...], "review_configs": [...]}``); resume with
             ``Command(resume={"decisions": [...]})``, one decision per call, in order.
             Needs a checkpointer.
+        durability: when a step's checkpoint is saved (LangGraph's ``durability``):
+            ``"sync"`` (default) saves it before the next step starts, so after a crash
+            only the step that was running re-runs (a tool call in flight: at-least-once,
+            see docs/pause-and-resume.md); ``"async"`` saves while the next step runs
+            (faster; a crash can lose finished steps, whose model and tool calls then run
+            again); ``"exit"`` saves only when the run ends. ``invoke(..., durability=)``
+            overrides it per run.
         store: a LangGraph store, passed to tools that ask for it.
         max_iterations: model calls allowed in one user turn; at the limit the turn
             ends with an assistant message saying so (never ``GraphRecursionError``).
@@ -149,6 +158,8 @@ def create_fncall_graph(
     if tool_timeout is not None and tool_timeout <= 0:
         raise ValueError(f"tool_timeout must be positive seconds or None, got {tool_timeout}")
 
+    if durability not in ("sync", "async", "exit"):
+        raise ValueError(f"durability must be 'sync', 'async' or 'exit', got {durability!r}")
     if interrupt_on and (checkpointer is None or checkpointer is False):
         raise ValueError(
             "interrupt_on needs a checkpointer: the paused thread must be saved to be resumed "
@@ -215,7 +226,11 @@ def create_fncall_graph(
     builder.add_edge("react_fallback", "adapter")
 
     graph = builder.compile(checkpointer=checkpointer, store=store, name=name, debug=debug)
-    return graph.with_config(
-        recursion_limit=max_iterations * _STEPS_PER_ITERATION + 10,
-        max_concurrency=max_concurrency,
-    )
+    run_config: dict[str, Any] = {
+        "recursion_limit": max_iterations * _STEPS_PER_ITERATION + 10,
+        "max_concurrency": max_concurrency,
+    }
+    if checkpointer is not None and checkpointer is not False:
+        # the graph-level default LangGraph reads when invoke() gets no durability
+        run_config["configurable"] = {CONFIG_KEY_DURABILITY: durability}
+    return graph.with_config(**run_config)
