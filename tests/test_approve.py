@@ -1,0 +1,347 @@
+"""interrupt_on: one interrupt per reply, decisions approve / edit / reject / respond.
+
+The seed's sqlite tools run for real on a SQLite file (tests/sqlite_tools.py); the model
+is a ReplayChatModel speaking Hermes. ``SqliteTools.timeline`` records every tool run,
+so the tests see exactly when (and how often) each call ran.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+from langchain_core.messages import AIMessage, ToolMessage
+from langgraph.checkpoint.memory import InMemorySaver
+from langgraph.types import Command
+from pydantic import ValidationError
+from seed_db import make_seed_db
+from sqlite_tools import SqliteTools
+
+from fncall_graph import create_fncall_graph
+from fncall_graph.adapters.checkpoint import sqlite_saver
+from fncall_graph.nodes.approve import normalize_interrupt_on
+from fncall_graph.testing import ReplayChatModel
+
+TASK = "查询韩梅梅的年龄,然后在log表里记录下"
+READ = {"query": "SELECT age FROM students WHERE name = '韩梅梅'"}
+WRITE = {"query": "INSERT INTO log (action) VALUES ('查询了韩梅梅的年龄')"}
+FINAL = "韩梅梅的年龄是 6 岁,并且我已经在 `log` 表里记录下了这次查询操作。"
+CFG = {"configurable": {"thread_id": "t"}}
+
+
+def hermes(*calls: tuple[str, dict[str, Any]]) -> str:
+    return "\n".join(
+        "<tool_call>\n"
+        + json.dumps({"name": name, "arguments": args}, ensure_ascii=False)
+        + "\n</tool_call>"
+        for name, args in calls
+    )
+
+
+SERIAL = [hermes(("sqlite-read_query", READ)), hermes(("sqlite-write_query", WRITE)), FINAL]
+
+
+def build(tmp_path, outputs, interrupt_on, checkpointer=None):
+    tools = SqliteTools(make_seed_db(tmp_path / "test.db"))
+    model = ReplayChatModel(outputs)
+    graph = create_fncall_graph(
+        model,
+        tools.tools(),
+        dialect="hermes",
+        checkpointer=checkpointer if checkpointer is not None else InMemorySaver(),
+        interrupt_on=interrupt_on,
+    )
+    return graph, model, tools
+
+
+def ran(tools: SqliteTools) -> list[tuple[str, str]]:
+    return [(name, args) for name, args, _, _ in tools.timeline]
+
+
+def messages(graph) -> list[Any]:
+    return graph.get_state(CFG).values["messages"]
+
+
+# ---------------------------------------------------------------- configuration
+
+
+def test_interrupt_on_needs_a_checkpointer(tmp_path):
+    tools = SqliteTools(make_seed_db(tmp_path / "test.db"))
+    with pytest.raises(ValueError, match="interrupt_on needs a checkpointer"):
+        create_fncall_graph(
+            ReplayChatModel(SERIAL), tools.tools(), interrupt_on={"sqlite-write_query": True}
+        )
+
+
+@pytest.mark.parametrize(
+    ("config", "message"),
+    [
+        ({"allowed_decisions": []}, "non-empty list"),
+        ({"allowed_decisions": ["approve", "maybe"]}, "unknown decision types"),
+        ({"allowed_decisions": ["approve"], "when": lambda r: True}, "unsupported keys"),
+        ("yes", "must be True, False or a dict"),
+    ],
+)
+def test_bad_interrupt_on_is_refused(config, message):
+    with pytest.raises(ValueError, match=message):
+        normalize_interrupt_on({"sqlite-write_query": config})
+
+
+def test_drawn_graph_shows_model_approve_tools(tmp_path):
+    graph, _, _ = build(tmp_path, SERIAL, {"sqlite-write_query": True})
+    edges = {(e.source, e.target) for e in graph.get_graph().edges}
+    assert {("model", "approve"), ("approve", "tools"), ("approve", "adapter")} <= edges
+    assert ("model", "tools") in edges  # replies with no gated call go straight on
+
+
+# ---------------------------------------------------------------- the interrupt
+
+
+def test_interrupt_lists_the_gated_call_and_approve_runs_it(tmp_path):
+    graph, model, tools = build(tmp_path, SERIAL, {"sqlite-write_query": True})
+    r = graph.invoke({"messages": [("user", TASK)]}, CFG)
+    [pending] = r["__interrupt__"]
+    assert pending.value["action_requests"] == [
+        {
+            "name": "sqlite-write_query",
+            "args": WRITE,
+            "description": f"Tool execution requires approval\n\nTool: sqlite-write_query\nArgs: {WRITE}",
+        }
+    ]
+    assert pending.value["review_configs"] == [
+        {"action_name": "sqlite-write_query", "allowed_decisions": ["approve", "edit", "reject"]}
+    ]
+    assert pending.response_schema["required"] == ["decisions"]  # a form clients can render
+    assert ran(tools) == [("read_query", json.dumps(READ, ensure_ascii=False))]
+    assert graph.get_state(CFG).next == ("approve",)
+
+    r = graph.invoke(Command(resume={"decisions": [{"type": "approve"}]}), CFG)
+    assert "__interrupt__" not in r
+    assert r["messages"][-1].content == FINAL
+    assert [n for n, _ in ran(tools)] == ["read_query", "write_query"]
+    assert tools.log_rows()[1:] == ["查询了韩梅梅的年龄"]
+    assert model.remaining == 0
+
+
+def test_edit_replaces_the_call_in_place(tmp_path):
+    graph, model, tools = build(tmp_path, SERIAL, {"sqlite-write_query": True})
+    graph.invoke({"messages": [("user", TASK)]}, CFG)
+    before = messages(graph)
+    ai_before = before[-1]
+    edited = {"query": "INSERT INTO log (action) VALUES ('韩梅梅 6')"}
+    graph.invoke(
+        Command(
+            resume={
+                "decisions": [
+                    {
+                        "type": "edit",
+                        "edited_action": {"name": "sqlite-write_query", "args": edited},
+                    }
+                ]
+            }
+        ),
+        CFG,
+    )
+    after = messages(graph)
+    ai_after = after[len(before) - 1]
+    assert ai_after.id == ai_before.id  # replaced, not appended
+    assert ai_after.tool_calls[0]["id"] == ai_before.tool_calls[0]["id"]
+    assert ai_after.tool_calls[0]["args"] == edited
+    assert sum(bool(isinstance(m, AIMessage) and m.tool_calls) for m in after) == 2
+    assert tools.log_rows()[1:] == ["韩梅梅 6"]
+    # the model's next input shows the edited call, written back in Hermes
+    assert "韩梅梅 6" in str(model.inputs[-1][-2].content)
+
+
+def test_reject_answers_the_call_without_running_it(tmp_path):
+    outputs = [*SERIAL[:2], "好的,我不记录。韩梅梅 6 岁。"]
+    graph, model, tools = build(tmp_path, outputs, {"sqlite-write_query": True})
+    graph.invoke({"messages": [("user", TASK)]}, CFG)
+    r = graph.invoke(
+        Command(resume={"decisions": [{"type": "reject", "message": "不要写日志"}]}), CFG
+    )
+    assert r["messages"][-1].content == outputs[-1]
+    answer = r["messages"][-2]
+    assert isinstance(answer, ToolMessage)
+    assert answer.status == "error" and answer.content == "不要写日志"
+    assert answer.tool_call_id == r["messages"][-3].tool_calls[0]["id"]
+    assert [n for n, _ in ran(tools)] == ["read_query"]
+    assert tools.log_rows() == ["创建数据库"]
+    assert "不要写日志" in str(model.inputs[-1][-1].content)  # the model was told
+
+
+def test_one_interrupt_per_reply_and_ungated_siblings_run_once(tmp_path):
+    counts = [
+        ("sqlite-read_query", {"query": "SELECT COUNT(*) FROM students"}),
+        ("sqlite-write_query", {"query": "INSERT INTO log (action) VALUES ('one')"}),
+        ("sqlite-read_query", {"query": "SELECT COUNT(*) FROM log"}),
+        ("sqlite-write_query", {"query": "INSERT INTO log (action) VALUES ('two')"}),
+    ]
+    graph, _, tools = build(tmp_path, [hermes(*counts), "done"], {"sqlite-write_query": True})
+    r = graph.invoke({"messages": [("user", "count and log")]}, CFG)
+    [pending] = r["__interrupt__"]
+    assert [a["args"]["query"][-7:] for a in pending.value["action_requests"]] == [
+        "('one')",
+        "('two')",
+    ]
+    assert ran(tools) == []  # nothing runs before the decision, ungated calls included
+
+    r = graph.invoke(Command(resume={"decisions": [{"type": "approve"}, {"type": "reject"}]}), CFG)
+    assert r["messages"][-1].content == "done"
+    assert sorted(q for _, q in ran(tools)) == sorted(
+        json.dumps(args, ensure_ascii=False) for _, args in counts[:3]
+    )
+    assert tools.log_rows()[1:] == ["one"]
+    history = messages(graph)
+    ids = [c["id"] for c in history[1].tool_calls]
+    answered = [m.tool_call_id for m in history if isinstance(m, ToolMessage)]
+    assert sorted(answered) == sorted(ids)  # one answer per call, rejected one included
+    rejected = next(m for m in history if isinstance(m, ToolMessage) and m.status == "error")
+    assert rejected.tool_call_id == ids[3] and "rejected" in rejected.content
+
+
+def test_all_rejected_goes_back_to_the_model(tmp_path):
+    graph, model, tools = build(
+        tmp_path,
+        [hermes(("sqlite-write_query", WRITE)), "ok, not logged"],
+        {"sqlite-write_query": True},
+    )
+    graph.invoke({"messages": [("user", "log it")]}, CFG)
+    r = graph.invoke(Command(resume={"decisions": [{"type": "reject"}]}), CFG)
+    assert r["messages"][-1].content == "ok, not logged"
+    assert ran(tools) == [] and model.remaining == 0
+
+
+def test_ungated_calls_do_not_interrupt(tmp_path):
+    graph, _, _ = build(
+        tmp_path, [hermes(("sqlite-read_query", READ)), "6"], {"sqlite-write_query": True}
+    )
+    r = graph.invoke({"messages": [("user", "age?")]}, CFG)
+    assert "__interrupt__" not in r and r["messages"][-1].content == "6"
+
+
+# ---------------------------------------------------------------- bad answers
+
+
+@pytest.mark.parametrize(
+    ("resume", "message"),
+    [
+        ({"decisions": []}, "0 decision"),
+        ({"decisions": [{"type": "approve"}, {"type": "approve"}]}, "2 decision"),
+        (
+            {
+                "decisions": [
+                    {"type": "edit", "edited_action": {"name": "sqlite-write_query", "args": {}}}
+                ]
+            },
+            "not allowed",
+        ),
+        ({"decisions": [{"type": "respond", "message": "x"}]}, "not allowed"),
+        ({"decisions": [{"type": "maybe"}]}, "maybe"),
+        ({"verdict": "yes"}, "decisions"),
+    ],
+)
+def test_bad_decisions_are_refused_and_can_be_answered_again(tmp_path, resume, message):
+    graph, _, tools = build(
+        tmp_path,
+        SERIAL,
+        {
+            "sqlite-write_query": {
+                "allowed_decisions": ["approve", "reject"],
+                "description": "写日志",
+            }
+        },
+    )
+    r = graph.invoke({"messages": [("user", TASK)]}, CFG)
+    assert r["__interrupt__"][0].value["action_requests"][0]["description"] == "写日志"
+    with pytest.raises(ValidationError, match=message):
+        graph.invoke(Command(resume=resume), CFG)
+    assert graph.get_state(CFG).next == ("approve",)  # nothing was saved
+    assert tools.log_rows() == ["创建数据库"]
+    r = graph.invoke(Command(resume={"decisions": [{"type": "approve"}]}), CFG)
+    assert r["messages"][-1].content == FINAL
+    assert tools.log_rows()[1:] == ["查询了韩梅梅的年龄"]
+
+
+def test_edit_into_an_unknown_tool_is_refused(tmp_path):
+    graph, _, _ = build(tmp_path, SERIAL, {"sqlite-write_query": True})
+    graph.invoke({"messages": [("user", TASK)]}, CFG)
+    bad = {"type": "edit", "edited_action": {"name": "rm_rf", "args": {}}}
+    with pytest.raises(ValidationError, match="unknown tool 'rm_rf'"):
+        graph.invoke(Command(resume={"decisions": [bad]}), CFG)
+
+
+def test_respond_and_description_function(tmp_path):
+    def describe(call, state, runtime):
+        return f"{call['name']} after {len(state['messages'])} messages"
+
+    graph, _, tools = build(
+        tmp_path,
+        SERIAL,
+        {"sqlite-write_query": {"allowed_decisions": ["respond"], "description": describe}},
+    )
+    r = graph.invoke({"messages": [("user", TASK)]}, CFG)
+    assert r["__interrupt__"][0].value["action_requests"][0]["description"] == (
+        "sqlite-write_query after 4 messages"
+    )
+    r = graph.invoke(
+        Command(resume={"decisions": [{"type": "respond", "message": "[{'affected_rows': 1}]"}]}),
+        CFG,
+    )
+    assert r["messages"][-2].status == "success"
+    assert tools.log_rows() == ["创建数据库"]  # answered by the person, not run
+
+
+async def test_async_pause_and_resume_on_a_sqlite_file(tmp_path):
+    from fncall_graph.adapters.checkpoint import async_sqlite_saver
+
+    tools = SqliteTools(make_seed_db(tmp_path / "test.db"))
+    async with async_sqlite_saver(tmp_path / "ck.db") as saver:
+        graph = create_fncall_graph(
+            ReplayChatModel(SERIAL),
+            tools.tools(),
+            dialect="hermes",
+            checkpointer=saver,
+            interrupt_on={"sqlite-write_query": True},
+        )
+        r = await graph.ainvoke({"messages": [("user", TASK)]}, CFG)
+        assert r["__interrupt__"][0].value["action_requests"][0]["args"] == WRITE
+    # a new saver and a new graph on the same file pick the thread up
+    async with async_sqlite_saver(tmp_path / "ck.db") as saver:
+        graph = create_fncall_graph(
+            ReplayChatModel(SERIAL[2:]),
+            tools.tools(),
+            dialect="hermes",
+            checkpointer=saver,
+            interrupt_on={"sqlite-write_query": True},
+        )
+        r = await graph.ainvoke(Command(resume={"decisions": [{"type": "approve"}]}), CFG)
+        assert r["messages"][-1].content == FINAL
+    assert tools.log_rows()[1:] == ["查询了韩梅梅的年龄"]
+
+
+def test_sync_sqlite_saver_keeps_the_pause(tmp_path):
+    tools = SqliteTools(make_seed_db(tmp_path / "test.db"))
+    with sqlite_saver(tmp_path / "ck.db") as saver:
+        graph = create_fncall_graph(
+            ReplayChatModel(SERIAL),
+            tools.tools(),
+            dialect="hermes",
+            checkpointer=saver,
+            interrupt_on={"sqlite-write_query": True},
+        )
+        graph.invoke({"messages": [("user", TASK)]}, CFG)
+    with sqlite_saver(tmp_path / "ck.db") as saver:
+        graph = create_fncall_graph(
+            ReplayChatModel(SERIAL[2:]),
+            tools.tools(),
+            dialect="hermes",
+            checkpointer=saver,
+            interrupt_on={"sqlite-write_query": True},
+        )
+        state = graph.get_state(CFG)
+        assert state.next == ("approve",)
+        assert state.interrupts[0].value["action_requests"][0]["name"] == "sqlite-write_query"
+        r = graph.invoke(Command(resume={"decisions": [{"type": "approve"}]}), CFG)
+    assert r["messages"][-1].content == FINAL
