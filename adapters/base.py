@@ -17,10 +17,12 @@ of ``text`` give the same message by construction.
 from __future__ import annotations
 
 import json
+import re
 import uuid
 from abc import ABC, abstractmethod
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Any, ClassVar, Literal
 
 import json_repair
@@ -332,6 +334,11 @@ class MarkupStreamParser(StreamParser):
         self._blocks = dialect.blocks
         self._drops = dialect.drop_tokens
         self._outside = tuple(b.open for b in self._blocks) + self._drops
+        self._outside_table = _marker_table(self._outside)
+        # the first block listed for a marker wins; a drop token opens no block
+        self._opened_by: dict[str, Block | None] = dict.fromkeys(self._drops)
+        for b in reversed(self._blocks):
+            self._opened_by[b.open] = b
         self._pending = ""
         self._block: Block | None = None
         self._block_text: list[str] = []
@@ -375,30 +382,36 @@ class MarkupStreamParser(StreamParser):
     # -- scanning
 
     def _scan(self, *, final: bool) -> list[ParseEvent]:
+        # Works on offsets into the pending text and slices it once at the end, so a
+        # long chunk holding many blocks is scanned in one pass, not copied per block.
         events: list[ParseEvent] = []
+        text, pos = self._pending, 0
         while True:
             block = self._block
-            markers = self._outside if block is None else block.close
-            sink = self._emit_text if block is None else self._inside
-            hit = _find(self._pending, markers, final)
+            if block is None:
+                markers, table, sink = self._outside, self._outside_table, self._emit_text
+            else:
+                markers, table, sink = block.close, _marker_table(block.close), self._inside
+            if table.first is None or table.first(text, pos) is None:
+                # no marker can start in the rest (the usual chunk): all of it is text
+                sink(text[pos:], events)
+                self._pending = ""
+                return events
+            hit = _find_from(text, pos, markers, table, final)
             if hit is None or hit[2]:
                 # no marker yet (hold back what could start one), or one that may still grow
-                keep = (
-                    len(self._pending) - hit[0]
-                    if hit
-                    else (0 if final else _held(self._pending, markers))
-                )
-                sink(self._pending[: len(self._pending) - keep], events)
-                self._pending = self._pending[len(self._pending) - keep :]
+                end = hit[0] if hit else (len(text) if final else _held_from(text, pos, table))
+                sink(text[pos:end], events)
+                self._pending = text[end:]
                 return events
             at, marker, _ = hit
-            sink(self._pending[:at], events)
+            sink(text[pos:at], events)
             if block is None:
-                self._pending = self._pending[at + len(marker) :]
-                self._block = next((b for b in self._blocks if b.open == marker), None)
+                pos = at + len(marker)
+                self._block = self._opened_by[marker]
                 self._block_text = []
             else:
-                self._pending = self._pending[at + (len(marker) if block.consume_close else 0) :]
+                pos = at + (len(marker) if block.consume_close else 0)
                 events += self._end_block(closed=True)
 
     def _emit_text(self, text: str, events: list[ParseEvent]) -> None:
@@ -450,27 +463,79 @@ def _find(text: str, markers: Sequence[str], final: bool) -> tuple[int, str, boo
     ``wait`` is true when the match could still grow into a longer marker with more
     text, so the caller holds it back instead of deciding too soon.
     """
-    best: tuple[int, str] | None = None
-    for m in markers:
-        i = text.find(m)
-        if i >= 0 and (best is None or i < best[0] or (i == best[0] and len(m) > len(best[1]))):
-            best = (i, m)
-    if best is None:
+    markers = tuple(markers)
+    return _find_from(text, 0, markers, _marker_table(markers), final)
+
+
+def _find_from(
+    text: str, pos: int, markers: tuple[str, ...], table: _MarkerTable, final: bool
+) -> tuple[int, str, bool] | None:
+    """:func:`_find` on ``text[pos:]``, with the index counted in ``text``."""
+    found = table.search(text, pos) if table.search is not None else None
+    if found is None:
         return None
-    at, marker = best
-    rest = text[at:]
-    wait = not final and any(len(m) > len(marker) and m.startswith(rest) for m in markers)
+    at, marker = found.start(), found.group()
+    # only a rest no longer than the longest marker can still grow into one
+    wait = (
+        not final
+        and len(text) - at <= table.longest
+        and any(len(m) > len(marker) and m.startswith(text[at:]) for m in markers)
+    )
     return (at, marker, wait)
 
 
 def _held(text: str, markers: Sequence[str]) -> int:
     """Length of the longest suffix of ``text`` that is a proper prefix of a marker."""
+    markers = tuple(markers)
+    return len(text) - _held_from(text, 0, _marker_table(markers))
+
+
+def _held_from(text: str, pos: int, table: _MarkerTable) -> int:
+    """Where the held-back suffix of ``text[pos:]`` starts (``len(text)`` for none).
+
+    Called once per chunk, so suffixes are looked up in the table built once per marker
+    set, and only where a marker's first character stands.
+    """
+    n = len(text)
+    start = max(pos, n - table.longest)
+    if table.first is None or start >= n:
+        return n
+    first = table.first(text, start)
+    while first is not None:
+        at = first.start()
+        if text[at:] in table.prefixes:
+            return at
+        first = table.first(text, at + 1)
+    return n
+
+
+@dataclass(frozen=True, slots=True)
+class _MarkerTable:
+    """What the scanner needs to know about one set of markers, computed once.
+
+    Attributes:
+        search: ``search(text, pos)`` finds the earliest marker, the longest one on a tie
+            (alternatives are tried longest first); ``None`` for no markers.
+        first: ``first(text, pos)`` finds the next character a marker starts with.
+        longest: the longest marker's length minus one (the most text ever held back).
+        prefixes: every prefix of a marker up to ``longest`` characters.
+    """
+
+    search: Callable[[str, int], re.Match[str] | None] | None
+    first: Callable[[str, int], re.Match[str] | None] | None
+    longest: int
+    prefixes: frozenset[str]
+
+
+@lru_cache(maxsize=256)
+def _marker_table(markers: tuple[str, ...]) -> _MarkerTable:
+    by_length = sorted(markers, key=len, reverse=True)
+    search = re.compile("|".join(map(re.escape, by_length))).search if markers else None
+    firsts = sorted({m[0] for m in markers if m})
+    first = re.compile("|".join(map(re.escape, firsts))).search if firsts else None
     longest = max((len(m) for m in markers), default=1) - 1
-    for k in range(min(longest, len(text)), 0, -1):
-        tail = text[-k:]
-        if any(m.startswith(tail) for m in markers):
-            return k
-    return 0
+    prefixes = frozenset(m[:j] for m in markers for j in range(1, min(len(m), longest) + 1))
+    return _MarkerTable(search, first, longest, prefixes)
 
 
 class PromptDialect(Dialect):
