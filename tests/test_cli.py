@@ -1,0 +1,286 @@
+"""The ``fncall-graph`` command, run as a real process from the installed console script.
+
+The MCP server is the real ``mcp-server-sqlite`` on seed 000's database; the model is a
+replay of recorded outputs, so every run is exact and needs no network. The seed
+session itself is the golden test: ``demo`` must show the model, call for call, the
+pre-processed inputs the seed's article prints, and record its raw outputs verbatim.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pexpect
+import pytest
+from langchain_core.messages import AIMessage, HumanMessage, ToolMessage, messages_from_dict
+
+from fncall_graph.seed import QUESTIONS, SYSTEM_PROMPT, make_seed_db, sqlite_config
+
+pytestmark = pytest.mark.slow
+
+CLI = str(Path(sys.executable).parent / "fncall-graph")
+REPO = Path(__file__).resolve().parents[1]
+FIXTURE = json.loads((REPO / "tests" / "fixtures" / "seed000_hermes.json").read_text("utf-8"))
+CALLS: list[dict[str, Any]] = FIXTURE["calls"]
+REPLAY = REPO / "fncall_graph" / "data" / "seed000_qwen_max_hermes.json"
+# Model calls of the demo → the fixture's printed calls (the describe round is not printed).
+PRINTED = [0, 1, 2, 3, None, None, 4, 5, 6]
+TIMEOUT = 120
+
+
+def cli(
+    *args: str, env: dict[str, str] | None = None, **kwargs: Any
+) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [CLI, *args],
+        capture_output=True,
+        text=True,
+        timeout=TIMEOUT,
+        env={**os.environ, **(env or {})},
+        **kwargs,
+    )
+
+
+@pytest.fixture
+def mcp_json(tmp_path: Path) -> Path:
+    """seed 000's MCP config over a fresh copy of its database."""
+    path = tmp_path / "mcp.json"
+    path.write_text(json.dumps(sqlite_config(make_seed_db(tmp_path / "test.db"))), "utf-8")
+    return path
+
+
+def replay_file(tmp_path: Path, name: str, outputs: list[str]) -> Path:
+    path = tmp_path / name
+    path.write_text(json.dumps({"dialect": "hermes", "outputs": outputs}, ensure_ascii=False))
+    return path
+
+
+def test_demo_reproduces_the_seed_session(tmp_path: Path) -> None:
+    trace = tmp_path / "trace.jsonl"
+    done = cli("demo", "--model", f"replay:{REPLAY}", "--trace-file", str(trace))
+    assert done.returncode == 0, done.stderr
+    records = [json.loads(line) for line in trace.read_text("utf-8").splitlines()]
+    assert [r["round"] for r in records] == [1, 1, 2, 2, 3, 3, 4, 4, 4]
+    assert [r["question"] for r in records[::2][:3]] == list(QUESTIONS[:3])
+    for record, printed in zip(records, PRINTED, strict=True):
+        assert set(record) >= {
+            "raw_input",
+            "processed_input",
+            "raw_output",
+            "processed_output",
+            "round",
+            "question",
+            "index",
+        }
+        if printed is None:
+            continue
+        seed = CALLS[printed]
+        expected = [{"role": m["role"], "content": m["content"]} for m in seed["model_input"]]
+        assert record["processed_input"] == expected, f"model call {record['index']}"
+        assert record["raw_output"] == seed["raw_output"], f"model call {record['index']}"
+        # the post-processed output holds the calls the seed's post-processing found
+        calls = record["processed_output"].get("tool_calls") or []
+        seen = [(c["function"]["name"], json.loads(c["function"]["arguments"])) for c in calls]
+        wanted = [
+            (m["function_call"]["name"], json.loads(m["function_call"]["arguments"]))
+            for m in seed["post_output"]
+            if m.get("function_call")
+        ]
+        assert seen == wanted
+        # the raw input is the canonical history: the question of the round comes last
+        assert record["raw_input"][0] == {"role": "system", "content": SYSTEM_PROMPT}
+    assert records[6]["raw_input"][-1] == {"role": "user", "content": QUESTIONS[3]}
+
+    # the transcript went to a pipe: plain text, no colour or cursor codes
+    assert "\x1b" not in done.stdout
+    assert "[tool] sqlite-list_tables {} done" in done.stdout
+    assert done.stdout.count("[tool] sqlite-read_query") == 8  # 3 + 1 calls, started and done
+    assert "韩梅梅的年龄是 6 岁" in done.stdout
+
+
+def test_run_json_prints_the_thread(tmp_path: Path, mcp_json: Path) -> None:
+    done = cli(
+        "run",
+        "--model",
+        "replay:seed000",
+        "--mcp",
+        str(mcp_json),
+        "--db",
+        str(tmp_path / "threads.sqlite"),
+        "--system",
+        SYSTEM_PROMPT,
+        "--json",
+        QUESTIONS[0],
+    )
+    assert done.returncode == 0, done.stderr
+    document = json.loads(done.stdout)
+    assert document["thread_id"]
+    messages = messages_from_dict(document["messages"])
+    assert [type(m) for m in messages] == [HumanMessage, AIMessage, ToolMessage, AIMessage]
+    assert messages[1].tool_calls[0]["name"] == "sqlite-list_tables"
+    assert messages[2].tool_call_id == messages[1].tool_calls[0]["id"]
+    assert (
+        messages[2].content
+        == "[{'name': 'students'}, {'name': 'sqlite_sequence'}, {'name': 'log'}]"
+    )
+    assert messages[3].content == CALLS[1]["raw_output"]
+
+
+def test_prompt_prints_the_seed_system_prompt(mcp_json: Path) -> None:
+    done = cli("prompt", "--dialect", "hermes", "--mcp", str(mcp_json), "--system", SYSTEM_PROMPT)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == CALLS[0]["model_input"][0]["content"] + "\n"
+
+
+def _closed_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]  # closed again when the block ends
+
+
+@pytest.mark.parametrize(
+    ("case", "expected"),
+    [
+        ("unknown spec", "unknown provider 'nosuch'"),
+        ("missing key", "OPENAI_API_KEY"),
+        ("unreachable server", "cannot reach the model server at http://127.0.0.1:"),
+        ("bad mcp.json", "mcpServers.sqlite.args: must be a list of strings"),
+    ],
+)
+def test_errors_are_one_line(case: str, expected: str, tmp_path: Path) -> None:
+    env = {"OPENAI_API_KEY": "", "OPENAI_BASE_URL": ""}
+    args = ["run", "--db", str(tmp_path / "threads.sqlite"), "--model"]
+    if case == "unknown spec":
+        args += ["nosuch:model"]
+    elif case == "missing key":
+        args += ["openai:gpt-4o-mini"]
+    elif case == "unreachable server":
+        env = {
+            "OPENAI_API_KEY": "sk-test",
+            "OPENAI_BASE_URL": f"http://127.0.0.1:{_closed_port()}/v1",
+        }
+        args += ["openai:gpt-4o-mini"]
+    else:
+        bad = tmp_path / "mcp.json"
+        bad.write_text(json.dumps({"mcpServers": {"sqlite": {"command": "x", "args": "--db"}}}))
+        args += ["replay:seed000", "--mcp", str(bad)]
+    done = cli(*args, "数据库有几张表", env=env)
+    assert done.returncode == 1
+    assert "Traceback" not in done.stderr
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1, done.stderr
+    assert lines[0].startswith("fncall-graph: error: ")
+    assert expected in lines[0]
+    assert done.stdout == ""
+
+
+def _spawn(*args: str) -> pexpect.spawn:
+    child = pexpect.spawn(CLI, list(args), encoding="utf-8", timeout=TIMEOUT)
+    child.setwinsize(40, 200)
+    return child
+
+
+def test_chat_asks_before_a_gated_tool_runs(tmp_path: Path, mcp_json: Path) -> None:
+    child = _spawn(
+        "chat",
+        "--model",
+        "replay:seed000",
+        "--mcp",
+        str(mcp_json),
+        "--db",
+        str(tmp_path / "threads.sqlite"),
+        "--approve",
+        "sqlite-list_tables",
+        "--system",
+        SYSTEM_PROMPT,
+    )
+    child.expect("thread ")
+    child.expect("you> ")
+    child.sendline(QUESTIONS[0])
+    child.expect(r"run sqlite-list_tables \{\}\? \[y/e/n\]")
+    child.sendline("y")
+    child.expect("done")  # the tool ran after the answer
+    child.expect("三张表")
+    child.expect("you> ")
+    child.sendline("/exit")
+    child.expect(pexpect.EOF)
+    child.close()
+    assert child.exitstatus == 0
+
+
+def test_rejection_reason_reaches_the_model(tmp_path: Path, mcp_json: Path) -> None:
+    trace = tmp_path / "trace.jsonl"
+    child = _spawn(
+        "chat",
+        "--model",
+        "replay:seed000",
+        "--mcp",
+        str(mcp_json),
+        "--db",
+        str(tmp_path / "threads.sqlite"),
+        "--approve",
+        "sqlite-list_tables",
+        "--trace-file",
+        str(trace),
+    )
+    child.expect("you> ")
+    child.sendline(QUESTIONS[0])
+    child.expect(r"\[y/e/n\]")
+    child.sendline("n")
+    child.expect("reason")
+    child.sendline("not during office hours")
+    child.expect("rejected")
+    child.expect("you> ")
+    child.sendeof()
+    child.expect(pexpect.EOF)
+    child.close()
+    assert child.exitstatus == 0
+    records = [json.loads(line) for line in trace.read_text("utf-8").splitlines()]
+    assert len(records) == 2
+    # the tool did not run: the model's next input holds the reason as the call's result
+    assert records[1]["processed_input"][-1] == {
+        "role": "user",
+        "content": "<tool_response>\nnot during office hours\n</tool_response>",
+    }
+
+
+def test_an_interrupted_run_resumes_in_a_later_process(tmp_path: Path, mcp_json: Path) -> None:
+    db = str(tmp_path / "threads.sqlite")
+    call = replay_file(
+        tmp_path,
+        "call.json",
+        ['<tool_call>\n{"name": "sqlite-list_tables", "arguments": {}}\n</tool_call>'],
+    )
+    answer = replay_file(tmp_path, "answer.json", ["三张表"])
+    common = ["--mcp", str(mcp_json), "--db", db, "--approve", "sqlite-list_tables"]
+    first = cli(
+        "run",
+        "--model",
+        f"replay:{call}",
+        *common,
+        "--thread",
+        "t1",
+        QUESTIONS[0],
+        stdin=subprocess.DEVNULL,
+    )
+    assert first.returncode == 1
+    assert "--resume t1" in first.stderr
+    assert "Traceback" not in first.stderr
+
+    child = _spawn("run", "--model", f"replay:{answer}", *common, "--resume", "t1", "--json")
+    child.expect(r"\[y/e/n\]")
+    child.sendline("y")
+    child.expect(pexpect.EOF)
+    child.close()
+    assert child.exitstatus == 0
+    output = child.before.replace("\r\n", "\n")
+    document = json.loads(output[output.index("{\n") :])
+    messages = messages_from_dict(document["messages"])
+    assert [m.type for m in messages] == ["human", "ai", "tool", "ai"]
+    assert messages[-1].content == "三张表"
