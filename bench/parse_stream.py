@@ -1,0 +1,188 @@
+"""Stream parsing vs one-shot parsing, for every prompt dialect.
+
+For replies of about 2k, 20k and 200k characters (one call per 1,000 characters, prose
+between calls), prints the median time of feeding the reply to a dialect's stream parser
+in random chunks, divided by the median time of ``parse`` on the whole reply. ``parse``
+is the same scanner fed one chunk, so the ratio is the cost of chunking; it should stay
+flat as replies grow (no work proportional to what came before). Garbage collection is
+held off while timing, as ``timeit`` does, so a collection triggered by other objects in
+the process is not charged to whichever parse happens to be running.
+
+Run: ``.venv/bin/python bench/parse_stream.py`` (``--quick`` for fewer repeats).
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import random
+import statistics
+import time
+from collections.abc import Callable
+
+from langchain_core.messages import AIMessage
+
+from fncall_graph.adapters import PromptDialect, get_dialect
+
+DIALECTS: dict[str, tuple[str, dict[str, object]]] = {
+    "hermes": ("hermes", {}),
+    "qwen en parallel": ("qwen", {"lang": "en", "parallel": True}),
+    "qwen en single": ("qwen", {"lang": "en", "parallel": False}),
+    "qwen zh parallel": ("qwen", {"lang": "zh", "parallel": True}),
+    "qwen zh single": ("qwen", {"lang": "zh", "parallel": False}),
+    "react": ("react", {}),
+}
+SIZES = (2_000, 20_000, 200_000)
+#: chunk lengths drawn uniformly from these ranges: a token or two per chunk, and
+#: the bigger pieces a server sends when it batches tokens into one event
+CHUNKINGS = {"chunks of 1-8 chars": (1, 8), "chunks of 1-64 chars": (1, 64)}
+
+WORDS = [
+    "the",
+    "database",
+    "has",
+    "three",
+    "tables",
+    "students",
+    "log",
+    "and",
+    "sqlite_sequence",
+    "数据库",
+    "有",
+    "三",
+    "张",
+    "表",
+    "韩梅梅",
+    "的",
+    "年龄",
+    "是",
+    "6",
+    "岁",
+    "weather",
+    "in",
+    "北京",
+    "is",
+    "sunny",
+    "广州",
+    "is",
+    "rainy",
+    "so",
+    "we",
+    "check",
+    "again",
+]
+
+
+def reply(dialect: PromptDialect, size: int, rng: random.Random) -> str:
+    """A reply of about ``size`` characters: turns of prose and one call each."""
+    turns, total, i = [], 0, 0
+    per_turn = 1_000
+    while total < size:
+        call = {
+            "name": rng.choice(["sqlite-read_query", "sqlite-write_query", "get_weather"]),
+            "args": {
+                "query": f"SELECT COUNT(*) FROM t{i} WHERE name = '韩梅梅'",
+                "limit": rng.randint(1, 100),
+                "tags": ["a", "b", {"nested": True}],
+            },
+            "id": f"call_{i}",
+            "type": "tool_call",
+        }
+        bare = dialect.write_assistant(AIMessage(content="", tool_calls=[call]))
+        prose = []
+        while sum(len(w) + 1 for w in prose) < per_turn - len(bare):
+            prose.append(rng.choice(WORDS))
+        text = dialect.write_assistant(AIMessage(content=" ".join(prose), tool_calls=[call]))
+        turns.append(text)
+        total += len(text) + 1
+        i += 1
+    return "\n".join(turns)
+
+
+def split(text: str, rng: random.Random, lo: int, hi: int) -> list[str]:
+    out, i = [], 0
+    while i < len(text):
+        n = rng.randint(lo, hi)
+        out.append(text[i : i + n])
+        i += n
+    return out
+
+
+def median_time(fn: Callable[[], object], repeats: int) -> float:
+    """Median wall time of ``fn``, garbage collection held off while timing (as timeit does)."""
+    times = []
+    gc.collect()
+    gc.disable()
+    try:
+        for _ in range(repeats):
+            start = time.perf_counter()
+            fn()
+            times.append(time.perf_counter() - start)
+    finally:
+        gc.enable()
+    return statistics.median(times)
+
+
+def stream(dialect: PromptDialect, chunks: list[str]) -> AIMessage:
+    parser = dialect.stream_parser()
+    for chunk in chunks:
+        parser.feed(chunk)
+    parser.close()
+    return parser.message()
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--quick", action="store_true", help="fewer repeats")
+    args = ap.parse_args()
+    repeats = {2_000: 41, 20_000: 15, 200_000: 5}
+    if args.quick:
+        repeats = {2_000: 9, 20_000: 5, 200_000: 3}
+
+    rng = random.Random(20_000)
+    rows = []
+    for label, (name, options) in DIALECTS.items():
+        dialect = get_dialect(name, **options)
+        assert isinstance(dialect, PromptDialect)
+        row: dict[str, object] = {"dialect": label}
+        for size in SIZES:
+            text = reply(dialect, size, rng)
+            whole = dialect.parse(text)
+            expected_calls = len(text) // 1_000 if size > 2_000 else None
+            if expected_calls is not None:
+                assert abs(len(whole.tool_calls) - expected_calls) <= 2, (label, size)
+            parse_s = median_time(lambda d=dialect, t=text: d.parse(t), repeats[size])
+            row[f"parse {size}"] = parse_s
+            row[f"calls {size}"] = len(whole.tool_calls)
+            for chunking, (lo, hi) in CHUNKINGS.items():
+                chunks = split(text, rng, lo, hi)
+                streamed = stream(dialect, chunks)
+                assert len(streamed.tool_calls) == len(whole.tool_calls), (label, size)
+                stream_s = median_time(lambda d=dialect, c=chunks: stream(d, c), repeats[size])
+                row[f"{chunking} {size}"] = stream_s / parse_s
+        rows.append(row)
+
+    def k(size: int) -> str:
+        return f"{size // 1000}k"
+
+    print("stream-parse time / one-shot parse time (median of repeats; lower is better)")
+    print("one call per 1,000 characters; the ratio should not grow with the reply\n")
+    for chunking in CHUNKINGS:
+        head = f"{chunking:<22}" + "".join(f"{k(s):>9}" for s in SIZES)
+        print(head)
+        print("-" * len(head))
+        for row in rows:
+            cells = "".join(f"{row[f'{chunking} {s}']:>9.2f}" for s in SIZES)
+            print(f"{row['dialect']:<22}{cells}")
+        print()
+    head = f"{'one-shot parse (ms)':<22}" + "".join(f"{k(s):>9}" for s in SIZES) + "   calls"
+    print(head)
+    print("-" * len(head))
+    for row in rows:
+        cells = "".join(f"{row[f'parse {s}'] * 1e3:>9.2f}" for s in SIZES)
+        calls = "/".join(str(row[f"calls {s}"]) for s in SIZES)
+        print(f"{row['dialect']:<22}{cells}   {calls}")
+
+
+if __name__ == "__main__":
+    main()
