@@ -1,0 +1,1 @@
+"""Small MCP servers that the ready-made graphs (and the notebooks) run."""

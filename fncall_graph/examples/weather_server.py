@@ -1,0 +1,67 @@
+"""Seed 003's FastMCP ``weather`` server: one tool and two resources, canned data.
+
+``get_weather(city)`` (获取指定城市的天气信息) answers for 北京, 上海, 广州 and 深圳;
+the resources are ``resource://cities`` and ``resource://{city}/weather``. The ready-made
+``weather_assistant`` graph runs it over stdio:
+
+    python -m fncall_graph.examples.weather_server              # stdio
+    python -m fncall_graph.examples.weather_server --port 8765  # streamable HTTP
+
+Over HTTP the MCP endpoint is ``http://127.0.0.1:<port>/mcp``; the server logs
+``Uvicorn running on ...`` on stderr once it accepts connections.
+"""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Sequence
+
+from mcp.server.fastmcp import FastMCP
+
+__all__ = ["CITIES", "get_weather", "main", "mcp"]
+
+mcp = FastMCP(name="weather")
+
+CITIES = ("北京", "上海", "广州", "深圳")
+
+
+@mcp.tool()
+def get_weather(city: str) -> str:
+    """获取指定城市的天气信息"""
+    # 简单模拟数据,实际应用中应该调用对应的API
+    weather_data = {
+        "北京": "晴天,温度 22°C",
+        "上海": "多云,温度 25°C",
+        "广州": "小雨,温度 28°C",
+        "深圳": "阴天,温度 26°C",
+    }
+    return weather_data.get(city, f"{city} 的天气数据暂不可用")
+
+
+@mcp.resource("resource://cities")
+def get_cities() -> str:
+    """返回支持查询天气的城市列表"""
+    return f"Cities: {', '.join(CITIES)}"
+
+
+@mcp.resource("resource://{city}/weather")
+def get_city_weather(city: str) -> str:
+    return f"Weather for {city}"
+
+
+def main(argv: Sequence[str] | None = None, server: FastMCP = mcp) -> None:
+    """Serve ``server`` over stdio, or over streamable HTTP with ``--port``."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--port", type=int, help="serve streamable HTTP on HOST:PORT")
+    parser.add_argument("--host", default="127.0.0.1", help="HTTP interface (default: loopback)")
+    args = parser.parse_args(argv)
+    if args.port is None:
+        server.run("stdio")
+    else:
+        server.settings.host = args.host
+        server.settings.port = args.port
+        server.run("streamable-http")
+
+
+if __name__ == "__main__":
+    main()
