@@ -883,10 +883,12 @@ def describe_error(exc: BaseException) -> str:
     for error in chain:
         kind = type(error).__name__
         module = type(error).__module__
-        if kind == "APIConnectionError" or kind in ("ConnectError", "ConnectionRefusedError"):
+        if kind in ("APIConnectionError", "ConnectError") or isinstance(error, ConnectionError):
             url = _request_url(error)
-            where = f" at {url}" if url else ""
-            return f"cannot reach the model server{where}: connection refused or unreachable"
+            if url:
+                return f"cannot reach the model server at {url}: connection refused or unreachable"
+            # e.g. the ollama client's own ConnectionError, which names its host
+            return f"cannot reach the model server: {_first_line(str(error)) or kind}"
         if kind == "AuthenticationError" and module.startswith("openai"):
             return f"the model server refused the API key: {_first_line(str(error))}"
         if module.startswith("openai") and hasattr(error, "status_code"):
@@ -905,7 +907,9 @@ def _request_url(error: BaseException) -> str | None:
         if url is not None:
             text = str(url)
             # the endpoint's base: what the user configured
-            return text.split("/chat/completions")[0]
+            for endpoint in ("/chat/completions", "/api/chat", "/api/generate"):
+                text = text.split(endpoint)[0]
+            return text
     return None
 
 
