@@ -1,0 +1,363 @@
+"""Ready-made graphs: seed 000's database assistant and seed 003's weather assistant.
+
+Both drive real MCP servers over stdio: ``mcp-server-sqlite`` on a SQLite file (the
+``sqlite`` server: ``sqlite-read_query``, ``sqlite-write_query``, ...) and the FastMCP
+weather server ``python -m fncall_graph.examples.weather_server`` (``weather-get_weather``).
+
+Two ways in:
+
+- **LangGraph server** (``langgraph dev``, see ``langgraph.json``): ``sqlite_assistant``
+  and ``weather_assistant`` are async context-manager graph factories taking the run's
+  ``config``. The server calls them for every run and every view of a graph; they hand out
+  one graph per server process, built on first use over MCP sessions that stay open,
+  and ``app``'s lifespan (``langgraph.json``'s ``http.app``) closes those sessions when
+  the server stops. No checkpointer: the server brings its own.
+- **Python**: ``open_sqlite_assistant(...)`` and ``open_weather_assistant(...)`` are async
+  context managers that own their MCP sessions for the ``async with`` block and take a
+  ``checkpointer`` (and ``interrupt_on``, a model, a dialect). langgraph-api accepts
+  factories of at most a ``config`` and a ``ServerRuntime``, so these are separate names.
+
+Environment (read by the server factories; the ``open_*`` functions use it for what
+they are not given):
+
+================================  ===================================================
+``FNCALL_MODEL``                  model spec (default ``local``); ``replay:seed000``
+                                  names a recording shipped with the package
+``FNCALL_SQLITE_MODEL``           model spec for the database assistant only
+``FNCALL_WEATHER_MODEL``          model spec for the weather assistant only
+``FNCALL_DIALECT``                ``auto`` (default: native when the model has it, a
+                                  recording's own dialect), ``hermes``, ``qwen``, ...
+``FNCALL_SQLITE_DB``              the database file (default: seed 000's database,
+                                  created in ``$XDG_STATE_HOME/fncall-graph/`` if missing)
+``FNCALL_APPROVE``                tools that wait for a person's decision, comma
+                                  separated, e.g. ``sqlite-write_query`` (server only)
+================================  ===================================================
+
+Example:
+    ```python
+    from langgraph.checkpoint.memory import InMemorySaver
+    from fncall_graph.graphs.studio import open_sqlite_assistant
+
+    async with open_sqlite_assistant(
+        model="replay:seed000", db_path="test.db", checkpointer=InMemorySaver()
+    ) as graph:
+        config = {"configurable": {"thread_id": "1"}}
+        result = await graph.ainvoke({"messages": [("user", "数据库有几张表")]}, config)
+    ```
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import sys
+from collections.abc import AsyncIterator, Callable, Mapping
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+from langchain_core.language_models import BaseChatModel
+from langchain_core.runnables import RunnableConfig
+from langgraph.graph.state import CompiledStateGraph
+from langgraph.types import Checkpointer
+from starlette.applications import Starlette
+
+from fncall_graph.adapters.mcp import MCPToolkit
+from fncall_graph.adapters.models import MODEL_ENV, resolve_model
+from fncall_graph.nodes.approve import InterruptOnConfig
+from fncall_graph.seed import SYSTEM_PROMPT, make_seed_db, packaged_replay, sqlite_config
+
+from .factory import create_fncall_graph
+
+__all__ = [
+    "APPROVE_ENV",
+    "DIALECT_ENV",
+    "SQLITE_DB_ENV",
+    "app",
+    "default_sqlite_db",
+    "open_sqlite_assistant",
+    "open_weather_assistant",
+    "sqlite_assistant",
+    "weather_assistant",
+    "weather_config",
+]
+
+SQLITE_DB_ENV = "FNCALL_SQLITE_DB"
+DIALECT_ENV = "FNCALL_DIALECT"
+APPROVE_ENV = "FNCALL_APPROVE"
+_GRAPH_MODEL_ENV = {
+    "sqlite_assistant": "FNCALL_SQLITE_MODEL",
+    "weather_assistant": "FNCALL_WEATHER_MODEL",
+}
+
+
+# --------------------------------------------------------------------------- settings
+
+
+def default_sqlite_db() -> Path:
+    """The database file: ``$FNCALL_SQLITE_DB``, else a state-dir file (created if missing).
+
+    The default is ``$XDG_STATE_HOME/fncall-graph/studio.db`` (``~/.local/state/...``
+    when ``XDG_STATE_HOME`` is unset), filled with seed 000's tables the first time.
+    A file named by ``FNCALL_SQLITE_DB`` that does not exist is created the same way.
+    """
+    if os.environ.get(SQLITE_DB_ENV):
+        path = Path(os.environ[SQLITE_DB_ENV]).expanduser()
+    else:
+        state = os.environ.get("XDG_STATE_HOME") or str(Path.home() / ".local" / "state")
+        path = Path(state).expanduser() / "fncall-graph" / "studio.db"
+    if not path.exists():
+        path.parent.mkdir(parents=True, exist_ok=True)
+        make_seed_db(path)
+    return path
+
+
+def weather_config() -> dict[str, Any]:
+    """MCP config running seed 003's weather server over stdio with this Python."""
+    return {
+        "mcpServers": {
+            "weather": {
+                "command": sys.executable,
+                "args": ["-m", "fncall_graph.examples.weather_server"],
+            }
+        }
+    }
+
+
+def _model(model: BaseChatModel | str | None, graph_id: str) -> BaseChatModel:
+    """``model``, or the spec in the graph's own variable, ``FNCALL_MODEL``, ``local``."""
+    if isinstance(model, BaseChatModel):
+        return model
+    spec = model or os.environ.get(_GRAPH_MODEL_ENV[graph_id]) or os.environ.get(MODEL_ENV)
+    if spec and spec.strip().lower().startswith("replay:"):
+        name = spec.split(":", 1)[1].strip()
+        packaged = None if Path(name).exists() else packaged_replay(name)
+        if packaged is not None:
+            spec = f"replay:{packaged}"
+    return resolve_model(spec or None)
+
+
+def _dialect(model: BaseChatModel, dialect: str | None) -> str:
+    """``auto`` becomes the dialect a recording was made in (a replay model names it)."""
+    name = dialect or os.environ.get(DIALECT_ENV) or "auto"
+    if name == "auto":
+        recorded = getattr(model, "dialect", None)
+        if isinstance(recorded, str) and recorded:
+            return recorded
+    return name
+
+
+def _approve_from_env() -> dict[str, bool]:
+    names = os.environ.get(APPROVE_ENV, "")
+    return {name.strip(): True for name in names.split(",") if name.strip()}
+
+
+# --------------------------------------------------------------------------- the graphs
+
+_SPECS: dict[str, dict[str, Any]] = {
+    "sqlite_assistant": {"system_prompt": SYSTEM_PROMPT, "name": "sqlite_assistant"},
+    "weather_assistant": {"system_prompt": None, "name": "weather_assistant"},
+}
+
+
+def _build(
+    graph_id: str,
+    toolkit: MCPToolkit,
+    model: BaseChatModel,
+    *,
+    dialect: str | None,
+    checkpointer: Checkpointer,
+    interrupt_on: Mapping[str, bool | InterruptOnConfig] | None,
+    options: Mapping[str, Any],
+) -> CompiledStateGraph:
+    return create_fncall_graph(
+        model,
+        toolkit.tools,
+        dialect=_dialect(model, dialect),  # type: ignore[arg-type]
+        checkpointer=checkpointer,
+        interrupt_on=interrupt_on or None,
+        **{**_SPECS[graph_id], **options},
+    )
+
+
+@asynccontextmanager
+async def _open(
+    graph_id: str,
+    mcp_config: Callable[[], Mapping[str, Any]],
+    *,
+    model: BaseChatModel | str | None,
+    dialect: str | None,
+    checkpointer: Checkpointer,
+    interrupt_on: Mapping[str, bool | InterruptOnConfig] | None,
+    options: Mapping[str, Any],
+) -> AsyncIterator[CompiledStateGraph]:
+    config = await asyncio.to_thread(mcp_config)
+    chat_model = await asyncio.to_thread(_model, model, graph_id)
+    async with MCPToolkit.from_config(config, include_resources=False) as toolkit:
+        yield await asyncio.to_thread(
+            _build,
+            graph_id,
+            toolkit,
+            chat_model,
+            dialect=dialect,
+            checkpointer=checkpointer,
+            interrupt_on=interrupt_on,
+            options=options,
+        )
+
+
+def open_sqlite_assistant(
+    *,
+    model: BaseChatModel | str | None = None,
+    db_path: str | os.PathLike[str] | None = None,
+    checkpointer: Checkpointer = None,
+    interrupt_on: Mapping[str, bool | InterruptOnConfig] | None = None,
+    dialect: str | None = None,
+    **options: Any,
+) -> Any:
+    """Seed 000's database assistant over ``mcp-server-sqlite``, for ``async with``.
+
+    The server runs while the block runs and stops when it ends.
+
+    Args:
+        model: a chat model or model spec (default: ``$FNCALL_SQLITE_MODEL``,
+            ``$FNCALL_MODEL``, ``local``); ``replay:seed000`` plays the seed session.
+        db_path: the database file (default: :func:`default_sqlite_db`); it must exist.
+        checkpointer: a LangGraph checkpointer, for threads that persist and resume.
+        interrupt_on: tools that wait for a decision, e.g. ``{"sqlite-write_query": True}``
+            (needs a checkpointer).
+        dialect: ``auto`` (default: ``$FNCALL_DIALECT``, else auto), ``hermes``, ...
+        **options: more :func:`~fncall_graph.create_fncall_graph` options.
+    """
+
+    def mcp_config() -> dict[str, Any]:
+        return sqlite_config(Path(db_path) if db_path is not None else default_sqlite_db())
+
+    return _open(
+        "sqlite_assistant",
+        mcp_config,
+        model=model,
+        dialect=dialect,
+        checkpointer=checkpointer,
+        interrupt_on=interrupt_on,
+        options=options,
+    )
+
+
+def open_weather_assistant(
+    *,
+    model: BaseChatModel | str | None = None,
+    checkpointer: Checkpointer = None,
+    interrupt_on: Mapping[str, bool | InterruptOnConfig] | None = None,
+    dialect: str | None = None,
+    **options: Any,
+) -> Any:
+    """Seed 003's weather assistant over the FastMCP weather server, for ``async with``.
+
+    Args: as :func:`open_sqlite_assistant` (model default: ``$FNCALL_WEATHER_MODEL``,
+    ``$FNCALL_MODEL``, ``local``).
+    """
+    return _open(
+        "weather_assistant",
+        weather_config,
+        model=model,
+        dialect=dialect,
+        checkpointer=checkpointer,
+        interrupt_on=interrupt_on,
+        options=options,
+    )
+
+
+# --------------------------------------------------------------------------- server
+
+
+class _ServerGraphs:
+    """One graph per id for the life of a server process, and the sessions under them.
+
+    The server asks for a graph on every run and every view of it, so the MCP sessions
+    (and a replay model's position) must outlive a single request: the first request
+    starts the servers and builds the graph, later ones get the same graph, and
+    :meth:`aclose` (the app's lifespan) closes the sessions.
+    """
+
+    def __init__(self) -> None:
+        self._graphs: dict[str, CompiledStateGraph] = {}
+        self._toolkits: list[MCPToolkit] = []
+        self._lock = asyncio.Lock()
+
+    async def get(
+        self, graph_id: str, mcp_config: Callable[[], Mapping[str, Any]]
+    ) -> CompiledStateGraph:
+        async with self._lock:
+            if graph_id not in self._graphs:
+                self._graphs[graph_id] = await self._start(graph_id, mcp_config)
+            return self._graphs[graph_id]
+
+    async def _start(
+        self, graph_id: str, mcp_config: Callable[[], Mapping[str, Any]]
+    ) -> CompiledStateGraph:
+        config = await asyncio.to_thread(mcp_config)
+        model = await asyncio.to_thread(_model, None, graph_id)
+        toolkit = MCPToolkit.from_config(config, include_resources=False)
+        await toolkit.start()
+        self._toolkits.append(toolkit)
+        # FNCALL_APPROVE names tools of every graph; each graph takes its own
+        names = {t.name for t in toolkit.tools}
+        interrupt_on = {k: v for k, v in _approve_from_env().items() if k in names}
+        return await asyncio.to_thread(
+            _build,
+            graph_id,
+            toolkit,
+            model,
+            dialect=None,
+            # The server replaces the checkpointer with its own when it runs the graph;
+            # True ("use the one the run brings") lets interrupt_on pass its check.
+            checkpointer=True if interrupt_on else None,
+            interrupt_on=interrupt_on,
+            options={},
+        )
+
+    async def aclose(self) -> None:
+        toolkits, self._toolkits, self._graphs = self._toolkits, [], {}
+        await asyncio.gather(*(t.aclose() for t in toolkits), return_exceptions=True)
+
+
+_server = _ServerGraphs()
+
+
+def _server_factory(
+    graph_id: str, mcp_config: Callable[[], Mapping[str, Any]]
+) -> Callable[[RunnableConfig], Any]:
+    @asynccontextmanager
+    async def factory(config: RunnableConfig) -> AsyncIterator[CompiledStateGraph]:
+        yield await _server.get(graph_id, mcp_config)
+
+    factory.__name__ = factory.__qualname__ = graph_id
+    return factory
+
+
+sqlite_assistant = _server_factory("sqlite_assistant", lambda: sqlite_config(default_sqlite_db()))
+sqlite_assistant.__doc__ = """Graph factory for the LangGraph server: seed 000's database assistant.
+
+Its MCP session opens on first use and closes when the server stops; the model comes
+from ``$FNCALL_SQLITE_MODEL``/``$FNCALL_MODEL``, the database from ``$FNCALL_SQLITE_DB``,
+approvals from ``$FNCALL_APPROVE``."""
+
+weather_assistant = _server_factory("weather_assistant", weather_config)
+weather_assistant.__doc__ = """Graph factory for the LangGraph server: seed 003's weather assistant.
+
+Its MCP session opens on first use and closes when the server stops; the model comes
+from ``$FNCALL_WEATHER_MODEL``/``$FNCALL_MODEL``, approvals from ``$FNCALL_APPROVE``."""
+
+
+@asynccontextmanager
+async def _lifespan(_: Starlette) -> AsyncIterator[None]:
+    try:
+        yield
+    finally:
+        await _server.aclose()
+
+
+app = Starlette(lifespan=_lifespan)
+"""No routes: ``langgraph.json`` mounts it (``http.app``) for its lifespan, which closes
+the ready-made graphs' MCP sessions when the server stops."""
