@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -47,6 +47,7 @@ from .base import (
     THINK,
     Block,
     CallEvent,
+    ContentDelta,
     MarkupStreamParser,
     ParseEvent,
     PromptDialect,
@@ -188,8 +189,8 @@ def tool_system_prompt(tools: Sequence[ToolLike], *, lang: Lang, parallel: bool)
 # --------------------------------------------------------------------------- reading calls
 
 _COLONS = ":："
-_ARGS_SPLIT = re.compile(re.escape(FN_ARGS) + r"\s*[:：]?")
 _CHINESE = re.compile(r"[\u4e00-\u9fff]")
+_MARKERS = (FN_NAME, FN_ARGS, FN_RESULT, FN_EXIT)
 
 
 def _after_colon(text: str) -> str:
@@ -198,25 +199,37 @@ def _after_colon(text: str) -> str:
     return text[1:].lstrip() if text[:1] and text[0] in _COLONS else text
 
 
-def _json_part(text: str) -> str:
-    """The arguments' JSON, without code fences or what a model wrote after it.
+def _next_marker(text: str) -> tuple[int, str] | None:
+    hits = [(i, m) for m in _MARKERS if (i := text.find(m)) >= 0]
+    return min(hits) if hits else None
 
-    A strict JSON prefix wins; otherwise the text up to the last ``}`` (Qwen-Agent's
-    fix for ``{"a": 1} <!-- comment -->``), left for lenient repair.
+
+def _split_args(text: str) -> tuple[str, str]:
+    """The arguments' text and what the model wrote after it.
+
+    A strict JSON value (markers inside its strings included) or a fenced block ends
+    where it ends; anything else runs to the next marker and is left to lenient repair.
     """
     text = text.strip()
     if text.startswith("```"):
-        text = text.split("\n", 1)[1] if "\n" in text else ""
-        end = text.rfind("```")
-        text = text[:end] if end >= 0 else text
-        text = text.strip()
-    if not text.startswith(("{", "[", '"')):
-        return text
-    try:
-        _, end = json.JSONDecoder().raw_decode(text)
-        return text[:end]
-    except ValueError:
-        pass
+        end = text.find("```", 3)
+        if end >= 0:
+            inner = text[3:end]
+            inner = inner.split("\n", 1)[1] if "\n" in inner else inner
+            return inner, text[end + 3 :]
+    if text.startswith(("{", "[", '"')):
+        try:
+            _, end = json.JSONDecoder().raw_decode(text)
+            return text[:end], text[end:]
+        except ValueError:
+            pass
+    hit = _next_marker(text)
+    return (text, "") if hit is None else (text[: hit[0]], text[hit[0] :])
+
+
+def _payload(text: str) -> str:
+    # Qwen-Agent's fix for `{"a": 1} <!-- comment -->`: up to the last "}".
+    text = text.strip()
     k = text.rfind("}")
     return text[: k + 1] if text.startswith("{") and k > 0 else text
 
@@ -226,13 +239,48 @@ def _is_name(name: str) -> bool:
 
 
 def _read_args(name: str, args_text: str, raw: str) -> ParseEvent:
-    payload = _json_part(args_text)
+    payload = _payload(args_text)
     if not payload:
         return CallEvent(tool_call(name=name, args={}, id=new_call_id()))
     try:
         return CallEvent(tool_call(name=name, args=coerce_args(payload), id=new_call_id()))
     except ValueError as exc:
         return invalid(raw, f"bad {FN_ARGS} for {name!r}: {exc}", name=name)
+
+
+def read_calls(text: str) -> Iterator[ParseEvent]:
+    """Read the calls in ``text``, the text after a ``✿FUNCTION✿`` marker.
+
+    Usually one call; more when the model put several ``✿ARGS✿`` under one name or
+    wrote the next marker on the same line as the arguments.
+    """
+    raw = FN_NAME + text
+    hit = _next_marker(text)
+    head = text if hit is None else text[: hit[0]]
+    name, _, rest = _after_colon(head).strip().partition("\n")
+    name = name.strip()
+    if not _is_name(name):
+        reason = "missing tool name" if not name else f"unreadable tool name {name!r}"
+        yield invalid(raw, f"{reason} after {FN_NAME}")
+    elif hit is None or hit[1] != FN_ARGS:
+        if rest.strip():
+            yield invalid(raw, f"no {FN_ARGS} line after {FN_NAME}: {name}", name=name)
+        else:
+            yield CallEvent(tool_call(name=name, args={}, id=new_call_id()))
+    if hit is None:
+        return
+    tail = text[hit[0] :]
+    while tail.startswith(FN_ARGS) and _is_name(name):
+        args_text, tail = _split_args(_after_colon(tail[len(FN_ARGS) :]))
+        yield _read_args(name, args_text, raw)
+        # what follows the arguments: more of them, another call, or the model running on
+        nxt = _next_marker(tail)
+        tail = "" if nxt is None else tail[nxt[0] :]
+    if tail.startswith(FN_NAME):
+        yield from read_calls(tail[len(FN_NAME) :])
+    elif tail.startswith(FN_EXIT):
+        yield ContentDelta(_after_colon(tail[len(FN_EXIT) :]))
+    # a ✿RESULT✿ here is invented: it and what follows are dropped
 
 
 # --------------------------------------------------------------------------- dialect
@@ -258,8 +306,9 @@ class QwenDialect(PromptDialect):
         * text before the first call and after ``✿RETURN✿:`` is content; ``<think>`` is
           reasoning;
         * each ``✿FUNCTION✿: name`` is a call, ended by the next ``✿FUNCTION✿``,
-          ``✿RESULT✿``, ``✿RETURN✿`` or the end of the reply; several ``✿ARGS✿`` under
-          one name are several calls of that tool;
+          ``✿RESULT✿`` or ``✿RETURN✿`` or the end of the reply; several ``✿ARGS✿``
+          under one name are several calls of that tool. Markers inside the arguments'
+          JSON strings are argument text;
         * a missing ``✿ARGS✿`` line means no arguments (``{}``) when nothing else follows
           the name, otherwise the call is invalid; text after the arguments' JSON is the
           model running on past its call and is dropped;
@@ -279,12 +328,18 @@ class QwenDialect(PromptDialect):
     stop: tuple[str, ...] = (FN_RESULT, FN_EXIT)
     blocks: tuple[Block, ...] = (
         THINK,
-        Block(FN_NAME, (FN_NAME, FN_RESULT, FN_EXIT), "call", consume_close=False),
+        # A call ends at a marker that starts a line: JSON strings cannot hold a raw
+        # newline, so markers inside argument strings do not end it early.
+        Block(FN_NAME, tuple("\n" + m for m in (FN_NAME, FN_RESULT, FN_EXIT)), "call", False),
         Block(FN_RESULT, (), "drop"),
     )
     # The marker and its colon go; the text after it stays. A stray ✿ARGS✿ outside a
-    # call has no tool name to belong to, so only its marker is removed.
-    drop_tokens: tuple[str, ...] = tuple(m + c for m in (FN_EXIT, FN_ARGS) for c in ("", ":", "："))
+    # call has no tool name to belong to, and a stray </think> closes nothing: only the
+    # markers are removed.
+    drop_tokens: tuple[str, ...] = (
+        *(m + c for m in (FN_EXIT, FN_ARGS) for c in ("", ":", "：")),
+        "</think>",
+    )
 
     def __init__(
         self,
@@ -423,23 +478,7 @@ class QwenDialect(PromptDialect):
 
     def read_call(self, text: str, *, closed: bool) -> Iterable[ParseEvent]:
         """Read ``: name\\n✿ARGS✿: {json}`` (``:`` or ``：``, any spacing)."""
-        raw = FN_NAME + text
-        head, *arg_parts = _ARGS_SPLIT.split(text)
-        head = _after_colon(head).strip()
-        name, _, rest = head.partition("\n")
-        name = name.strip()
-        if not _is_name(name):
-            reason = "missing tool name" if not name else f"unreadable tool name {name!r}"
-            yield invalid(raw, f"{reason} after {FN_NAME}")
-            return
-        if not arg_parts:
-            if rest.strip():
-                yield invalid(raw, f"no {FN_ARGS} line after {FN_NAME}: {name}", name=name)
-            else:
-                yield CallEvent(tool_call(name=name, args={}, id=new_call_id()))
-            return
-        for part in arg_parts:
-            yield _read_args(name, part, raw)
+        return read_calls(text)
 
     def stream_parser(self) -> StreamParser:
         return _QwenStreamParser(self)

@@ -410,6 +410,28 @@ def test_parse_spacing_and_full_width_colons() -> None:
         ], text
 
 
+def test_markers_inside_argument_strings_stay_arguments() -> None:
+    args = {"note": "✿FUNCTION✿: x\n✿ARGS✿: {}\n✿RESULT✿ ✿RETURN✿"}
+    d = QwenDialect()
+    text = (
+        d.write_assistant(AIMessage("", tool_calls=[{"name": "f", "args": args, "id": "1"}]))
+        + "\n✿FUNCTION✿: g\n✿ARGS✿: {}"
+    )
+    msg = d.parse(text)
+    assert [(c["name"], c["args"]) for c in msg.tool_calls] == [("f", args), ("g", {})]
+    assert msg.content == ""
+
+
+def test_markers_on_the_same_line_as_the_arguments() -> None:
+    msg = QwenDialect().parse(
+        '✿FUNCTION✿: a ✿ARGS✿: {} ✿FUNCTION✿: b ✿ARGS✿: {"k": 1} ✿RETURN✿: done'
+    )
+    assert [(c["name"], c["args"]) for c in msg.tool_calls] == [("a", {}), ("b", {"k": 1})]
+    assert msg.content == "done"
+    msg = QwenDialect().parse("✿FUNCTION✿: a\n✿ARGS✿: {}✿RESULT✿: made up ✿RETURN✿: also")
+    assert len(msg.tool_calls) == 1 and msg.content == ""
+
+
 def test_parse_missing_args() -> None:
     d = QwenDialect()
     assert d.parse("✿FUNCTION✿: list_tables\n").tool_calls[0]["args"] == {}
