@@ -61,7 +61,6 @@ import httpx
 import pydantic
 from langchain_core.messages.content import create_file_block, create_image_block
 from langchain_core.tools import BaseTool, StructuredTool, ToolException
-from langchain_core.utils.json_schema import dereference_refs
 from langchain_mcp_adapters.sessions import (
     Connection,
     SSEConnection,
@@ -78,6 +77,8 @@ from mcp.types import (
     InitializeResult,
     TextResourceContents,
 )
+
+from .schema import clean_schema
 
 __all__ = [
     "MCPArtifact",
@@ -436,29 +437,6 @@ def parse_mcp_config(config: ConfigSource) -> dict[str, Connection]:
 
 
 # --------------------------------------------------------------------------- schemas
-
-
-def clean_schema(schema: Mapping[str, Any] | None) -> dict[str, Any]:
-    """Reduce an MCP `inputSchema` to what prompt dialects expect.
-
-    Returns `{"type": "object", "properties": {...}, "required": [...]}` with
-    `required` added as `[]` when missing (as Qwen-Agent does). `$ref`s into
-    `$defs` are inlined first, so nested models keep their meaning.
-
-    Example:
-        ```python
-        clean_schema({"type": "object", "properties": {}, "title": "x"})
-        # {'type': 'object', 'properties': {}, 'required': []}
-        ```
-    """
-    schema = dict(schema or {})
-    if "$defs" in schema or "definitions" in schema:
-        schema = dereference_refs(schema)
-    return {
-        "type": schema.get("type", "object"),
-        "properties": schema.get("properties") or {},
-        "required": list(schema.get("required") or []),
-    }
 
 
 # --------------------------------------------------------------------------- results

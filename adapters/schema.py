@@ -15,6 +15,7 @@ from typing import Any, Union
 
 from langchain_core.tools import BaseTool
 from langchain_core.utils.function_calling import convert_to_openai_tool
+from langchain_core.utils.json_schema import dereference_refs
 
 ToolLike = Union[BaseTool, Mapping[str, Any], Callable[..., Any], "ToolSpec"]
 
@@ -45,9 +46,15 @@ def clean_schema(schema: Mapping[str, Any] | None) -> dict[str, Any]:
     """Keep ``type``, ``properties`` and ``required`` of an object schema.
 
     ``required`` is added as ``[]`` when missing, as Qwen-Agent's MCP manager does, so
-    models always see the same three keys. Property schemas are kept as they are.
+    models always see the same three keys. Property schemas are kept as they are, except
+    that ``$ref``s into ``$defs`` are inlined first, so nested models keep their meaning.
+
+    >>> clean_schema({"type": "object", "properties": {}, "title": "x"})
+    {'type': 'object', 'properties': {}, 'required': []}
     """
     schema = dict(schema or {})
+    if "$defs" in schema or "definitions" in schema:
+        schema = dereference_refs(schema)
     return {
         "type": schema.get("type", "object"),
         "properties": dict(schema.get("properties") or {}),
