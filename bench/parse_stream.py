@@ -108,19 +108,25 @@ def split(text: str, rng: random.Random, lo: int, hi: int) -> list[str]:
     return out
 
 
-def median_time(fn: Callable[[], object], repeats: int) -> float:
-    """Median wall time of ``fn``, garbage collection held off while timing (as timeit does)."""
-    times = []
+def median_time(fn: Callable[[], object], repeats: int) -> tuple[float, float]:
+    """Median wall time and median CPU time of ``fn``, garbage collection held off (as timeit).
+
+    Wall time (``perf_counter``) is the measure; CPU time (``process_time``) is printed
+    beside it because on a busy machine a run of a few milliseconds or more is often
+    descheduled, which inflates wall time but not CPU time.
+    """
+    wall, cpu = [], []
     gc.collect()
     gc.disable()
     try:
         for _ in range(repeats):
-            start = time.perf_counter()
+            start, start_cpu = time.perf_counter(), time.process_time()
             fn()
-            times.append(time.perf_counter() - start)
+            wall.append(time.perf_counter() - start)
+            cpu.append(time.process_time() - start_cpu)
     finally:
         gc.enable()
-    return statistics.median(times)
+    return statistics.median(wall), statistics.median(cpu)
 
 
 def stream(dialect: PromptDialect, chunks: list[str]) -> AIMessage:
@@ -151,15 +157,19 @@ def main() -> None:
             expected_calls = len(text) // 1_000 if size > 2_000 else None
             if expected_calls is not None:
                 assert abs(len(whole.tool_calls) - expected_calls) <= 2, (label, size)
-            parse_s = median_time(lambda d=dialect, t=text: d.parse(t), repeats[size])
+            parse_s, parse_cpu = median_time(lambda d=dialect, t=text: d.parse(t), repeats[size])
             row[f"parse {size}"] = parse_s
+            row[f"parse {size} cpu"] = parse_cpu
             row[f"calls {size}"] = len(whole.tool_calls)
             for chunking, (lo, hi) in CHUNKINGS.items():
                 chunks = split(text, rng, lo, hi)
                 streamed = stream(dialect, chunks)
                 assert len(streamed.tool_calls) == len(whole.tool_calls), (label, size)
-                stream_s = median_time(lambda d=dialect, c=chunks: stream(d, c), repeats[size])
+                stream_s, stream_cpu = median_time(
+                    lambda d=dialect, c=chunks: stream(d, c), repeats[size]
+                )
                 row[f"{chunking} {size}"] = stream_s / parse_s
+                row[f"{chunking} {size} cpu"] = stream_cpu / parse_cpu
         rows.append(row)
 
     def k(size: int) -> str:
@@ -167,21 +177,35 @@ def main() -> None:
 
     print("stream-parse time / one-shot parse time (median of repeats; lower is better)")
     print("one call per 1,000 characters; the ratio should not grow with the reply\n")
+    print("wall time (perf_counter) | CPU time (process_time)\n")
     for chunking in CHUNKINGS:
-        head = f"{chunking:<22}" + "".join(f"{k(s):>9}" for s in SIZES)
+        head = (
+            f"{chunking:<22}"
+            + "".join(f"{k(s):>8}" for s in SIZES)
+            + "  |"
+            + "".join(f"{k(s):>8}" for s in SIZES)
+        )
         print(head)
         print("-" * len(head))
         for row in rows:
-            cells = "".join(f"{row[f'{chunking} {s}']:>9.2f}" for s in SIZES)
-            print(f"{row['dialect']:<22}{cells}")
+            wall = "".join(f"{row[f'{chunking} {s}']:>8.2f}" for s in SIZES)
+            cpu = "".join(f"{row[f'{chunking} {s} cpu']:>8.2f}" for s in SIZES)
+            print(f"{row['dialect']:<22}{wall}  |{cpu}")
         print()
-    head = f"{'one-shot parse (ms)':<22}" + "".join(f"{k(s):>9}" for s in SIZES) + "   calls"
+    head = (
+        f"{'one-shot parse (ms)':<22}"
+        + "".join(f"{k(s):>8}" for s in SIZES)
+        + "  |"
+        + "".join(f"{k(s):>8}" for s in SIZES)
+        + "   calls"
+    )
     print(head)
     print("-" * len(head))
     for row in rows:
-        cells = "".join(f"{row[f'parse {s}'] * 1e3:>9.2f}" for s in SIZES)
+        wall = "".join(f"{row[f'parse {s}'] * 1e3:>8.2f}" for s in SIZES)
+        cpu = "".join(f"{row[f'parse {s} cpu'] * 1e3:>8.2f}" for s in SIZES)
         calls = "/".join(str(row[f"calls {s}"]) for s in SIZES)
-        print(f"{row['dialect']:<22}{cells}   {calls}")
+        print(f"{row['dialect']:<22}{wall}  |{cpu}   {calls}")
 
 
 if __name__ == "__main__":

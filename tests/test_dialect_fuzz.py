@@ -1,0 +1,334 @@
+"""Fuzz: broken model output never makes a dialect raise.
+
+Well-formed replies of every prompt dialect (text, ``<think>`` blocks, one or more calls)
+are mutated the ways real output breaks: cut short anywhere (inside a marker, a key, a
+string, an escape, between calls), brackets and quotes swapped, doubled or dropped,
+random characters and bytes pushed into calls, markers doubled, nested or moved. Every
+mutant goes to every dialect's ``parse`` and to its stream parser under a random
+chunking. Neither may raise; both must return an ``AIMessage`` whose calls are well
+formed, and the two must agree.
+
+Everything comes from one seeded ``random.Random`` per dialect, so a failure names the
+seed and the case number that reproduce it.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import string
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+from langchain_core.messages import AIMessage
+
+from fncall_graph.adapters import (
+    CallEvent,
+    ContentDelta,
+    Dialect,
+    InvalidCallEvent,
+    PromptDialect,
+    ReasoningDelta,
+    get_dialect,
+)
+from fncall_graph.adapters.base import text_of
+
+PROMPT_DIALECTS: dict[str, tuple[str, dict[str, Any]]] = {
+    "hermes": ("hermes", {}),
+    "qwen-en-parallel": ("qwen", {"lang": "en", "parallel": True}),
+    "qwen-en-single": ("qwen", {"lang": "en", "parallel": False}),
+    "qwen-zh-parallel": ("qwen", {"lang": "zh", "parallel": True}),
+    "qwen-zh-single": ("qwen", {"lang": "zh", "parallel": False}),
+    "react": ("react", {}),
+}
+ALL_DIALECTS: dict[str, tuple[str, dict[str, Any]]] = {
+    **PROMPT_DIALECTS,
+    "native": ("native", {}),
+}
+
+#: Mutants per source dialect; each is fed to all seven dialects, parse and stream.
+CASES_PER_SOURCE = 1700
+TOTAL_CASES = CASES_PER_SOURCE * len(PROMPT_DIALECTS)  # 10,200
+
+MARKERS = (
+    "<tool_call>",
+    "</tool_call>",
+    "<think>",
+    "</think>",
+    "✿FUNCTION✿",
+    "✿FUNCTION✿:",
+    "✿ARGS✿",
+    "✿ARGS✿:",
+    "✿RESULT✿",
+    "✿RESULT✿:",
+    "✿RETURN✿",
+    "✿RETURN✿:",
+    "Action:",
+    "Observation:",
+    "Thought:",
+    "Final Answer:",
+    "```",
+    "```json",
+    "<tool_response>",
+)
+BRACKETS = "{}[]\"'`"
+CJK = "数据库助手查询韩梅梅的年龄记录天气北京广州上海深圳工具输入结果回复"
+TOOL_NAMES = ("sqlite-list_tables", "sqlite-read_query", "get_weather", "a", "x_y-z", "工具")
+
+
+def dialect(key: str) -> Dialect:
+    name, options = ALL_DIALECTS[key]
+    return get_dialect(name, **options)
+
+
+# --------------------------------------------------------------------------- sources
+
+
+def rand_text(rng: random.Random, n: int) -> str:
+    alphabet = string.ascii_letters + string.digits + " \n.,:;!?" + CJK
+    return "".join(rng.choice(alphabet) for _ in range(rng.randint(0, n)))
+
+
+def rand_value(rng: random.Random, depth: int = 0) -> Any:
+    kind = rng.randrange(8 if depth < 3 else 5)
+    if kind == 0:
+        return None
+    if kind == 1:
+        return rng.choice([True, False])
+    if kind == 2:
+        return rng.randint(-(10**12), 10**12)
+    if kind == 3:
+        return rng.uniform(-1e6, 1e6)
+    if kind == 4:
+        return rand_text(rng, 12) + rng.choice(["", '"', "\\", "{}", "</tool_call>", "✿", "\n"])
+    if kind == 5:
+        return [rand_value(rng, depth + 1) for _ in range(rng.randint(0, 3))]
+    return {rand_text(rng, 6): rand_value(rng, depth + 1) for _ in range(rng.randint(0, 3))}
+
+
+def source_output(rng: random.Random, writer: PromptDialect) -> str:
+    """A well-formed reply in ``writer``'s dialect, sometimes after a ``<think>`` block."""
+    calls = [
+        {
+            "name": rng.choice(TOOL_NAMES),
+            "args": {rand_text(rng, 8) or "k": rand_value(rng) for _ in range(rng.randint(0, 3))},
+            "id": f"call_{i}",
+            "type": "tool_call",
+        }
+        for i in range(rng.choice([0, 1, 1, 1, 2, 3]))
+    ]
+    text = writer.write_assistant(AIMessage(content=rand_text(rng, 40), tool_calls=calls))
+    if rng.random() < 0.3:
+        text = f"<think>{rand_text(rng, 40)}</think>\n" + text
+    return text
+
+
+# --------------------------------------------------------------------------- mutations
+
+
+def cut_points(text: str) -> list[int]:
+    """Places worth cutting at: inside and around markers, brackets, quotes, escapes."""
+    points = [0, len(text)]
+    for marker in MARKERS:
+        start = text.find(marker)
+        while start >= 0:
+            points += [start, start + 1, start + len(marker) // 2, start + len(marker)]
+            start = text.find(marker, start + 1)
+    points += [i for i, ch in enumerate(text) if ch in '{}[]":,\\\n']
+    points += [i + 1 for i, ch in enumerate(text) if ch in '{}[]":,\\\n']
+    return [p for p in points if 0 <= p <= len(text)]
+
+
+def truncate(rng: random.Random, text: str) -> str:
+    return text[: rng.choice(cut_points(text))]
+
+
+def swap_bracket(rng: random.Random, text: str) -> str:
+    spots = [i for i, ch in enumerate(text) if ch in BRACKETS]
+    if not spots:
+        return text
+    i = rng.choice(spots)
+    return text[:i] + rng.choice(BRACKETS) + text[i + 1 :]
+
+
+def duplicate_bracket(rng: random.Random, text: str) -> str:
+    spots = [i for i, ch in enumerate(text) if ch in BRACKETS]
+    if not spots:
+        return text
+    i = rng.choice(spots)
+    return text[: i + 1] + text[i] * rng.randint(1, 3) + text[i + 1 :]
+
+
+def remove_bracket(rng: random.Random, text: str) -> str:
+    spots = [i for i, ch in enumerate(text) if ch in BRACKETS]
+    if not spots:
+        return text
+    i = rng.choice(spots)
+    return text[:i] + text[i + 1 :]
+
+
+def random_unicode(rng: random.Random) -> str:
+    while True:
+        cp = rng.choice(
+            [
+                rng.randint(0, 0x1F),  # control characters, NUL included
+                rng.randint(0x20, 0x7E),
+                rng.randint(0x80, 0x2FF),
+                rng.randint(0x2000, 0x206F),  # spaces, joiners, line/paragraph separators
+                rng.randint(0x4E00, 0x9FFF),
+                0x273F,  # ✿
+                0xFEFF,
+                0xFFFD,
+                rng.randint(0x1F300, 0x1FAFF),
+                rng.randint(0xE000, 0xF8FF),
+                0x10FFFF,
+            ]
+        )
+        if not 0xD800 <= cp <= 0xDFFF:  # text decoded from a stream is never a lone surrogate
+            return chr(cp)
+
+
+def insert_junk(rng: random.Random, text: str) -> str:
+    if rng.random() < 0.5:
+        junk = "".join(random_unicode(rng) for _ in range(rng.randint(1, 6)))
+    else:  # raw bytes as a lenient decoder would hand them over
+        junk = bytes(rng.randrange(256) for _ in range(rng.randint(1, 8))).decode(
+            "utf-8", errors="replace"
+        )
+    i = rng.choice(cut_points(text))
+    return text[:i] + junk + text[i:]
+
+
+def insert_marker(rng: random.Random, text: str) -> str:
+    i = rng.randint(0, len(text))
+    return text[:i] + rng.choice(MARKERS) + text[i:]
+
+
+def duplicate_marker(rng: random.Random, text: str) -> str:
+    found = [(text.find(m), m) for m in MARKERS if m in text]
+    if not found:
+        return insert_marker(rng, text)
+    at, marker = rng.choice(found)
+    return text[:at] + marker * rng.randint(2, 3) + text[at + len(marker) :]
+
+
+def nest(rng: random.Random, text: str) -> str:
+    """A copy of the text (or a slice of it) pushed inside itself."""
+    i, j = sorted(rng.randint(0, len(text)) for _ in range(2))
+    k = rng.randint(0, len(text))
+    return text[:k] + text[i:j] + text[k:]
+
+
+def remove_marker(rng: random.Random, text: str) -> str:
+    found = [m for m in MARKERS if m in text]
+    if not found:
+        return text
+    return text.replace(rng.choice(found), "", 1)
+
+
+def swap_halves(rng: random.Random, text: str) -> str:
+    i = rng.randint(0, len(text))
+    return text[i:] + text[:i]
+
+
+def escape_break(rng: random.Random, text: str) -> str:
+    """A dangling or bogus escape: ``\\``, ``\\u12``, ``\\x``."""
+    i = rng.choice(cut_points(text))
+    return text[:i] + rng.choice(["\\", "\\u", "\\u12", "\\ud800", "\\x", '\\"', "\\\\"]) + text[i:]
+
+
+MUTATIONS: tuple[Callable[[random.Random, str], str], ...] = (
+    truncate,
+    truncate,
+    swap_bracket,
+    duplicate_bracket,
+    remove_bracket,
+    insert_junk,
+    insert_junk,
+    insert_marker,
+    duplicate_marker,
+    nest,
+    remove_marker,
+    swap_halves,
+    escape_break,
+)
+
+
+def mutate(rng: random.Random, text: str) -> str:
+    for _ in range(rng.choice([1, 1, 2, 3])):
+        text = rng.choice(MUTATIONS)(rng, text)
+    return text
+
+
+def chunk(rng: random.Random, text: str) -> list[str]:
+    if rng.random() < 0.1:
+        return list(text)
+    out, i = [], 0
+    while i < len(text):
+        n = rng.choice([1, 2, 3, 5, 8, 13, 32])
+        out.append(text[i : i + n])
+        i += n
+    return out
+
+
+# --------------------------------------------------------------------------- checks
+
+
+def check_message(message: Any, context: str) -> None:
+    assert isinstance(message, AIMessage), context
+    assert isinstance(message.content, str), context
+    for call in message.tool_calls:
+        assert isinstance(call["name"], str) and call["name"], context
+        assert isinstance(call["args"], dict), context
+        json.dumps(call["args"])  # arguments are plain JSON data
+    for bad in message.invalid_tool_calls:
+        assert isinstance(bad.get("error"), str) and bad["error"], context
+
+
+def summary(message: AIMessage) -> tuple[Any, ...]:
+    return (
+        text_of(message.content),
+        message.additional_kwargs.get("reasoning_content") or "",
+        [(c["name"], c["args"]) for c in message.tool_calls],
+        [(c["name"], c["args"], c["error"]) for c in message.invalid_tool_calls],
+    )
+
+
+def run(d: Dialect, text: str, chunks: list[str], context: str) -> None:
+    parsed = d.parse(text)
+    check_message(parsed, context)
+
+    parser = d.stream_parser()
+    events = []
+    for piece in chunks:
+        events += parser.feed(piece)
+    events += parser.close()
+    streamed = parser.message()
+    check_message(streamed, context)
+    assert summary(streamed) == summary(parsed), context
+    assert all(
+        isinstance(e, ContentDelta | ReasoningDelta | CallEvent | InvalidCallEvent) for e in events
+    ), context
+    assert "".join(e.text for e in events if isinstance(e, ContentDelta)) == text_of(
+        parsed.content
+    ), context
+
+
+@pytest.mark.parametrize("source", list(PROMPT_DIALECTS))
+def test_mutated_outputs_never_raise(source: str) -> None:
+    """``CASES_PER_SOURCE`` mutants of ``source``'s replies, each fed to every dialect."""
+    seed = f"fncall-graph fuzz {source}"
+    rng = random.Random(seed)
+    writer = dialect(source)
+    assert isinstance(writer, PromptDialect)
+    readers = {key: dialect(key) for key in ALL_DIALECTS}
+    for case in range(CASES_PER_SOURCE):
+        text = mutate(rng, source_output(rng, writer))
+        chunks = chunk(rng, text)
+        for key, reader in readers.items():
+            run(reader, text, chunks, f"seed={seed!r} case={case} reader={key} text={text!r}")
+
+
+def test_case_count() -> None:
+    assert TOTAL_CASES >= 10_000
