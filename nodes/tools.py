@@ -16,13 +16,14 @@ import asyncio
 import concurrent.futures
 import contextvars
 import json
+import threading
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any
 
 import jsonschema
 from langchain_core.messages import AIMessage, ToolMessage
 from langchain_core.messages.tool import InvalidToolCall, ToolCall
-from langchain_core.tools import BaseTool
+from langchain_core.tools import BaseTool, StructuredTool, Tool
 from langgraph.prebuilt import ToolNode
 from langgraph.prebuilt.tool_node import ToolCallRequest
 from langgraph.types import Send
@@ -42,8 +43,12 @@ def tool_error_message(error: Exception) -> str:
     """The text the model sees for a failed call: what failed and what to do."""
     if isinstance(error, ToolTimeoutError | ToolArgumentsError):
         return f"Error: {error}"
-    message = getattr(error, "message", None) or str(error) or type(error).__name__
-    return f"Error: {type(error).__name__}: {message}\nPlease fix the call and try again."
+    message = str(getattr(error, "message", None) or error) or type(error).__name__
+    text = f"Error: {type(error).__name__}: {message}"
+    # LangChain's argument errors already end with this advice; say it once
+    if "try again" not in message.lower():
+        text += "\nPlease fix the call and try again."
+    return text
 
 
 def invalid_call_message(call: InvalidToolCall) -> ToolMessage:
@@ -139,16 +144,10 @@ class ToolDispatchNode:
         self._check_args(request)
         if self.timeout is None:
             return execute(request)
-        # a sync call cannot be cancelled; it is abandoned in its thread and its result dropped
-        pool = concurrent.futures.ThreadPoolExecutor(max_workers=1)
-        ctx = contextvars.copy_context()
-        future = pool.submit(ctx.run, execute, request)
         try:
-            return future.result(timeout=self.timeout)
+            return _in_daemon_thread(execute, request).result(timeout=self.timeout)
         except concurrent.futures.TimeoutError:
             raise self._timeout_error(request.tool_call) from None
-        finally:
-            pool.shutdown(wait=False)
 
     async def _awrap(
         self, request: ToolCallRequest, execute: Callable[[ToolCallRequest], Awaitable[Any]]
@@ -156,7 +155,47 @@ class ToolDispatchNode:
         self._check_args(request)
         if self.timeout is None:
             return await execute(request)
+        run_sync = getattr(self.tool_node, "_execute_tool_sync", None)
+        if request.tool is not None and _sync_only(request.tool) and run_sync is not None:
+            # A sync tool's ainvoke runs in the event loop's default executor, and a call
+            # stuck there would hold up the loop's shutdown (asyncio.run never returns).
+            # Run it as ToolNode's sync path does, in a thread nothing waits for.
+            future = _in_daemon_thread(run_sync, request, "tool_calls", request.runtime.config)
+            awaitable: Awaitable[Any] = asyncio.wrap_future(future)
+        else:
+            awaitable = execute(request)
         try:
-            return await asyncio.wait_for(execute(request), self.timeout)
+            return await asyncio.wait_for(awaitable, self.timeout)
         except TimeoutError:
             raise self._timeout_error(request.tool_call) from None
+
+
+def _sync_only(tool: BaseTool) -> bool:
+    """Whether ``tool`` has no async implementation of its own."""
+    if isinstance(tool, StructuredTool | Tool):
+        return tool.coroutine is None
+    return type(tool)._arun is BaseTool._arun
+
+
+def _in_daemon_thread(fn: Callable[..., Any], *args: Any) -> concurrent.futures.Future[Any]:
+    """Run ``fn(*args)`` in a daemon thread, with the caller's context variables.
+
+    A sync call cannot be cancelled. After a timeout it is abandoned and its result
+    dropped; a daemon thread (unlike a thread pool's worker) does not keep the
+    interpreter from exiting while it still waits.
+    """
+    future: concurrent.futures.Future[Any] = concurrent.futures.Future()
+    ctx = contextvars.copy_context()
+
+    def run() -> None:
+        if not future.set_running_or_notify_cancel():
+            return
+        try:
+            result = ctx.run(fn, *args)
+        except BaseException as exc:  # handed to the waiting caller
+            future.set_exception(exc)
+        else:
+            future.set_result(result)
+
+    threading.Thread(target=run, name="fncall-tool-call", daemon=True).start()
+    return future
