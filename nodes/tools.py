@@ -23,6 +23,7 @@ from typing import Any
 import jsonschema
 from langchain_core.messages import AIMessage, ToolMessage
 from langchain_core.messages.tool import InvalidToolCall, ToolCall
+from langchain_core.runnables import RunnableConfig
 from langchain_core.tools import BaseTool, StructuredTool, Tool
 from langgraph.prebuilt import ToolNode
 from langgraph.prebuilt.tool_node import ToolCallRequest
@@ -108,12 +109,12 @@ class ToolDispatchNode:
 
     # -- node
 
-    def invoke(self, payload: dict[str, Any], config: Any) -> Any:
+    def invoke(self, payload: dict[str, Any], config: RunnableConfig) -> Any:
         if INVALID_CALL_KEY in payload:
             return {"messages": [invalid_call_message(payload[INVALID_CALL_KEY])]}
         return self.tool_node.invoke(payload, config)
 
-    async def ainvoke(self, payload: dict[str, Any], config: Any) -> Any:
+    async def ainvoke(self, payload: dict[str, Any], config: RunnableConfig) -> Any:
         if INVALID_CALL_KEY in payload:
             return {"messages": [invalid_call_message(payload[INVALID_CALL_KEY])]}
         return await self.tool_node.ainvoke(payload, config)
