@@ -334,6 +334,8 @@ class LocalModelServer:
         # The server has no API key configured; the client insists on some string.
         kwargs.setdefault("api_key", "sk-no-key-needed")
         kwargs.setdefault("max_retries", 0)
+        # llama-cpp-python applies a request's GBNF ``grammar``: constrained decoding works.
+        kwargs.setdefault("accepts_grammar", True)
         return CompatibleChatOpenAI(**kwargs)
 
     def __repr__(self) -> str:

@@ -73,11 +73,20 @@ class CompatibleChatOpenAI(ChatOpenAI):
     introduced in 2024; llama-cpp-python's server ignores that field and other servers
     may too, while all of them read ``max_tokens``. This class sends ``max_tokens``.
 
+    Attributes:
+        accepts_grammar: the server applies a request's GBNF ``grammar`` field, as
+            llama.cpp's servers do. ``create_fncall_graph`` then constrains the replies of
+            prompt dialects by default (see its ``constrained`` option). The bundled
+            ``local`` model sets it; pass ``accepts_grammar=True`` to ``resolve_model`` for
+            another llama.cpp server.
+
     Example:
         >>> m = CompatibleChatOpenAI(model="x", base_url="http://127.0.0.1:1/v1", api_key="k", max_tokens=8)
         >>> m._get_request_payload("hi")["max_tokens"]
         8
     """
+
+    accepts_grammar: bool = False
 
     def _get_request_payload(
         self, input_: Any, *, stop: list[str] | None = None, **kwargs: Any

@@ -36,6 +36,11 @@ def supports_native_tools(model: BaseChatModel) -> bool:
     return type(model).bind_tools is not BaseChatModel.bind_tools
 
 
+def accepts_grammar(model: BaseChatModel) -> bool:
+    """Whether ``model`` declares that its server applies a GBNF ``grammar`` (``local`` does)."""
+    return getattr(model, "accepts_grammar", False) is True
+
+
 def _as_tools(tools: Sequence[BaseTool | Callable[..., Any]]) -> list[BaseTool]:
     out: list[BaseTool] = []
     for t in tools:
@@ -70,6 +75,7 @@ def create_fncall_graph(
     max_concurrency: int = 8,
     tool_timeout: float | None = None,
     unparsed_limit: int = 2,
+    constrained: bool | Literal["first_call"] | None = None,
     name: str = "fncall_graph",
     debug: bool = False,
 ) -> CompiledStateGraph:
@@ -124,6 +130,19 @@ def create_fncall_graph(
         tool_timeout: seconds one tool call may take before it is answered with an error.
         unparsed_limit: replies in a row whose calls cannot be read before a prompt
             dialect gives way to ``"react"``.
+        constrained: constrained decoding for the prompt dialects: each model call
+            carries the dialect's GBNF grammar (``extra_body={"grammar": ...}``, which
+            llama.cpp's servers apply), so the reply is either an answer or calls in the
+            dialect's format that name listed tools with arguments valid for their
+            schemas. ``True``: on, the model chooses between calls and an answer;
+            ``"first_call"``: on, and the first reply of each user turn must be tool calls
+            (small models otherwise tend to answer without calling anything; a turn that
+            needs no tool then costs one call); ``False``: off; ``None`` (default):
+            ``"first_call"`` when the model declares that it accepts grammars (the
+            ``local`` model does; a ``CompatibleChatOpenAI(accepts_grammar=True)`` or
+            ``resolve_model(url, accepts_grammar=True)`` for another llama.cpp server),
+            else off. The model must take ``extra_body`` (``ChatOpenAI`` does); the
+            native dialect is never constrained.
         name: the compiled graph's name.
         debug: LangGraph debug output.
 
@@ -158,6 +177,10 @@ def create_fncall_graph(
     if tool_timeout is not None and tool_timeout <= 0:
         raise ValueError(f"tool_timeout must be positive seconds or None, got {tool_timeout}")
 
+    if constrained not in (None, True, False, "first_call"):
+        raise ValueError(
+            f"constrained must be None, True, False or 'first_call', got {constrained!r}"
+        )
     if durability not in ("sync", "async", "exit"):
         raise ValueError(f"durability must be 'sync', 'async' or 'exit', got {durability!r}")
     if interrupt_on and (checkpointer is None or checkpointer is False):
@@ -184,7 +207,9 @@ def create_fncall_graph(
         system_prompt=system_prompt,
         unparsed_limit=unparsed_limit,
     )
-    model_node = ModelNode(chat_model, plan, max_iterations=max_iterations)
+    if constrained is None:
+        constrained = "first_call" if accepts_grammar(chat_model) else False
+    model_node = ModelNode(chat_model, plan, max_iterations=max_iterations, constrained=constrained)
     tools_node = ToolDispatchNode(tool_list, timeout=tool_timeout)
     approve_node = (
         ApproveNode(interrupt_on, tool_names=[t.name for t in tool_list]) if interrupt_on else None

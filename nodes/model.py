@@ -5,11 +5,15 @@ written into ``content`` (a server without a tool parser) count as calls too. Pr
 dialects: the input the ``adapter`` node rendered goes to the model with the dialect's
 stop sequences, and the text comes back parsed — streamed through the dialect's parser,
 so the ``messages`` stream mode shows answer text and never call markup.
+
+Constrained decoding (prompt dialects, servers that apply a GBNF ``grammar``, such as
+llama.cpp): each call carries the dialect's grammar in ``extra_body``, so the model can
+only write calls to the listed tools with arguments that fit their schemas, or an answer.
 """
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal
 
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, convert_to_messages
@@ -44,27 +48,57 @@ class ModelNode:
         plan: the thread's dialects, tools and system prompt.
         max_iterations: model calls allowed per user turn; at the limit the turn ends with
             a message saying so instead of another call.
+        constrained: send prompt dialects' grammars with each call (``extra_body``):
+            ``False`` never, ``True`` always (calls or an answer), ``"first_call"`` always,
+            with the first call of each user turn held to tool calls only.
     """
 
-    def __init__(self, model: BaseChatModel, plan: DialectPlan, *, max_iterations: int) -> None:
+    def __init__(
+        self,
+        model: BaseChatModel,
+        plan: DialectPlan,
+        *,
+        max_iterations: int,
+        constrained: bool | Literal["first_call"] = False,
+    ) -> None:
         self.model = model
         self.plan = plan
         self.max_iterations = max_iterations
-        self._runnables: dict[str, Runnable] = {}
+        self.constrained = constrained
+        self._runnables: dict[tuple[str, bool], Runnable] = {}
 
     # -- what to call
 
-    def _runnable(self, dialect: Dialect) -> Runnable:
-        if dialect.name not in self._runnables:
+    def _runnable(self, dialect: Dialect, *, require_call: bool = False) -> Runnable:
+        key = (dialect.name, require_call)
+        if key not in self._runnables:
+            tools = list(self.plan.tools)
             if dialect.native:
                 # raises NotImplementedError for models without native tools: a fallback case
-                runnable = self.model.bind_tools(list(self.plan.tools))
+                runnable = self.model.bind_tools(tools)
             else:
-                runnable = with_dialect(self.model, dialect, prerendered=True).bind_tools(
-                    list(self.plan.tools)
-                )
-            self._runnables[dialect.name] = runnable
-        return self._runnables[dialect.name]
+                wrapped = with_dialect(self.model, dialect, prerendered=True)
+                grammar = None
+                if self.constrained:
+                    # the keyword only when needed: a custom dialect may predate it
+                    grammar = (
+                        dialect.grammar(tools, require_call=True)
+                        if require_call
+                        else dialect.grammar(tools)
+                    )
+                if grammar is None:
+                    runnable = wrapped.bind_tools(tools)
+                else:
+                    # the wrapper passes call arguments on to the inner model's request;
+                    # the model's own extra_body (if any) is kept
+                    extra = {**(getattr(self.model, "extra_body", None) or {}), "grammar": grammar}
+                    runnable = wrapped.bind_tools(tools, extra_body=extra)
+            self._runnables[key] = runnable
+        return self._runnables[key]
+
+    def _call_for(self, state: dict[str, Any], dialect: Dialect) -> Runnable:
+        first = model_calls_this_turn(state["messages"]) == 0
+        return self._runnable(dialect, require_call=self.constrained == "first_call" and first)
 
     def _input(self, state: dict[str, Any], dialect: Dialect) -> list[Any]:
         if dialect.native:
@@ -78,7 +112,7 @@ class ModelNode:
             return {"messages": [iteration_limit_message(self.max_iterations)]}
         dialect = self.plan.current(state)
         try:
-            reply = self._runnable(dialect).invoke(self._input(state, dialect), config)
+            reply = self._call_for(state, dialect).invoke(self._input(state, dialect), config)
         except Exception as exc:
             return self._failed(dialect, exc)
         return self._finish(dialect, reply, state)
@@ -88,7 +122,9 @@ class ModelNode:
             return {"messages": [iteration_limit_message(self.max_iterations)]}
         dialect = self.plan.current(state)
         try:
-            reply = await self._runnable(dialect).ainvoke(self._input(state, dialect), config)
+            reply = await self._call_for(state, dialect).ainvoke(
+                self._input(state, dialect), config
+            )
         except Exception as exc:
             return self._failed(dialect, exc)
         return self._finish(dialect, reply, state)
