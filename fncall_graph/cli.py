@@ -48,6 +48,7 @@ from langchain_core.messages import (
 from langchain_core.tools import BaseTool
 from langchain_core.utils.function_calling import convert_to_openai_tool
 
+from fncall_graph.adapters.base import text_of
 from fncall_graph.trace import ModelCallRecord, Tracer
 
 PROG = "fncall-graph"
@@ -362,10 +363,10 @@ class UI:
         title = f"model call {record.index} · round {record.round} · {record.question}"
         if self.tty:
             self.console.rule(_escape(title))
-            self.console.print(record.to_text(), markup=False)
+            self.console.print(record.totext_of(), markup=False)
             self.console.rule()
         else:
-            self._write(f"--- {title} ---\n{record.to_text()}\n--- end of model call ---\n")
+            self._write(f"--- {title} ---\n{record.totext_of()}\n--- end of model call ---\n")
 
     # -- questions
 
@@ -509,7 +510,7 @@ class Session:
                 if meta.get("langgraph_node") == "model" and isinstance(
                     message, AIMessageChunk | AIMessage
                 ):
-                    self.ui.token(_text(message.content))
+                    self.ui.token(text_of(message.content))
                 continue
             if self.tracer is not None:
                 for record in self.tracer.feed(mode, chunk):
@@ -535,9 +536,9 @@ class Session:
                         )
                 elif isinstance(message, ToolMessage):
                     if node == "approve":
-                        state, detail = "rejected", _text(message.content)
+                        state, detail = "rejected", text_of(message.content)
                     elif message.status == "error":
-                        state, detail = "error", _first_line(_text(message.content))
+                        state, detail = "error", _first_line(text_of(message.content))
                     else:
                         state, detail = "done", ""
                     self.ui.call_finished(message.tool_call_id, state, detail)
@@ -621,22 +622,10 @@ class Session:
                 return
 
 
-def _text(content: Any) -> str:
-    if isinstance(content, str):
-        return content
-    parts = []
-    for block in content or []:
-        if isinstance(block, str):
-            parts.append(block)
-        elif isinstance(block, Mapping) and block.get("type") == "text":
-            parts.append(str(block.get("text", "")))
-    return "".join(parts)
-
-
 def _last_question(messages: Sequence[BaseMessage]) -> str:
     for message in reversed(messages):
         if message.type == "human":
-            return _text(message.content)
+            return text_of(message.content)
     return ""
 
 
@@ -693,11 +682,11 @@ def _thread(args: argparse.Namespace) -> tuple[str, bool]:
     return args.thread or str(uuid.uuid4()), False
 
 
-def cmd_chat(args: argparse.Namespace) -> int:
-    """The interactive session."""
-    ui = UI(sys.stdout)
-    thread_id, must_exist = _thread(args)
-    db = Path(args.db) if args.db else default_db_path()
+@contextlib.contextmanager
+def _open_session(
+    args: argparse.Namespace, ui: UI, thread_id: str, must_exist: bool, db: Path
+) -> Iterator[Session]:
+    """The model, MCP tools, checkpoints and trace output of ``chat`` and ``run``."""
     model = load_model(args.model, ui)
     with (
         mcp_tools(args.mcp) as tools,
@@ -717,6 +706,15 @@ def cmd_chat(args: argparse.Namespace) -> int:
         )
         if must_exist and not session.exists():
             raise CLIError(f"--resume {thread_id}: no such thread in {db}")
+        yield session
+
+
+def cmd_chat(args: argparse.Namespace) -> int:
+    """The interactive session."""
+    ui = UI(sys.stdout)
+    thread_id, must_exist = _thread(args)
+    db = Path(args.db) if args.db else default_db_path()
+    with _open_session(args, ui, thread_id, must_exist, db) as session:
         ui.note(f"thread {thread_id} (checkpoints in {db}); type /exit or Ctrl-D to leave")
         if session.pending():
             _report(ui, _guarded(ui, session.resume))
@@ -768,25 +766,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     if not args.question and not must_exist:
         raise CLIError("give a question (or --resume THREAD to finish an interrupted turn)")
     db = Path(args.db) if args.db else default_db_path()
-    model = load_model(args.model, ui)
-    with (
-        mcp_tools(args.mcp) as tools,
-        sqlite_checkpointer(db) as saver,
-        _trace_output(args.trace_file) as trace_file,
-    ):
-        graph = _build_graph(args, model, tools, saver)
-        tracer = Tracer(args.system) if (args.trace or trace_file) else None
-        session = Session(
-            graph,
-            thread_id,
-            ui,
-            tracer=tracer,
-            trace_file=trace_file,
-            show_trace=args.trace,
-            gated=args.approve or [],
-        )
-        if must_exist and not session.exists():
-            raise CLIError(f"--resume {thread_id}: no such thread in {db}")
+    with _open_session(args, ui, thread_id, must_exist, db) as session:
         outcome: Outcome | None = None
         if session.pending():
             outcome = session.resume()
@@ -864,7 +844,7 @@ def cmd_prompt(args: argparse.Namespace) -> int:
             return 0
         history = [SystemMessage(args.system)] if args.system else []
         rendered = dialect.render(history, tools)
-    prompts = [_text(m.content) for m in rendered if m.type == "system"]
+    prompts = [text_of(m.content) for m in rendered if m.type == "system"]
     sys.stdout.write("\n\n".join(prompts) + "\n")
     sys.stdout.flush()
     return 0

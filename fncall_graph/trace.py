@@ -48,6 +48,8 @@ from langchain_core.messages import (
 )
 from langchain_core.outputs import LLMResult
 
+from fncall_graph.adapters.base import text_of
+
 __all__ = ["ModelCallRecord", "RawOutputRecorder", "Tracer", "message_dict"]
 
 # LangGraph's tag for model runs kept out of the messages stream; fncall-graph's prompt
@@ -68,18 +70,6 @@ def message_dict(message: BaseMessage) -> dict[str, Any]:
     if isinstance(message, AIMessage) and message.invalid_tool_calls:
         out["invalid_tool_calls"] = [dict(c) for c in message.invalid_tool_calls]
     return out
-
-
-def _text(content: Any) -> str:
-    if isinstance(content, str):
-        return content
-    parts = []
-    for block in content or []:
-        if isinstance(block, str):
-            parts.append(block)
-        elif isinstance(block, Mapping) and block.get("type") == "text":
-            parts.append(str(block.get("text", "")))
-    return "".join(parts)
 
 
 class RawOutputRecorder(BaseCallbackHandler):
@@ -174,7 +164,7 @@ class ModelCallRecord:
         """One line of JSON (a JSON Lines record)."""
         return json.dumps(self.to_dict(), ensure_ascii=False)
 
-    def to_text(self) -> str:
+    def totext_of(self) -> str:
         """The four views as the seed's article prints them, for reading."""
 
         def block(value: Any) -> str:
@@ -253,7 +243,7 @@ class Tracer:
                 "reasoning_content"
             )
             # text is what a prompt dialect parses; anything richer stays a whole message
-            raw_output = _text(message.content) if inner and plain else message_dict(message)
+            raw_output = text_of(message.content) if inner and plain else message_dict(message)
         return ModelCallRecord(
             index=len(self.records) + 1,
             round=self._round,
