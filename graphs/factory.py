@@ -7,10 +7,9 @@ from typing import Any, Literal
 
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage
+from langchain_core.runnables import Runnable, RunnableLambda
 from langchain_core.tools import BaseTool
 from langchain_core.tools import tool as as_tool
-from langgraph._internal._constants import CONFIG_KEY_DURABILITY
-from langgraph._internal._runnable import RunnableCallable
 from langgraph.graph import END, START, StateGraph
 from langgraph.graph.state import CompiledStateGraph
 from langgraph.store.base import BaseStore
@@ -26,6 +25,27 @@ from fncall_graph.nodes.react_fallback import ReactFallbackNode
 from fncall_graph.nodes.tools import ToolDispatchNode
 
 from .state import FncallState
+
+# Two LangGraph internals, each with a public fallback should a release move them:
+# its own node wrapper (ToolNode's), which unlike RunnableLambda neither inspects
+# signatures nor opens a nested run on every call (a third of the graph's overhead),
+# and the config key LangGraph itself reads for a run's default durability.
+try:
+    from langgraph._internal._runnable import RunnableCallable
+except ImportError:  # pragma: no cover - depends on the installed LangGraph
+    RunnableCallable = None
+try:
+    from langgraph._internal._constants import CONFIG_KEY_DURABILITY
+except ImportError:  # pragma: no cover
+    CONFIG_KEY_DURABILITY = None
+
+
+def _node(func: Callable[..., Any], afunc: Callable[..., Any]) -> Runnable:
+    """A node with a sync and an async implementation."""
+    if RunnableCallable is not None:
+        return RunnableCallable(func, afunc, trace=False)
+    return RunnableLambda(func, afunc=afunc)
+
 
 # supersteps one model call can take: adapter, model, tools, and a fallback or approval
 _STEPS_PER_ITERATION = 4
@@ -236,10 +256,8 @@ def create_fncall_graph(
 
     builder = StateGraph(FncallState)
     builder.add_node("adapter", AdapterNode(plan))
-    # LangGraph's own node wrapper (ToolNode is one): unlike RunnableLambda it neither
-    # inspects signatures nor opens a nested run on every call (a third of the overhead)
-    builder.add_node("model", RunnableCallable(model_node.invoke, model_node.ainvoke, trace=False))
-    builder.add_node("tools", RunnableCallable(tools_node.invoke, tools_node.ainvoke, trace=False))
+    builder.add_node("model", _node(model_node.invoke, model_node.ainvoke))
+    builder.add_node("tools", _node(tools_node.invoke, tools_node.ainvoke))
     builder.add_node("react_fallback", ReactFallbackNode())
     builder.add_edge(START, "adapter")
     builder.add_edge("adapter", "model")
@@ -257,7 +275,7 @@ def create_fncall_graph(
         "recursion_limit": max_iterations * _STEPS_PER_ITERATION + 10,
         "max_concurrency": max_concurrency,
     }
-    if checkpointer is not None and checkpointer is not False:
+    if checkpointer is not None and checkpointer is not False and CONFIG_KEY_DURABILITY:
         # the graph-level default LangGraph reads when invoke() gets no durability
         run_config["configurable"] = {CONFIG_KEY_DURABILITY: durability}
     return graph.with_config(**run_config)
