@@ -32,6 +32,7 @@ import importlib.resources
 import importlib.util
 import os
 import re
+import signal
 import subprocess
 import sys
 import threading
@@ -225,6 +226,7 @@ class LocalModelServer:
             encoding="utf-8",
             errors="replace",
             env=env,
+            preexec_fn=_die_with_parent if sys.platform == "linux" else None,
         )
         # The reader keeps draining the pipe for the server's whole life, so verbose
         # output can never fill it and block the server.
@@ -368,3 +370,15 @@ def stop_shared_server() -> None:
         server, _shared = _shared, None
     if server is not None:
         server.stop()
+
+
+def _die_with_parent() -> None:
+    """In the child: ask Linux to SIGTERM the server when its parent dies.
+
+    atexit and the context managers cover normal exits; this covers a parent killed
+    with SIGKILL, which would otherwise leave the server running on its port.
+    """
+    import ctypes
+
+    pr_set_pdeathsig = 1
+    ctypes.CDLL(None, use_errno=True).prctl(pr_set_pdeathsig, signal.SIGTERM)

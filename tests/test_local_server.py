@@ -236,3 +236,34 @@ def test_shared_server_backs_resolve_model_local():
         assert isinstance(first.invoke("Hi"), AIMessage)
     finally:
         local_server.stop_shared_server()
+
+
+def test_server_dies_with_a_killed_parent():
+    """A parent killed with SIGKILL runs no atexit hook; the server must not outlive it."""
+    import signal
+    import subprocess
+    import sys
+
+    psutil = pytest.importorskip("psutil")
+    child = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            "from fncall_graph.adapters.local_server import LocalModelServer\n"
+            "s = LocalModelServer().start()\n"
+            "print(s._process.pid, flush=True)\n"
+            "input()\n",
+        ],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        server_pid = int(child.stdout.readline())
+        server = psutil.Process(server_pid)
+        assert server.is_running()
+    finally:
+        child.send_signal(signal.SIGKILL)
+        child.wait()
+    server.wait(timeout=30)  # raises psutil.TimeoutExpired if it outlived its parent
+    assert not psutil.pid_exists(server_pid) or server.status() == psutil.STATUS_ZOMBIE
