@@ -22,16 +22,9 @@ from collections.abc import Callable
 
 from langchain_core.messages import AIMessage
 
-from fncall_graph.adapters import PromptDialect, get_dialect
+from fncall_graph.adapters import PROMPT_VARIANTS, PromptDialect, get_dialect
 
-DIALECTS: dict[str, tuple[str, dict[str, object]]] = {
-    "hermes": ("hermes", {}),
-    "qwen en parallel": ("qwen", {"lang": "en", "parallel": True}),
-    "qwen en single": ("qwen", {"lang": "en", "parallel": False}),
-    "qwen zh parallel": ("qwen", {"lang": "zh", "parallel": True}),
-    "qwen zh single": ("qwen", {"lang": "zh", "parallel": False}),
-    "react": ("react", {}),
-}
+DIALECTS = PROMPT_VARIANTS
 SIZES = (2_000, 20_000, 200_000)
 #: chunk lengths drawn uniformly from these ranges: a token or two per chunk, and
 #: the bigger pieces a server sends when it batches tokens into one event

@@ -24,6 +24,7 @@ import pytest
 from langchain_core.messages import AIMessage
 
 from fncall_graph.adapters import (
+    PROMPT_VARIANTS,
     CallEvent,
     ContentDelta,
     Dialect,
@@ -34,14 +35,7 @@ from fncall_graph.adapters import (
 )
 from fncall_graph.adapters.base import text_of
 
-PROMPT_DIALECTS: dict[str, tuple[str, dict[str, Any]]] = {
-    "hermes": ("hermes", {}),
-    "qwen-en-parallel": ("qwen", {"lang": "en", "parallel": True}),
-    "qwen-en-single": ("qwen", {"lang": "en", "parallel": False}),
-    "qwen-zh-parallel": ("qwen", {"lang": "zh", "parallel": True}),
-    "qwen-zh-single": ("qwen", {"lang": "zh", "parallel": False}),
-    "react": ("react", {}),
-}
+PROMPT_DIALECTS = PROMPT_VARIANTS
 ALL_DIALECTS: dict[str, tuple[str, dict[str, Any]]] = {
     **PROMPT_DIALECTS,
     "native": ("native", {}),

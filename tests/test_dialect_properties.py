@@ -26,6 +26,7 @@ from hypothesis import strategies as st
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
 
 from fncall_graph.adapters import (
+    PROMPT_VARIANTS,
     CallEvent,
     ContentDelta,
     InvalidCallEvent,
@@ -44,14 +45,7 @@ from fncall_graph.adapters.base import (
 
 # --------------------------------------------------------------------------- dialects
 
-PROMPT_DIALECTS: dict[str, tuple[str, dict[str, Any]]] = {
-    "hermes": ("hermes", {}),
-    "qwen-en-parallel": ("qwen", {"lang": "en", "parallel": True}),
-    "qwen-en-single": ("qwen", {"lang": "en", "parallel": False}),
-    "qwen-zh-parallel": ("qwen", {"lang": "zh", "parallel": True}),
-    "qwen-zh-single": ("qwen", {"lang": "zh", "parallel": False}),
-    "react": ("react", {}),
-}
+PROMPT_DIALECTS = PROMPT_VARIANTS
 
 # The markers each dialect's answer text must never show (its own markup), on top of
 # whatever the dialect itself declares in ``blocks`` and ``drop_tokens``.
