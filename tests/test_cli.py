@@ -186,8 +186,9 @@ def _spawn(*args: str) -> pexpect.spawn:
     return child
 
 
-def test_chat_asks_before_a_gated_tool_runs(tmp_path: Path, mcp_json: Path) -> None:
-    child = _spawn(
+def _gated_chat(tmp_path: Path, mcp_json: Path, *extra: str) -> pexpect.spawn:
+    """``chat`` on the seed replay with ``sqlite-list_tables`` waiting for a decision."""
+    return _spawn(
         "chat",
         "--model",
         "replay:seed000",
@@ -197,9 +198,12 @@ def test_chat_asks_before_a_gated_tool_runs(tmp_path: Path, mcp_json: Path) -> N
         str(tmp_path / "threads.sqlite"),
         "--approve",
         "sqlite-list_tables",
-        "--system",
-        SYSTEM_PROMPT,
+        *extra,
     )
+
+
+def test_chat_asks_before_a_gated_tool_runs(tmp_path: Path, mcp_json: Path) -> None:
+    child = _gated_chat(tmp_path, mcp_json, "--system", SYSTEM_PROMPT)
     child.expect("thread ")
     child.expect("you> ")
     child.sendline(QUESTIONS[0])
@@ -216,19 +220,7 @@ def test_chat_asks_before_a_gated_tool_runs(tmp_path: Path, mcp_json: Path) -> N
 
 def test_rejection_reason_reaches_the_model(tmp_path: Path, mcp_json: Path) -> None:
     trace = tmp_path / "trace.jsonl"
-    child = _spawn(
-        "chat",
-        "--model",
-        "replay:seed000",
-        "--mcp",
-        str(mcp_json),
-        "--db",
-        str(tmp_path / "threads.sqlite"),
-        "--approve",
-        "sqlite-list_tables",
-        "--trace-file",
-        str(trace),
-    )
+    child = _gated_chat(tmp_path, mcp_json, "--trace-file", str(trace))
     child.expect("you> ")
     child.sendline(QUESTIONS[0])
     child.expect(r"\[y/e/n\]")
