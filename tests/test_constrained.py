@@ -187,17 +187,6 @@ def test_names_and_keys_are_escaped():
 llama_cpp_missing = importlib.util.find_spec("llama_cpp") is None
 
 
-@pytest.fixture(scope="module")
-def vocab():
-    import llama_cpp
-
-    from fncall_graph.adapters.local_server import bundled_gguf_path
-
-    model = llama_cpp.Llama(str(bundled_gguf_path()), vocab_only=True, verbose=False)
-    yield model._model.vocab
-    model.close()
-
-
 @pytest.mark.skipif(llama_cpp_missing, reason="llama-cpp-python is not installed")
 @pytest.mark.parametrize(
     "grammar",

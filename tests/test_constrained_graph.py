@@ -66,17 +66,6 @@ def test_qwen_grammar_follows_parallel() -> None:
     assert many["calls"] == 'call ( "\\n" call )*'
 
 
-@pytest.fixture(scope="module")
-def vocab():
-    import llama_cpp
-
-    from fncall_graph.adapters.local_server import bundled_gguf_path
-
-    model = llama_cpp.Llama(str(bundled_gguf_path()), vocab_only=True, verbose=False)
-    yield model._model.vocab
-    model.close()
-
-
 @pytest.mark.skipif(llama_cpp_missing, reason="llama-cpp-python is not installed")
 @pytest.mark.parametrize("require_call", [False, True], ids=["answer-allowed", "calls-only"])
 @pytest.mark.parametrize("name", PROMPT_DIALECTS)
