@@ -96,8 +96,8 @@ class ModelNode:
             self._runnables[key] = runnable
         return self._runnables[key]
 
-    def _call_for(self, state: dict[str, Any], dialect: Dialect) -> Runnable:
-        first = model_calls_this_turn(state["messages"]) == 0
+    def _call_for(self, calls_this_turn: int, dialect: Dialect) -> Runnable:
+        first = calls_this_turn == 0
         return self._runnable(dialect, require_call=self.constrained == "first_call" and first)
 
     def _input(self, state: dict[str, Any], dialect: Dialect) -> list[Any]:
@@ -108,21 +108,23 @@ class ModelNode:
     # -- node
 
     def invoke(self, state: dict[str, Any], config: RunnableConfig) -> dict[str, Any]:
-        if model_calls_this_turn(state["messages"]) >= self.max_iterations:
+        calls = model_calls_this_turn(state["messages"])
+        if calls >= self.max_iterations:
             return {"messages": [iteration_limit_message(self.max_iterations)]}
         dialect = self.plan.current(state)
         try:
-            reply = self._call_for(state, dialect).invoke(self._input(state, dialect), config)
+            reply = self._call_for(calls, dialect).invoke(self._input(state, dialect), config)
         except Exception as exc:
             return self._failed(dialect, exc)
         return self._finish(dialect, reply, state)
 
     async def ainvoke(self, state: dict[str, Any], config: RunnableConfig) -> dict[str, Any]:
-        if model_calls_this_turn(state["messages"]) >= self.max_iterations:
+        calls = model_calls_this_turn(state["messages"])
+        if calls >= self.max_iterations:
             return {"messages": [iteration_limit_message(self.max_iterations)]}
         dialect = self.plan.current(state)
         try:
-            reply = await self._call_for(state, dialect).ainvoke(
+            reply = await self._call_for(calls, dialect).ainvoke(
                 self._input(state, dialect), config
             )
         except Exception as exc:
