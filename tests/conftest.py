@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import socket
 import subprocess
 import sys
 import threading
@@ -10,6 +9,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from ports import free_port
 
 WEATHER_SERVER = Path(__file__).parent / "servers" / "weather_server.py"
 
@@ -20,9 +20,7 @@ def weather_http() -> Iterator[str]:
 
     The server is stateless, so one process serves every test of the session.
     """
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port = sock.getsockname()[1]
+    port = free_port()
     proc = subprocess.Popen(
         [sys.executable, str(WEATHER_SERVER), "--port", str(port)],
         stdout=subprocess.DEVNULL,

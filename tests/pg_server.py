@@ -17,7 +17,6 @@ import glob
 import os
 import pwd
 import shutil
-import socket
 import subprocess
 import tempfile
 from collections.abc import Iterator
@@ -25,6 +24,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
+from ports import free_port
 
 MISSING = (
     "PostgreSQL server binaries (initdb, pg_ctl) were not found in /usr/lib/postgresql/*/bin "
@@ -50,12 +50,6 @@ def postgres_bin_dir() -> Path | None:
         return Path(versions[-1]).parent
     found = shutil.which("pg_ctl")
     return Path(found).parent if found and shutil.which("initdb") else None
-
-
-def _free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 @contextmanager
@@ -105,7 +99,7 @@ def running_postgres() -> Iterator[str]:
         if init.returncode:
             raise RuntimeError(f"initdb failed:\n{init.stdout}\n{init.stderr}")
         for _attempt in range(3):  # another process may take the port between bind and start
-            port = _free_port()
+            port = free_port()
             options = f"-c listen_addresses=127.0.0.1 -p {port} -k {sock}"
             start = run(
                 str(bin_dir / "pg_ctl"),

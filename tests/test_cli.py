@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 import os
-import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -19,6 +18,7 @@ from typing import Any
 import pexpect
 import pytest
 from langchain_core.messages import AIMessage, HumanMessage, ToolMessage, messages_from_dict
+from ports import free_port
 
 from fncall_graph.seed import QUESTIONS, SYSTEM_PROMPT, make_seed_db, sqlite_config
 
@@ -138,12 +138,6 @@ def test_prompt_prints_the_seed_system_prompt(mcp_json: Path) -> None:
     assert done.stdout == CALLS[0]["model_input"][0]["content"] + "\n"
 
 
-def _closed_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]  # closed again when the block ends
-
-
 @pytest.mark.parametrize(
     ("case", "expected"),
     [
@@ -163,7 +157,7 @@ def test_errors_are_one_line(case: str, expected: str, tmp_path: Path) -> None:
     elif case == "unreachable server":
         env = {
             "OPENAI_API_KEY": "sk-test",
-            "OPENAI_BASE_URL": f"http://127.0.0.1:{_closed_port()}/v1",
+            "OPENAI_BASE_URL": f"http://127.0.0.1:{free_port()}/v1",
         }
         args += ["openai:gpt-4o-mini"]
     else:

@@ -14,7 +14,6 @@ from __future__ import annotations
 import contextlib
 import os
 import signal
-import socket
 import sqlite3
 import subprocess
 import sys
@@ -27,6 +26,7 @@ import httpx
 import psutil
 import pytest
 from langgraph_sdk import get_client
+from ports import free_port
 
 pytestmark = pytest.mark.slow
 
@@ -41,12 +41,6 @@ QUESTIONS = [
     "查询韩梅梅的年龄,然后在log表里记录下",
 ]
 WRITE = "INSERT INTO log (action) VALUES ('查询了韩梅梅的年龄')"
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 def offline_env(tmp: Path) -> dict[str, str]:
