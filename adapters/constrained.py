@@ -34,39 +34,75 @@ enforced; an unknown construct admits any JSON value.
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 __all__ = [
     "call_grammar",
     "grammar_extra_body",
+    "grammar_max_bytes",
     "qwen_call_grammar",
     "schema_to_gbnf",
 ]
 
-# Bounded whitespace: small models left free to emit spaces sometimes never stop.
+#: Most characters in one JSON string a grammar admits.
+MAX_STRING_CHARS = 128
+#: Most digits in the integer, fraction and exponent parts of one JSON number.
+MAX_DIGITS = 15
+#: Most items in one JSON array, and most members in one free-form JSON object.
+MAX_ITEMS = 8
+#: How deep free-form JSON (a value whose schema says nothing) may nest.
+MAX_DEPTH = 2
+#: Most characters of free text before a call (a ``Thought:`` line, thinking aloud).
+MAX_TEXT_CHARS = 200
+#: Most calls in one reply when a dialect writes calls in parallel.
+MAX_CALLS = 4
+
+# Every repetition is bounded, so a reply that must be calls (``allow_text=False``) is
+# complete within a known number of bytes (see grammar_max_bytes): a small model cannot
+# run to max_tokens inside an endless string. Whitespace too: small models left free to
+# emit spaces sometimes never stop.
 _BASE_RULES = {
     "ws": '" "?',
-    "value": "object | array | string | number | boolean | null",
-    "object": ('"{" ws ( string ws ":" ws value ( ws "," ws string ws ":" ws value )* )? ws "}"'),
-    "array": '"[" ws ( value ( ws "," ws value )* )? ws "]"',
-    "string": '"\\"" char* "\\""',
-    "char": '[^"\\\\\\x7F\\x00-\\x1F] | "\\\\" ( ["\\\\/bfnrt] | "u" hex hex hex hex )',
-    "hex": "[0-9a-fA-F]",
-    "integer": '"-"? ( "0" | [1-9] [0-9]* )',
-    "number": 'integer ( "." [0-9]+ )? ( [eE] [-+]? [0-9]+ )?',
+    "string": f'"\\"" char{{0,{MAX_STRING_CHARS}}} "\\""',
+    # raw UTF-8 or a one-letter escape; no \\uXXXX, which would triple a character's cost
+    "char": '[^"\\\\\\x7F\\x00-\\x1F] | "\\\\" ["\\\\/bfnrt]',
+    "integer": f'"-"? ( "0" | [1-9] [0-9]{{0,{MAX_DIGITS - 1}}} )',
+    "number": f'integer ( "." [0-9]{{1,{MAX_DIGITS}}} )? ( [eE] [-+]? [0-9]{{1,3}} )?',
     "boolean": '"true" | "false"',
     "null": '"null"',
+    "scalar": "string | number | boolean | null",
 }
 # Which base rules each base rule needs, so a grammar only carries what it uses.
 _BASE_DEPS = {
-    "value": ["object", "array", "string", "number", "boolean", "null"],
-    "object": ["ws", "string", "value"],
-    "array": ["ws", "value"],
     "string": ["char"],
-    "char": ["hex"],
     "number": ["integer"],
+    "scalar": ["string", "number", "boolean", "null"],
 }
+
+
+def _level(depth: int) -> str:
+    return "" if depth == 0 else f"-{depth}"
+
+
+def _inner(depth: int) -> str:
+    """What a free-form container at ``depth`` holds: deeper containers, at the bottom scalars."""
+    return "scalar" if depth + 1 >= MAX_DEPTH else f"value{_level(depth + 1)}"
+
+
+# Free-form JSON (``value``, ``object``, ``array``) nests at most MAX_DEPTH levels.
+for _depth in range(MAX_DEPTH):
+    _s, _in, _more = _level(_depth), _inner(_depth), MAX_ITEMS - 1
+    _BASE_RULES[f"value{_s}"] = f"object{_s} | array{_s} | scalar"
+    _BASE_RULES[f"object{_s}"] = (
+        f'"{{" ws ( string ws ":" ws {_in} ( ws "," ws string ws ":" ws {_in} ){{0,{_more}}} )? '
+        'ws "}"'
+    )
+    _BASE_RULES[f"array{_s}"] = f'"[" ws ( {_in} ( ws "," ws {_in} ){{0,{_more}}} )? ws "]"'
+    _BASE_DEPS[f"value{_s}"] = [f"object{_s}", f"array{_s}", "scalar"]
+    _BASE_DEPS[f"object{_s}"] = ["ws", "string", _in]
+    _BASE_DEPS[f"array{_s}"] = ["ws", _in]
 
 
 def _literal(text: str) -> str:
@@ -162,14 +198,18 @@ class _Grammar:
                 return self.base("array")
             item = self.visit(items, f"{hint}-item")
             self.base("ws")
-            return self.add(hint, f'"[" ws ( {item} ( ws "," ws {item} )* )? ws "]"')
+            more = MAX_ITEMS - 1
+            return self.add(hint, f'"[" ws ( {item} ( ws "," ws {item} ){{0,{more}}} )? ws "]"')
         if kind in ("string", "integer", "number", "boolean", "null"):
             return self.base(kind)
         return self.base("value")
 
     def _ref(self, ref: str, hint: str) -> str:
         if ref in self._refs:
-            return self._refs[ref]
+            name = self._refs[ref]
+            # a schema that refers to itself: its inner copies are bounded free-form JSON,
+            # so the grammar keeps a finite length
+            return self.base("value") if self.rules[name].startswith("pending ") else name
         target: Any = None
         if ref.startswith("#/"):
             target = self._root_schema
@@ -196,7 +236,9 @@ class _Grammar:
                 val = self.visit(extra, f"{hint}-value")
                 self.base("string")
                 kv = f'string ws ":" ws {val}'
-                return self.add(hint, f'"{{" ws ( {kv} ( ws "," ws {kv} )* )? ws "}}"')
+                more = MAX_ITEMS - 1
+                body = f'"{{" ws ( {kv} ( ws "," ws {kv} ){{0,{more}}} )? ws "}}"'
+                return self.add(hint, body)
             return self.base("object")
         required = set(schema.get("required") or [])
         kvs: dict[str, str] = {}
@@ -262,18 +304,21 @@ def _assemble(
     answer: str | None,
 ) -> str:
     call = grammar.add("call", " | ".join(call_alternatives))
-    if max_calls is None:
-        calls_body = f"{call} ( {_literal(separator)} {call} )*"
-    else:
-        if max_calls < 1:
-            raise ValueError("max_calls must be at least 1")
-        calls_body = call + f" ( {_literal(separator)} {call} )?" * (max_calls - 1)
+    max_calls = MAX_CALLS if max_calls is None else max_calls
+    if max_calls < 1:
+        raise ValueError("max_calls must be at least 1")
+    calls_body = call
+    if max_calls > 1:
+        calls_body += f" ( {_literal(separator)} {call} ){{0,{max_calls - 1}}}"
     lead = ""
     if preamble is not None:
-        lead = grammar.add("preamble", f'{_literal(preamble)} [^\\n]* "\\n"') + " "
+        lead = (
+            grammar.add("preamble", f'{_literal(preamble)} [^\\n]{{0,{MAX_TEXT_CHARS}}} "\\n"')
+            + " "
+        )
     elif text_before_call:
         # Free text may precede the call as long as it does not open a call itself.
-        lead = grammar.add("lead", f"[^{_char_escape(opening[0])}]*") + " "
+        lead = grammar.add("lead", f"[^{_char_escape(opening[0])}]{{0,{MAX_TEXT_CHARS}}}") + " "
     calls = grammar.add("calls", lead + calls_body)
     if not allow_text:
         return grammar.render(calls)
@@ -417,3 +462,105 @@ def grammar_extra_body(grammar: str) -> dict[str, Any]:
         {'grammar': 'root ::= "yes" | "no"'}
     """
     return {"grammar": grammar}
+
+
+# --------------------------------------------------------------------------- length
+
+_TOKEN = re.compile(
+    r'\s+|"(?:\\.|[^"\\])*"|\[(?:\\.|[^\]\\])*\]|[A-Za-z0-9_-]+|\{\d+(?:,\d*)?\}|[()|?*+]'
+)
+
+
+def _unescape(body: str) -> str:
+    out, i = [], 0
+    while i < len(body):
+        char = body[i]
+        if char != "\\":
+            out.append(char)
+            i += 1
+            continue
+        kind = body[i + 1]
+        width = {"x": 2, "u": 4, "U": 8}.get(kind)
+        if width:
+            out.append(chr(int(body[i + 2 : i + 2 + width], 16)))
+            i += 2 + width
+        else:
+            out.append({"n": "\n", "r": "\r", "t": "\t"}.get(kind, kind))
+            i += 2
+    return "".join(out)
+
+
+def _class_bytes(body: str) -> int:
+    """Most UTF-8 bytes one character of the class ``[body]`` can take."""
+    if body.startswith("^"):
+        return 4
+    return max((len(c.encode()) for c in _unescape(body)), default=0)
+
+
+def grammar_max_bytes(grammar: str) -> int | None:
+    """The most UTF-8 bytes a text admitted by ``grammar`` can have (``None``: no limit).
+
+    A model's tokens each write at least one byte, so a request whose ``max_tokens`` is
+    at least this number always ends on a complete match, never cut off half-way.
+    Reads the GBNF this module writes (literals, classes, groups, ``? * + {m,n}``).
+
+    Example:
+        >>> grammar_max_bytes('root ::= "ab" x{0,3}\\nx ::= [a-c] | "yes"')
+        11
+        >>> grammar_max_bytes('root ::= [a]*') is None
+        True
+    """
+    rules: dict[str, list[str]] = {}
+    for line in grammar.splitlines():
+        if "::=" in line:
+            name, body = line.split("::=", 1)
+            rules[name.strip()] = [t for t in _TOKEN.findall(body) if not t.isspace()]
+    memo: dict[str, float] = {}
+    visiting: set[str] = set()
+
+    def rule(name: str) -> float:
+        if name in memo:
+            return memo[name]
+        if name in visiting:
+            return float("inf")  # recursion: no bound
+        visiting.add(name)
+        value, _ = alternatives(rules[name], 0)
+        visiting.discard(name)
+        memo[name] = value
+        return value
+
+    def alternatives(tokens: list[str], i: int) -> tuple[float, int]:
+        best, i = sequence(tokens, i)
+        while i < len(tokens) and tokens[i] == "|":
+            value, i = sequence(tokens, i + 1)
+            best = max(best, value)
+        return best, i
+
+    def sequence(tokens: list[str], i: int) -> tuple[float, int]:
+        total = 0.0
+        while i < len(tokens) and tokens[i] not in ("|", ")"):
+            token = tokens[i]
+            if token == "(":
+                value, i = alternatives(tokens, i + 1)
+                i += 1  # the closing parenthesis
+            elif token.startswith('"'):
+                value, i = len(_unescape(token[1:-1]).encode()), i + 1
+            elif token.startswith("["):
+                value, i = _class_bytes(token[1:-1]), i + 1
+            else:
+                value, i = rule(token), i + 1
+            if i < len(tokens):
+                quantifier = tokens[i]
+                if quantifier in ("*", "+"):
+                    value, i = (float("inf") if value else 0.0), i + 1
+                elif quantifier == "?":
+                    i += 1
+                elif quantifier.startswith("{"):
+                    upper = quantifier[1:-1].split(",")[-1]
+                    value = value * int(upper) if upper else (float("inf") if value else 0.0)
+                    i += 1
+            total += value
+        return total, i
+
+    result = rule("root")
+    return None if result == float("inf") else int(result)

@@ -21,7 +21,8 @@ from langchain_core.runnables import Runnable, RunnableConfig
 
 from fncall_graph.adapters import Dialect
 from fncall_graph.adapters.chat_model import with_dialect
-from fncall_graph.adapters.models import is_tools_unsupported_error
+from fncall_graph.adapters.constrained import grammar_max_bytes
+from fncall_graph.adapters.models import is_tools_unsupported_error, unreachable_server
 from fncall_graph.adapters.normalize import markup_dialect, normalize
 
 from ._plan import DialectPlan, model_calls_this_turn, unparsed_streak
@@ -38,6 +39,20 @@ def iteration_limit_message(limit: int) -> AIMessage:
         ),
         additional_kwargs={STOP_REASON_KEY: "max_iterations"},
     )
+
+
+def _room_for(grammar: str, model: BaseChatModel) -> dict[str, Any]:
+    """A ``max_tokens`` that lets every reply the grammar admits finish, where the model's is less.
+
+    A reply cut off by ``max_tokens`` half-way through a call is unreadable; a grammar
+    whose replies are bounded (calls only) fits in its byte count, since every token
+    writes at least one byte.
+    """
+    limit = getattr(model, "max_tokens", None)
+    need = grammar_max_bytes(grammar)
+    if isinstance(limit, int) and need is not None and limit < need:
+        return {"max_tokens": need}
+    return {}
 
 
 class ModelNode:
@@ -92,7 +107,9 @@ class ModelNode:
                     # the wrapper passes call arguments on to the inner model's request;
                     # the model's own extra_body (if any) is kept
                     extra = {**(getattr(self.model, "extra_body", None) or {}), "grammar": grammar}
-                    runnable = wrapped.bind_tools(tools, extra_body=extra)
+                    runnable = wrapped.bind_tools(
+                        tools, extra_body=extra, **_room_for(grammar, self.model)
+                    )
             self._runnables[key] = runnable
         return self._runnables[key]
 
@@ -134,6 +151,9 @@ class ModelNode:
     # -- outcomes
 
     def _failed(self, dialect: Dialect, exc: Exception) -> dict[str, Any]:
+        unreachable = unreachable_server(exc, self.model)
+        if unreachable is not None:
+            raise unreachable from exc
         if dialect.native and is_tools_unsupported_error(exc):
             # BaseChatModel.bind_tools raises a bare NotImplementedError: say what it means
             detail = str(exc) or f"{type(self.model).__name__} does not implement bind_tools"

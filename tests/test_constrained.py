@@ -14,8 +14,12 @@ import re
 import pytest
 
 from fncall_graph.adapters.constrained import (
+    MAX_CALLS,
+    MAX_STRING_CHARS,
+    MAX_TEXT_CHARS,
     call_grammar,
     grammar_extra_body,
+    grammar_max_bytes,
     qwen_call_grammar,
     schema_to_gbnf,
 )
@@ -106,9 +110,10 @@ def test_allow_text_false_leaves_only_calls():
 
 def test_parallel_calls():
     limited = _rules(call_grammar(TOOLS, before="<a>", after="</a>", max_calls=3))
-    assert limited["calls"] == 'call ( "\\n" call )? ( "\\n" call )?'
+    assert limited["calls"] == 'call ( "\\n" call ){0,2}'
+    # "no limit" is MAX_CALLS: a reply made of calls stays finite
     unlimited = _rules(call_grammar(TOOLS, before="<a>", after="</a>", max_calls=None))
-    assert unlimited["calls"] == 'call ( "\\n" call )*'
+    assert unlimited["calls"] == f'call ( "\\n" call ){{0,{MAX_CALLS - 1}}}'
     with pytest.raises(ValueError):
         call_grammar(TOOLS, before="<a>", after="</a>", max_calls=0)
 
@@ -127,7 +132,7 @@ def test_react_framing_keys_preamble_and_answer():
     rules = _rules(grammar)
     assert '"\\"action\\""' in rules["sqlite-read-query-call"]
     assert '"\\"action_input\\""' in rules["sqlite-read-query-call"]
-    assert rules["preamble"] == '"Thought:" [^\\n]* "\\n"'
+    assert rules["preamble"] == f'"Thought:" [^\\n]{{0,{MAX_TEXT_CHARS}}} "\\n"'
     assert rules["calls"] == "preamble call"
     assert rules["answer"] == '( preamble )? "Final Answer:" anything'
 
@@ -139,7 +144,7 @@ def test_qwen_grammar_names_tools_bare():
     assert rules["sqlite-read-query-call"] == (
         '"✿FUNCTION✿: " "sqlite-read_query" "\\n✿ARGS✿: " sqlite-read-query-args'
     )
-    assert rules["lead"] == "[^\\u273F]*"
+    assert rules["lead"] == f"[^\\u273F]{{0,{MAX_TEXT_CHARS}}}"
     assert rules["answer"].startswith("[^\\u273F]")
 
 
@@ -168,6 +173,46 @@ def test_schema_coverage():
     # Recursive $ref resolves to one rule that refers to itself.
     point = [n for n in _rules(grammar) if "ref-point" in n and not n.endswith("body")]
     assert point
+
+
+def test_max_bytes_of_small_grammars():
+    assert grammar_max_bytes('root ::= "ab" x{0,3}\nx ::= [a-c] | "yes"') == 11
+    assert grammar_max_bytes('root ::= "é"? [^a] "\\n"') == 2 + 4 + 1
+    assert grammar_max_bytes('root ::= ( "a" | "bb" ){2}') == 4
+    assert grammar_max_bytes('root ::= "a"*') is None
+    assert grammar_max_bytes('root ::= "a" root | "b"') is None  # recursion
+    assert grammar_max_bytes('root ::= "a"{1,}') is None
+
+
+def test_every_string_number_and_list_is_bounded():
+    rules = _rules(schema_to_gbnf(RICH_SCHEMA))
+    assert f"char{{0,{MAX_STRING_CHARS}}}" in rules["string"]
+    for name, body in rules.items():
+        bare = re.sub(r'"(\\.|[^"\\])*"|\[(\\.|[^\]\\])*\]', " ", body)  # quantifiers only
+        assert "*" not in bare and "+" not in bare, (name, body)
+    # a schema that refers to itself nests free-form JSON of bounded depth, not itself
+    assert grammar_max_bytes(schema_to_gbnf(RICH_SCHEMA)) is not None
+
+
+@pytest.mark.parametrize("framing", ["hermes", "react", "qwen"])
+def test_a_reply_of_calls_has_a_known_length(framing):
+    """What lets the model node give a constrained call enough max_tokens to finish."""
+    if framing == "qwen":
+        grammar = qwen_call_grammar(TOOLS, allow_text=False, max_calls=None)
+    elif framing == "react":
+        grammar = call_grammar(
+            TOOLS, before="Action:\n```\n", after="\n```", preamble="Thought:", allow_text=False
+        )
+    else:
+        grammar = call_grammar(
+            TOOLS, before="<tool_call>\n", after="\n</tool_call>", allow_text=False
+        )
+    size = grammar_max_bytes(grammar)
+    assert size is not None
+    # at least one string of the largest size fits
+    assert size > 4 * MAX_STRING_CHARS
+    # a plain answer has no bound: only a reply that must be calls is finite
+    assert grammar_max_bytes(grammar.replace("root ::= calls", "root ::= calls | [^<]*")) is None
 
 
 def test_grammar_extra_body():
