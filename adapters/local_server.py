@@ -338,6 +338,9 @@ class LocalModelServer:
         kwargs.setdefault("max_retries", 0)
         # llama-cpp-python applies a request's GBNF ``grammar``: constrained decoding works.
         kwargs.setdefault("accepts_grammar", True)
+        # SmolLM2 has no trained tool format; constrained Hermes calls serve it best
+        # (measured with bench/real_model.py)
+        kwargs.setdefault("dialect", "hermes")
         return CompatibleChatOpenAI(**kwargs)
 
     def __repr__(self) -> str:

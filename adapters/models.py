@@ -7,7 +7,8 @@ spec                                   model
 ``openai:gpt-4o-mini``                 ``ChatOpenAI``; ``OPENAI_API_KEY``/``OPENAI_BASE_URL``
 ``http://127.0.0.1:8000/v1#qwen2.5``   any OpenAI-compatible server (vLLM, llama.cpp, ...)
 ``anthropic:claude-…`` etc.            whatever ``init_chat_model`` knows
-``replay:path/to/recording.jsonl``     recorded outputs played back
+``replay:path/to/recording.jsonl``     recorded outputs played back (or a shipped one:
+                                       ``replay:database-assistant``, ``replay:weather``)
 ``local``                              bundled SmolLM2-135M on a loopback llama.cpp server
 =====================================  ===============================================
 
@@ -24,6 +25,8 @@ from __future__ import annotations
 
 import os
 import re
+from importlib import resources
+from pathlib import Path
 from typing import Any
 
 from langchain_core.language_models import BaseChatModel
@@ -31,9 +34,13 @@ from langchain_openai import ChatOpenAI
 
 __all__ = [
     "CompatibleChatOpenAI",
+    "ModelServerUnreachable",
     "ModelSpecError",
     "is_tools_unsupported_error",
+    "packaged_recording",
+    "recording_names",
     "resolve_model",
+    "unreachable_server",
 ]
 
 #: Environment variable read by ``resolve_model(None)``.
@@ -87,6 +94,9 @@ class CompatibleChatOpenAI(ChatOpenAI):
     """
 
     accepts_grammar: bool = False
+    dialect: str | None = None
+    """The dialect ``create_fncall_graph(dialect="auto")`` speaks with this model, if set
+    (the bundled ``local`` model sets ``"hermes"``); ``None``: native when it binds tools."""
 
     def _get_request_payload(
         self, input_: Any, *, stop: list[str] | None = None, **kwargs: Any
@@ -178,6 +188,47 @@ def _url_model(spec: str, **kwargs: Any) -> BaseChatModel:
     return CompatibleChatOpenAI(**kwargs)
 
 
+# names the recordings had in earlier releases, so saved settings keep working
+_RECORDING_ALIASES = {"seed000": "database-assistant", "seed004": "weather"}
+
+
+def packaged_recording(name: str) -> Path | None:
+    """The recording shipped with the package called ``name``, if any.
+
+    ``name`` is a file name in ``fncall_graph/data`` with or without its extension, or
+    the part before its first ``_``: ``"database-assistant"`` (Qwen-Max answering the
+    database-assistant example in the Hermes dialect) or ``"weather"`` (DeepSeek-V3
+    answering the weather example in the ReAct dialect).
+
+    Example:
+        >>> packaged_recording("database-assistant").name
+        'database-assistant_qwen-max_hermes.json'
+        >>> packaged_recording("nope") is None
+        True
+    """
+    name = _RECORDING_ALIASES.get(name, name)
+    if not name or "/" in name or "\\" in name:
+        return None
+    data = resources.files("fncall_graph") / "data"
+    candidates = sorted(
+        entry.name
+        for entry in data.iterdir()
+        if entry.name.endswith((".json", ".jsonl"))
+        and name in (entry.name, entry.name.rsplit(".", 1)[0], entry.name.split("_", 1)[0])
+    )
+    if len(candidates) != 1:
+        return None
+    return Path(str(data / candidates[0]))
+
+
+def recording_names() -> list[str]:
+    """The names :func:`packaged_recording` knows, e.g. ``["database-assistant", "weather"]``."""
+    data = resources.files("fncall_graph") / "data"
+    return sorted(
+        e.name.split("_", 1)[0] for e in data.iterdir() if e.name.endswith((".json", ".jsonl"))
+    )
+
+
 def _replay_model(spec: str, path: str, **kwargs: Any) -> BaseChatModel:
     try:
         from fncall_graph.testing import ReplayChatModel
@@ -186,7 +237,15 @@ def _replay_model(spec: str, path: str, **kwargs: Any) -> BaseChatModel:
             spec, f"replay models are unavailable ({exc})", "reinstall fncall-graph"
         ) from exc
     if not os.path.isfile(path):
-        raise ModelSpecError(spec, f"no such file {path!r}", "give the path of a recording")
+        packaged = packaged_recording(path)
+        if packaged is None:
+            shipped = ", ".join(f"'replay:{n}'" for n in recording_names())
+            raise ModelSpecError(
+                spec,
+                f"no such file {path!r} and no shipped recording of that name",
+                f"give the path of a recording, or one shipped with the package: {shipped}",
+            )
+        path = str(packaged)
     return ReplayChatModel.from_file(path, **kwargs)
 
 
@@ -328,3 +387,74 @@ def _error_text(exc: BaseException) -> str:
         if value is not None:
             parts.append(str(value))
     return " ".join(parts)
+
+
+# -- "the model server cannot be reached" -----------------------------------------------
+
+
+class ModelServerUnreachable(ConnectionError):
+    """The chat model's server did not answer: not started, wrong address, or down.
+
+    The message names the address and what to start.
+    """
+
+
+def unreachable_server(exc: BaseException, model: object = None) -> ModelServerUnreachable | None:
+    """A :class:`ModelServerUnreachable` describing ``exc``, if it is a failed connection.
+
+    Recognised: ``openai.APIConnectionError``, ``httpx.ConnectError`` and the ``ollama``
+    client's ``ConnectionError``, anywhere in the exception's chain.
+
+    Example:
+        >>> unreachable_server(ValueError("boom")) is None
+        True
+    """
+    chain: list[BaseException] = []
+    current: BaseException | None = exc
+    while current is not None and current not in chain:
+        chain.append(current)
+        current = current.__cause__ or current.__context__
+    for error in chain:
+        kind = type(error).__name__
+        if kind in ("APIConnectionError", "ConnectError") or isinstance(error, ConnectionError):
+            if isinstance(error, ModelServerUnreachable):
+                return error
+            url = _request_url(error) or _model_url(model)
+            where = f"the model server at {url}" if url else "the model server"
+            return ModelServerUnreachable(
+                f"cannot reach {where} ({kind}: {_first_line(error)}); {_what_to_start(model)}"
+            )
+    return None
+
+
+def _what_to_start(model: object) -> str:
+    name = type(model).__name__
+    if name == "ChatOllama":
+        return "start Ollama (`ollama serve`, then `ollama pull MODEL`) or set OLLAMA_HOST"
+    return (
+        "start the server (or check the model's base_url), or choose another model, e.g. "
+        "'local' for the bundled one"
+    )
+
+
+def _model_url(model: object) -> str | None:
+    for attr in ("openai_api_base", "base_url"):
+        value = getattr(model, attr, None)
+        if value:
+            return str(value)
+    return None
+
+
+def _request_url(error: BaseException) -> str | None:
+    request = getattr(error, "request", None)
+    try:
+        url = getattr(request, "url", None)
+    except Exception:  # httpx raises when an error carries no request
+        return None
+    if url is None:
+        return None
+    text = str(url)
+    # the endpoint's base: what the user configured
+    for endpoint in ("/chat/completions", "/api/chat", "/api/generate"):
+        text = text.split(endpoint)[0]
+    return text

@@ -79,7 +79,7 @@ def normalize(
       shows); otherwise ``content`` is left as it is.
 
     A call present both in the field and in the markup (same name and arguments) is
-    kept once, with the field's id: the seed-001 double parse cannot happen. Calls
+    kept once, with the field's id: a call is never read twice. Calls
     without an id, or repeating an id already used in the message, get a fresh one.
 
     Reasoning from ``additional_kwargs["reasoning_content"]``, from ``"reasoning"`` /

@@ -31,7 +31,7 @@ class ToolSpec:
     )
 
     def as_openai(self) -> dict[str, Any]:
-        """The OpenAI ``{"type": "function", "function": {...}}`` form, keys in the seed's order."""
+        """The OpenAI ``{"type": "function", "function": {...}}`` form, keys in Qwen-Agent's order."""
         return {
             "type": "function",
             "function": {

@@ -1,6 +1,6 @@
 """Per-call latency of MCP tools, side by side in one run.
 
-mcp-server-sqlite over stdio on seed 000's database, `list_tables` each time:
+mcp-server-sqlite over stdio on the database-assistant example's database, `list_tables` each time:
 
 (a) raw:      `mcp.ClientSession.call_tool` on an open session;
 (b) product:  `fncall_graph.adapters.mcp.MCPToolkit` tools, `await tool.ainvoke({})`;
@@ -36,7 +36,7 @@ from mcp.client.stdio import stdio_client
 from fncall_graph.adapters.mcp import MCPToolkit
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
-from seed_db import make_seed_db, sqlite_config, sqlite_server_command
+from seed_db import make_database, sqlite_config, sqlite_server_command
 
 
 async def median_latencies(
@@ -59,7 +59,7 @@ async def median_latencies(
 
 async def main(iterations: int, adapter_iterations: int) -> None:
     with tempfile.TemporaryDirectory() as tmp:
-        db = make_seed_db(Path(tmp) / "test.db")
+        db = make_database(Path(tmp) / "test.db")
         command, args = sqlite_server_command(), ["--db-path", str(db)]
 
         params = StdioServerParameters(command=command, args=args)

@@ -24,6 +24,7 @@ _EXPORTS = {
     "normalize": "fncall_graph.adapters.normalize",
     "with_dialect": "fncall_graph.adapters.chat_model",
     "resolve_model": "fncall_graph.adapters.models",
+    "ModelServerUnreachable": "fncall_graph.adapters.models",
     "MCPToolkit": "fncall_graph.adapters.mcp",
     "load_mcp_tools": "fncall_graph.adapters.mcp",
 }

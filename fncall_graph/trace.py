@@ -1,13 +1,13 @@
-"""A transcript of every model call of a graph run, in the four views of seed 000.
+"""A transcript of every model call of a graph run, in four views.
 
-For each model call the seed's article prints the raw input, the pre-processed input the
+For each model call Qwen-Agent's write-up of the database-assistant example prints the raw input, the pre-processed input the
 model really sees, the model's raw output and the post-processed output. A
 :class:`Tracer` rebuilds those four views while a graph built by
 :func:`~fncall_graph.create_fncall_graph` streams with
 ``stream_mode=["updates", "values"]`` (other modes may be added):
 
 - **raw input**: the canonical history the ``model`` node starts from (the graph's
-  system prompt in front), as OpenAI-style dicts (seed 002's format);
+  system prompt in front), as OpenAI-style dicts;
 - **processed input**: what the dialect rendered, the state's ``model_input``;
 - **raw output**: what the inner chat model returned before any parsing, caught by
   :class:`RawOutputRecorder`, a LangChain callback handler. Prompt dialects call the
@@ -165,7 +165,7 @@ class ModelCallRecord:
         return json.dumps(self.to_dict(), ensure_ascii=False)
 
     def totext_of(self) -> str:
-        """The four views as the seed's article prints them, for reading."""
+        """The four views, one after another, for reading."""
 
         def block(value: Any) -> str:
             if isinstance(value, str):

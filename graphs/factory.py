@@ -56,6 +56,25 @@ def supports_native_tools(model: BaseChatModel) -> bool:
     return type(model).bind_tools is not BaseChatModel.bind_tools
 
 
+def declared_dialect(model: BaseChatModel) -> str | None:
+    """The dialect a model names for itself: a recording's own, or the bundled model's."""
+    name = getattr(model, "dialect", None)
+    return name if isinstance(name, str) and name else None
+
+
+def initial_dialect(
+    model: BaseChatModel, dialect: str | Dialect = "auto", fallback: str | Dialect = "react"
+) -> Dialect:
+    """The dialect a new thread starts in: ``dialect``, or for ``"auto"`` the one the model
+    declares, else native when it binds tools, else ``fallback``."""
+    if not (isinstance(dialect, str) and dialect == "auto"):
+        return get_dialect(dialect)
+    declared = declared_dialect(model)
+    if declared is not None:
+        return get_dialect(declared)
+    return get_dialect("native") if supports_native_tools(model) else get_dialect(fallback)
+
+
 def accepts_grammar(model: BaseChatModel) -> bool:
     """Whether ``model`` declares that its server applies a GBNF ``grammar`` (``local`` does)."""
     return getattr(model, "accepts_grammar", False) is True
@@ -118,8 +137,9 @@ def create_fncall_graph(
             ``"openai:gpt-4o-mini"``, ``"local"`` or ``"replay:FILE"``
             (``None``: the ``FNCALL_MODEL`` environment variable).
         tools: LangChain tools (MCP tools included) or plain functions.
-        dialect: ``"auto"`` (native when the model implements ``bind_tools``, with the
-            fallback below), ``"native"``, ``"hermes"`` (alias ``"nous"``), ``"qwen"``,
+        dialect: ``"auto"`` (the dialect the model declares in a ``dialect`` attribute,
+            as replay recordings and the bundled ``local`` model do; else native when the
+            model implements ``bind_tools``, with the fallback below), ``"native"``, ``"hermes"`` (alias ``"nous"``), ``"qwen"``,
             ``"react"``, or a :class:`~fncall_graph.adapters.Dialect` instance
             (e.g. ``get_dialect("qwen", lang="zh")``).
         fallback: the prompt dialect a thread switches to when native calling fails: the
@@ -215,10 +235,7 @@ def create_fncall_graph(
     fallback_dialect = get_dialect(fallback)
     if fallback_dialect.native:
         raise ValueError("fallback must be a prompt dialect (hermes, qwen or react), not native")
-    if isinstance(dialect, str) and dialect == "auto":
-        initial = get_dialect("native") if supports_native_tools(chat_model) else fallback_dialect
-    else:
-        initial = get_dialect(dialect)
+    initial = initial_dialect(chat_model, dialect, fallback_dialect)
 
     plan = DialectPlan(
         initial=initial,

@@ -1,4 +1,4 @@
-"""Ready-made graphs: seed 000's database assistant and seed 003's weather assistant.
+"""Ready-made graphs: the database assistant and the weather assistant.
 
 Both drive real MCP servers over stdio: ``mcp-server-sqlite`` on a SQLite file (the
 ``sqlite`` server: ``sqlite-read_query``, ``sqlite-write_query``, ...) and the FastMCP
@@ -21,13 +21,13 @@ Environment (read by the server factories; the ``open_*`` functions use it for w
 they are not given):
 
 ================================  ===================================================
-``FNCALL_MODEL``                  model spec (default ``local``); ``replay:seed000``
+``FNCALL_MODEL``                  model spec (default ``local``); ``replay:database-assistant``
                                   names a recording shipped with the package
 ``FNCALL_SQLITE_MODEL``           model spec for the database assistant only
 ``FNCALL_WEATHER_MODEL``          model spec for the weather assistant only
 ``FNCALL_DIALECT``                ``auto`` (default: native when the model has it, a
                                   recording's own dialect), ``hermes``, ``qwen``, ...
-``FNCALL_SQLITE_DB``              the database file (default: seed 000's database,
+``FNCALL_SQLITE_DB``              the database file (default: the example's database,
                                   created in ``$XDG_STATE_HOME/fncall-graph/`` if missing)
 ``FNCALL_APPROVE``                tools that wait for a person's decision, comma
                                   separated, e.g. ``sqlite-write_query`` (server only)
@@ -39,7 +39,7 @@ Example:
     from fncall_graph.graphs.studio import open_sqlite_assistant
 
     async with open_sqlite_assistant(
-        model="replay:seed000", db_path="test.db", checkpointer=InMemorySaver()
+        model="replay:database-assistant", db_path="test.db", checkpointer=InMemorySaver()
     ) as graph:
         config = {"configurable": {"thread_id": "1"}}
         result = await graph.ainvoke({"messages": [("user", "数据库有几张表")]}, config)
@@ -64,8 +64,8 @@ from starlette.applications import Starlette
 
 from fncall_graph.adapters.mcp import MCPToolkit
 from fncall_graph.adapters.models import MODEL_ENV, resolve_model
+from fncall_graph.examples.database_assistant import SYSTEM_PROMPT, make_database, sqlite_config
 from fncall_graph.nodes.approve import InterruptOnConfig
-from fncall_graph.seed import SYSTEM_PROMPT, make_seed_db, packaged_replay, sqlite_config
 
 from .factory import create_fncall_graph
 
@@ -98,7 +98,7 @@ def default_sqlite_db() -> Path:
     """The database file: ``$FNCALL_SQLITE_DB``, else a state-dir file (created if missing).
 
     The default is ``$XDG_STATE_HOME/fncall-graph/studio.db`` (``~/.local/state/...``
-    when ``XDG_STATE_HOME`` is unset), filled with seed 000's tables the first time.
+    when ``XDG_STATE_HOME`` is unset), filled with the example's tables the first time.
     A file named by ``FNCALL_SQLITE_DB`` that does not exist is created the same way.
     """
     if os.environ.get(SQLITE_DB_ENV):
@@ -108,12 +108,12 @@ def default_sqlite_db() -> Path:
         path = Path(state).expanduser() / "fncall-graph" / "studio.db"
     if not path.exists():
         path.parent.mkdir(parents=True, exist_ok=True)
-        make_seed_db(path)
+        make_database(path)
     return path
 
 
 def weather_config() -> dict[str, Any]:
-    """MCP config running seed 003's weather server over stdio with this Python."""
+    """MCP config running the example weather server over stdio with this Python."""
     return {
         "mcpServers": {
             "weather": {
@@ -129,22 +129,12 @@ def _model(model: BaseChatModel | str | None, graph_id: str) -> BaseChatModel:
     if isinstance(model, BaseChatModel):
         return model
     spec = model or os.environ.get(_GRAPH_MODEL_ENV[graph_id]) or os.environ.get(MODEL_ENV)
-    if spec and spec.strip().lower().startswith("replay:"):
-        name = spec.split(":", 1)[1].strip()
-        packaged = None if Path(name).exists() else packaged_replay(name)
-        if packaged is not None:
-            spec = f"replay:{packaged}"
     return resolve_model(spec or None)
 
 
-def _dialect(model: BaseChatModel, dialect: str | None) -> str:
-    """``auto`` becomes the dialect a recording was made in (a replay model names it)."""
-    name = dialect or os.environ.get(DIALECT_ENV) or "auto"
-    if name == "auto":
-        recorded = getattr(model, "dialect", None)
-        if isinstance(recorded, str) and recorded:
-            return recorded
-    return name
+def _dialect(dialect: str | None) -> str:
+    """The dialect asked for, else ``$FNCALL_DIALECT``, else ``auto``."""
+    return dialect or os.environ.get(DIALECT_ENV) or "auto"
 
 
 def _approve_from_env() -> dict[str, bool]:
@@ -173,7 +163,7 @@ def _build(
     return create_fncall_graph(
         model,
         toolkit.tools,
-        dialect=_dialect(model, dialect),  # type: ignore[arg-type]
+        dialect=_dialect(dialect),  # type: ignore[arg-type]
         checkpointer=checkpointer,
         interrupt_on=interrupt_on or None,
         **{**_SPECS[graph_id], **options},
@@ -215,13 +205,13 @@ def open_sqlite_assistant(
     dialect: str | None = None,
     **options: Any,
 ) -> Any:
-    """Seed 000's database assistant over ``mcp-server-sqlite``, for ``async with``.
+    """The database assistant over ``mcp-server-sqlite``, for ``async with``.
 
     The server runs while the block runs and stops when it ends.
 
     Args:
         model: a chat model or model spec (default: ``$FNCALL_SQLITE_MODEL``,
-            ``$FNCALL_MODEL``, ``local``); ``replay:seed000`` plays the seed session.
+            ``$FNCALL_MODEL``, ``local``); ``replay:database-assistant`` plays Qwen-Max's recorded replies.
         db_path: the database file (default: :func:`default_sqlite_db`); it must exist.
         checkpointer: a LangGraph checkpointer, for threads that persist and resume.
         interrupt_on: tools that wait for a decision, e.g. ``{"sqlite-write_query": True}``
@@ -252,7 +242,7 @@ def open_weather_assistant(
     dialect: str | None = None,
     **options: Any,
 ) -> Any:
-    """Seed 003's weather assistant over the FastMCP weather server, for ``async with``.
+    """The weather assistant over the FastMCP weather server, for ``async with``.
 
     Args: as :func:`open_sqlite_assistant` (model default: ``$FNCALL_WEATHER_MODEL``,
     ``$FNCALL_MODEL``, ``local``).
@@ -337,14 +327,14 @@ def _server_factory(
 
 
 sqlite_assistant = _server_factory("sqlite_assistant", lambda: sqlite_config(default_sqlite_db()))
-sqlite_assistant.__doc__ = """Graph factory for the LangGraph server: seed 000's database assistant.
+sqlite_assistant.__doc__ = """Graph factory for the LangGraph server: the database assistant.
 
 Its MCP session opens on first use and closes when the server stops; the model comes
 from ``$FNCALL_SQLITE_MODEL``/``$FNCALL_MODEL``, the database from ``$FNCALL_SQLITE_DB``,
 approvals from ``$FNCALL_APPROVE``."""
 
 weather_assistant = _server_factory("weather_assistant", weather_config)
-weather_assistant.__doc__ = """Graph factory for the LangGraph server: seed 003's weather assistant.
+weather_assistant.__doc__ = """Graph factory for the LangGraph server: the weather assistant.
 
 Its MCP session opens on first use and closes when the server stops; the model comes
 from ``$FNCALL_WEATHER_MODEL``/``$FNCALL_MODEL``, approvals from ``$FNCALL_APPROVE``."""

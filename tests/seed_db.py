@@ -6,8 +6,12 @@ seed transcript prints it.
 
 from __future__ import annotations
 
-from fncall_graph.seed import make_seed_db, sqlite_config, sqlite_server_command
+from fncall_graph.examples.database_assistant import (
+    make_database,
+    sqlite_config,
+    sqlite_server_command,
+)
 
 SEED_LIST_TABLES = "[{'name': 'students'}, {'name': 'sqlite_sequence'}, {'name': 'log'}]"
 
-__all__ = ["SEED_LIST_TABLES", "make_seed_db", "sqlite_config", "sqlite_server_command"]
+__all__ = ["SEED_LIST_TABLES", "make_database", "sqlite_config", "sqlite_server_command"]

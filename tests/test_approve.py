@@ -15,7 +15,7 @@ from langchain_core.messages import AIMessage, ToolMessage
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.types import Command
 from pydantic import ValidationError
-from seed_db import make_seed_db
+from seed_db import make_database
 from sqlite_tools import SqliteTools
 
 from fncall_graph import create_fncall_graph
@@ -43,7 +43,7 @@ SERIAL = [hermes(("sqlite-read_query", READ)), hermes(("sqlite-write_query", WRI
 
 
 def build(tmp_path, outputs, interrupt_on, checkpointer=None):
-    tools = SqliteTools(make_seed_db(tmp_path / "test.db"))
+    tools = SqliteTools(make_database(tmp_path / "test.db"))
     model = ReplayChatModel(outputs)
     graph = create_fncall_graph(
         model,
@@ -67,7 +67,7 @@ def messages(graph) -> list[Any]:
 
 
 def test_interrupt_on_needs_a_checkpointer(tmp_path):
-    tools = SqliteTools(make_seed_db(tmp_path / "test.db"))
+    tools = SqliteTools(make_database(tmp_path / "test.db"))
     with pytest.raises(ValueError, match="interrupt_on needs a checkpointer"):
         create_fncall_graph(
             ReplayChatModel(SERIAL), tools.tools(), interrupt_on={"sqlite-write_query": True}
@@ -296,7 +296,7 @@ def test_respond_and_description_function(tmp_path):
 async def test_async_pause_and_resume_on_a_sqlite_file(tmp_path):
     from fncall_graph.adapters.checkpoint import async_sqlite_saver
 
-    tools = SqliteTools(make_seed_db(tmp_path / "test.db"))
+    tools = SqliteTools(make_database(tmp_path / "test.db"))
     async with async_sqlite_saver(tmp_path / "ck.db") as saver:
         graph = create_fncall_graph(
             ReplayChatModel(SERIAL),
@@ -322,7 +322,7 @@ async def test_async_pause_and_resume_on_a_sqlite_file(tmp_path):
 
 
 def test_sync_sqlite_saver_keeps_the_pause(tmp_path):
-    tools = SqliteTools(make_seed_db(tmp_path / "test.db"))
+    tools = SqliteTools(make_database(tmp_path / "test.db"))
     with sqlite_saver(tmp_path / "ck.db") as saver:
         graph = create_fncall_graph(
             ReplayChatModel(SERIAL),

@@ -34,7 +34,7 @@ from typing import Any
 
 import pytest
 from langchain_core.messages import AIMessage, ToolMessage
-from seed_db import make_seed_db
+from seed_db import make_database
 
 from fncall_graph import create_fncall_graph
 from fncall_graph.adapters.checkpoint import sqlite_saver
@@ -109,7 +109,7 @@ def assert_each_call_once(messages: list[Any]) -> None:
 
 @pytest.fixture
 def files(tmp_path: Path) -> tuple[Path, Path]:
-    return make_seed_db(tmp_path / "test.db"), tmp_path / "checkpoints.db"
+    return make_database(tmp_path / "test.db"), tmp_path / "checkpoints.db"
 
 
 # kill point -> (rows logged when the process died, tools the resuming process runs)

@@ -29,7 +29,7 @@ from langchain_core.callbacks import BaseCallbackHandler
 from langchain_core.messages import AIMessage, ToolMessage
 from langchain_core.tools import BaseTool, StructuredTool
 from langgraph.checkpoint.memory import InMemorySaver
-from seed_db import SEED_LIST_TABLES, make_seed_db, sqlite_config
+from seed_db import SEED_LIST_TABLES, make_database, sqlite_config
 
 from fncall_graph import create_fncall_graph
 from fncall_graph.adapters import get_dialect
@@ -239,7 +239,7 @@ def check_session(graph: Any, cfg: dict[str, Any], model: ReplayChatModel, db: P
 
 @pytest.fixture
 def seed_db(tmp_path: Path) -> Path:
-    return make_seed_db(tmp_path / "test.db")
+    return make_database(tmp_path / "test.db")
 
 
 async def test_seed_session_async_over_stdio(seed_db: Path) -> None:

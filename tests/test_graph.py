@@ -18,7 +18,7 @@ from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, Tool
 from langchain_core.tools import BaseTool, StructuredTool, tool
 from langgraph.checkpoint.memory import InMemorySaver
 from pydantic import BaseModel, Field
-from seed_db import make_seed_db
+from seed_db import make_database
 from sqlite_tools import SqliteTools
 
 from fncall_graph import create_fncall_graph
@@ -92,7 +92,7 @@ async def test_calls_in_tool_calls_or_in_content_give_the_same_turn(tmp_path, mo
     question = "查询韩梅梅的年龄,然后在log表里记录下"
     results: dict[str, list[str]] = {}
     for kind, replies in (("native", native_replies()), ("markup", markup_replies())):
-        tools = SqliteTools(make_seed_db(tmp_path / f"{kind}.db"))
+        tools = SqliteTools(make_database(tmp_path / f"{kind}.db"))
         model = ReplayChatModel(replies)
         graph = create_fncall_graph(
             model, tools.tools(), dialect="native", checkpointer=InMemorySaver()
@@ -181,7 +181,7 @@ def hang() -> Iterator[Hang]:
 
 @pytest.fixture
 def sqlite(tmp_path) -> SqliteTools:
-    return SqliteTools(make_seed_db(tmp_path / "test.db"))
+    return SqliteTools(make_database(tmp_path / "test.db"))
 
 
 async def turn_with_error(
@@ -466,7 +466,7 @@ async def test_results_in_call_order_when_they_finish_in_reverse(mode) -> None:
 @MODES
 async def test_sqlite_parallel_round_overlaps(tmp_path, mode) -> None:
     """Seed 000's parallel round: three COUNT queries, their [start, end] intervals overlap."""
-    sqlite = SqliteTools(make_seed_db(tmp_path / "test.db"), delay=0.2)
+    sqlite = SqliteTools(make_database(tmp_path / "test.db"), delay=0.2)
     tables = ["students", "sqlite_sequence", "log"]
     reply = "\n".join(
         hermes_call("sqlite-read_query", {"query": f"SELECT COUNT(*) FROM {t}"}) for t in tables

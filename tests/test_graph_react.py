@@ -25,7 +25,7 @@ from fncall_graph import create_fncall_graph
 from fncall_graph.testing import ReplayChatModel
 
 FIXTURE = Path(__file__).parent / "fixtures" / "seed004_react.json"
-REPLAY = Path(__file__).parents[1] / "fncall_graph" / "data" / "seed004_deepseek_v3_react.json"
+REPLAY = Path(__file__).parents[1] / "fncall_graph" / "data" / "weather_deepseek-v3_react.json"
 SEED: dict[str, Any] = json.loads(FIXTURE.read_text(encoding="utf-8"))
 OBS: list[str] = SEED["observations"]
 

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from langchain_core.messages import AIMessage, ToolMessage
 from langgraph.checkpoint.memory import InMemorySaver
-from seed_db import make_seed_db
+from seed_db import make_database
 from sqlite_tools import SqliteTools
 
 import fncall_graph
@@ -37,7 +37,7 @@ ROUNDS = [
 
 def session_outputs() -> list[str]:
     """The packaged replay file: the outputs of all four questions."""
-    replay = json.loads((DATA / "seed000_qwen_max_hermes.json").read_text("utf-8"))
+    replay = json.loads((DATA / "database-assistant_qwen-max_hermes.json").read_text("utf-8"))
     assert replay["questions"] == [q for q, _ in ROUNDS]
     return replay["outputs"]
 
@@ -49,7 +49,7 @@ def as_pairs(messages) -> list[tuple[str, str]]:
 
 @pytest.fixture
 def seed(tmp_path):
-    tools = SqliteTools(make_seed_db(tmp_path / "test.db"))
+    tools = SqliteTools(make_database(tmp_path / "test.db"))
     model = ReplayChatModel(session_outputs())
     graph = create_fncall_graph(
         model, tools.tools(), dialect="hermes", system_prompt=SYSTEM, checkpointer=InMemorySaver()

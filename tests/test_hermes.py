@@ -29,7 +29,9 @@ from fncall_graph.adapters.base import CallEvent, ContentDelta, InvalidCallEvent
 from fncall_graph.adapters.hermes import HermesDialect
 
 FIXTURE = Path(__file__).parent / "fixtures" / "seed000_hermes.json"
-REPLAY = Path(__file__).parents[1] / "fncall_graph" / "data" / "seed000_qwen_max_hermes.json"
+REPLAY = (
+    Path(__file__).parents[1] / "fncall_graph" / "data" / "database-assistant_qwen-max_hermes.json"
+)
 SEED = json.loads(FIXTURE.read_text(encoding="utf-8"))
 CALLS: list[dict[str, Any]] = SEED["calls"]
 

@@ -225,6 +225,14 @@ def test_constrained_react_call(model):
     jsonschema.validate(call["action_input"], TABLE_SCHEMAS[call["action"]])
 
 
+def test_bundled_model_speaks_hermes_by_default(server):
+    from fncall_graph.graphs.factory import initial_dialect
+
+    model = server.chat_model()
+    assert model.dialect == "hermes" and model.accepts_grammar
+    assert initial_dialect(model).name == "hermes"
+
+
 def test_shared_server_backs_resolve_model_local():
     from fncall_graph.adapters import local_server
     from fncall_graph.adapters.models import resolve_model

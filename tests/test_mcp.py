@@ -30,7 +30,7 @@ from fncall_graph.adapters.mcp import (
 )
 
 sys.path.insert(0, str(Path(__file__).parent))
-from seed_db import SEED_LIST_TABLES, make_seed_db, sqlite_config
+from seed_db import SEED_LIST_TABLES, make_database, sqlite_config
 
 pytestmark = pytest.mark.slow
 
@@ -95,7 +95,7 @@ def weather_stdio_config(**extra: Any) -> dict[str, Any]:
 
 @pytest.fixture
 def seed_db(tmp_path: Path) -> Path:
-    return make_seed_db(tmp_path / "test.db")
+    return make_database(tmp_path / "test.db")
 
 
 # --------------------------------------------------------------------------- config

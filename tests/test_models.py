@@ -355,3 +355,66 @@ def test_wrapped_error_is_recognised_through_its_cause():
     except RuntimeError as outer:
         assert is_tools_unsupported_error(outer)
     assert not is_tools_unsupported_error(ValueError("tools"))
+
+
+# -- shipped recordings and unreachable servers ----------------------------------------
+
+
+@pytest.mark.parametrize("name", ["database-assistant", "weather", "seed000"])
+def test_shipped_recordings_resolve_by_name(name: str) -> None:
+    model = resolve_model(f"replay:{name}")
+    assert model.dialect in ("hermes", "react")
+    assert model.remaining > 0
+
+
+def test_unknown_recording_lists_the_shipped_ones() -> None:
+    with pytest.raises(ModelSpecError) as info:
+        resolve_model("replay:nosuch")
+    assert "'replay:database-assistant'" in str(info.value)
+    assert "'replay:weather'" in str(info.value)
+
+
+def test_graph_built_from_a_shipped_recording_runs() -> None:
+    from langchain_core.tools import tool
+
+    from fncall_graph import create_fncall_graph
+
+    @tool
+    def get_weather(location: str) -> str:
+        """获取指定城市的天气信息"""
+        return f"{location}: 晴"
+
+    graph = create_fncall_graph("replay:weather", [get_weather])
+    messages = graph.invoke({"messages": [("user", "北京和广州天气怎么样")]})["messages"]
+    assert [c["args"] for m in messages for c in getattr(m, "tool_calls", [])] == [
+        {"location": "北京"},
+        {"location": "广州"},
+    ]
+    assert messages[-1].content.startswith("北京的天气")
+
+
+@pytest.mark.parametrize("spec", ["http://127.0.0.1:{port}/v1#x", "ollama:qwen3"])
+def test_an_unreachable_server_is_one_clear_error(spec: str, monkeypatch) -> None:
+    from ports import free_port
+
+    from fncall_graph import ModelServerUnreachable, create_fncall_graph
+
+    port = free_port()  # nothing listens there
+    monkeypatch.setenv("OLLAMA_HOST", f"127.0.0.1:{port}")
+    model = resolve_model(spec.format(port=port), **({"max_retries": 0} if "http" in spec else {}))
+    graph = create_fncall_graph(model, [], dialect="hermes")
+    with pytest.raises(ModelServerUnreachable) as info:
+        graph.invoke({"messages": [("user", "hi")]})
+    message = str(info.value)
+    assert f"127.0.0.1:{port}" in message
+    assert ("ollama serve" in message) == spec.startswith("ollama")
+    assert "start the server" in message or "ollama serve" in message
+
+
+def test_declared_dialect_decides_auto() -> None:
+    from fncall_graph.graphs.factory import initial_dialect
+
+    declared = resolve_model("http://127.0.0.1:1/v1#x", dialect="qwen")
+    assert initial_dialect(declared).name == "qwen"
+    assert initial_dialect(resolve_model("http://127.0.0.1:1/v1#x")).name == "native"
+    assert initial_dialect(declared, "react").name == "react"

@@ -33,15 +33,15 @@ def test_wheel_holds_one_import_package_that_imports(tmp_path: Path) -> None:
     assert top == {"fncall_graph"}, top
     for module in ("adapters/hermes.py", "nodes/tools.py", "graphs/factory.py"):
         assert f"fncall_graph/{module}" in names
-    assert "fncall_graph/data/seed000_qwen_max_hermes.json" in names
+    assert "fncall_graph/data/database-assistant_qwen-max_hermes.json" in names
 
     site = tmp_path / "site"
     zipfile.ZipFile(wheel).extractall(site)
     code = (
         "import fncall_graph, fncall_graph.adapters.hermes, fncall_graph.nodes.tools, "
-        "fncall_graph.graphs.factory, fncall_graph.seed\n"
+        "fncall_graph.graphs.factory, fncall_graph.adapters.models\n"
         "print(fncall_graph.__file__)\n"
-        "print(fncall_graph.seed.packaged_replay('seed000'))"
+        "print(fncall_graph.adapters.models.packaged_recording('database-assistant'))"
     )
     out = subprocess.run(
         [sys.executable, "-c", code],

@@ -19,7 +19,7 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMe
 from langchain_core.outputs import ChatResult
 from langgraph.types import Command
 from pg_server import postgres_url  # noqa: F401  (the fixture)
-from seed_db import make_seed_db
+from seed_db import make_database
 from sqlite_tools import SqliteTools
 from test_graph_seed import CALLS, ROUNDS, SYSTEM, as_pairs, session_outputs
 
@@ -31,7 +31,7 @@ pytestmark = pytest.mark.slow
 
 
 async def test_seed_session_in_one_thread(postgres_url, tmp_path):  # noqa: F811
-    tools = SqliteTools(make_seed_db(tmp_path / "test.db"))
+    tools = SqliteTools(make_database(tmp_path / "test.db"))
     model = ReplayChatModel(session_outputs())
     cfg = {"configurable": {"thread_id": "seed"}}
     async with async_postgres_saver(postgres_url) as saver:
@@ -65,7 +65,7 @@ async def test_seed_session_in_one_thread(postgres_url, tmp_path):  # noqa: F811
 
 
 async def test_interrupt_and_resume_on_a_new_connection(postgres_url, tmp_path):  # noqa: F811
-    tools = SqliteTools(make_seed_db(tmp_path / "test.db"))
+    tools = SqliteTools(make_database(tmp_path / "test.db"))
     outputs = session_outputs()[-3:]  # round 3: read, write, answer
     cfg = {"configurable": {"thread_id": "approve"}}
     gate = {"sqlite-write_query": True}
@@ -143,7 +143,7 @@ def replay(i: int) -> list[str]:
 
 async def test_fifty_concurrent_threads_on_one_graph(postgres_url, tmp_path):  # noqa: F811
     n = 50
-    tools = SqliteTools(make_seed_db(tmp_path / "test.db"))
+    tools = SqliteTools(make_database(tmp_path / "test.db"))
     model = PerQuestionReplay(replays={f"<q{i}>": replay(i) for i in range(n)})
     async with async_postgres_saver(postgres_url, max_connections=10) as saver:
         graph = create_fncall_graph(model, tools.tools(), dialect="hermes", checkpointer=saver)

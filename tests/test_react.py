@@ -27,7 +27,7 @@ from fncall_graph.adapters.base import CallEvent, ContentDelta, InvalidCallEvent
 from fncall_graph.adapters.react import ReActDialect
 
 FIXTURE = Path(__file__).parent / "fixtures" / "seed004_react.json"
-REPLAY = Path(__file__).parents[1] / "fncall_graph" / "data" / "seed004_deepseek_v3_react.json"
+REPLAY = Path(__file__).parents[1] / "fncall_graph" / "data" / "weather_deepseek-v3_react.json"
 SEED: dict[str, Any] = json.loads(FIXTURE.read_text(encoding="utf-8"))
 QUESTION: str = SEED["question"]
 OUTPUTS: list[str] = SEED["outputs"]

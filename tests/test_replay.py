@@ -187,7 +187,9 @@ def test_from_file_forms(tmp_path: Path) -> None:
         ReplayChatModel.from_file(broken)
 
 
-@pytest.mark.parametrize("name", ["seed000_qwen_max_hermes.json", "seed004_deepseek_v3_react.json"])
+@pytest.mark.parametrize(
+    "name", ["database-assistant_qwen-max_hermes.json", "weather_deepseek-v3_react.json"]
+)
 def test_bundled_recordings_load(name: str) -> None:
     path = DATA / name
     if not path.exists():

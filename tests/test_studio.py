@@ -2,7 +2,7 @@
 
 ``langgraph dev`` (langgraph-cli[inmem]) starts on loopback with the repository's
 ``langgraph.json``; the database assistant plays seed 000's recorded session
-(``FNCALL_MODEL=replay:seed000``) against a real ``mcp-server-sqlite`` on a temporary
+(``FNCALL_MODEL=replay:database-assistant``) against a real ``mcp-server-sqlite`` on a temporary
 database, with ``sqlite-write_query`` gated by an approval. Everything that could reach
 the network is off: no browser, no version check, no CLI analytics, no LangSmith
 tracing, no license metadata; HTTP(S) proxies point at a closed loopback port, so a
@@ -62,7 +62,7 @@ def offline_env(tmp: Path) -> dict[str, str]:
         ALL_PROXY=dead,
         NO_PROXY="127.0.0.1,localhost",
         XDG_STATE_HOME=str(tmp / "state"),
-        FNCALL_MODEL="replay:seed000",
+        FNCALL_MODEL="replay:database-assistant",
         FNCALL_SQLITE_DB=str(tmp / "test.db"),
         FNCALL_APPROVE="sqlite-write_query",
         PYTHONUNBUFFERED="1",

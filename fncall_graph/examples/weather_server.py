@@ -1,4 +1,4 @@
-"""Seed 003's FastMCP ``weather`` server: one tool and two resources, canned data.
+"""An example FastMCP ``weather`` server: one tool and two resources, canned data.
 
 ``get_weather(city)`` (获取指定城市的天气信息) answers for 北京, 上海, 广州 and 深圳;
 the resources are ``resource://cities`` and ``resource://{city}/weather``. The ready-made

@@ -1,9 +1,9 @@
-"""Seed 000's database assistant: its SQLite database, MCP config, prompt and questions.
+"""The database-assistant example: its SQLite database, MCP config, prompt and questions.
 
-``fncall-graph demo`` replays this session: a database assistant drives
-``mcp-server-sqlite`` over a small database and answers four questions in one thread —
-a simple call, three calls in parallel (twice), then two calls where the second
-depends on the first.
+A database assistant drives ``mcp-server-sqlite`` over a small database and answers
+four questions in one thread — a simple call, three calls in parallel (twice), then two
+calls where the second depends on the first. ``fncall-graph demo`` runs it; the
+recording ``replay:database-assistant`` holds Qwen-Max's replies to it.
 
 The database holds the tables the session shows:
 
@@ -23,15 +23,13 @@ from __future__ import annotations
 import shutil
 import sqlite3
 import sys
-from importlib import resources
 from pathlib import Path
 from typing import Any
 
 __all__ = [
     "QUESTIONS",
     "SYSTEM_PROMPT",
-    "make_seed_db",
-    "packaged_replay",
+    "make_database",
     "sqlite_config",
     "sqlite_server_command",
 ]
@@ -48,7 +46,7 @@ QUESTIONS: tuple[str, ...] = (
 """The session's questions, in order, asked in one thread."""
 
 
-def make_seed_db(path: str | Path) -> Path:
+def make_database(path: str | Path) -> Path:
     """Create (or replace) the session's database at ``path`` and return the path."""
     path = Path(path)
     path.unlink(missing_ok=True)
@@ -106,29 +104,3 @@ def sqlite_config(db_path: str | Path) -> dict[str, Any]:
             }
         }
     }
-
-
-def packaged_replay(name: str) -> Path | None:
-    """The recording shipped with the package called ``name``, if any.
-
-    ``name`` is a file name in ``fncall_graph/data`` with or without ``.json``, or its
-    prefix up to the first ``_`` (``"seed000"`` → ``seed000_qwen_max_hermes.json``).
-
-    Example:
-        >>> packaged_replay("seed000").name
-        'seed000_qwen_max_hermes.json'
-        >>> packaged_replay("nope") is None
-        True
-    """
-    if not name or "/" in name or "\\" in name:
-        return None
-    data = resources.files("fncall_graph") / "data"
-    candidates = sorted(
-        entry.name
-        for entry in data.iterdir()
-        if entry.name.endswith((".json", ".jsonl"))
-        and name in (entry.name, entry.name.rsplit(".", 1)[0], entry.name.split("_", 1)[0])
-    )
-    if len(candidates) != 1:
-        return None
-    return Path(str(data / candidates[0]))
