@@ -2,26 +2,33 @@
 PYTHON ?= python3
 VENV ?= .venv
 PY := $(VENV)/bin/python
-PIP := $(PY) -m pip
+# pip's own progress lines stay; its per-package chatter does not
+PIP := $(PY) -m pip --disable-pip-version-check --progress-bar off
 
 .PHONY: demo test lint format install install-test bench clean
 
 $(VENV)/bin/python:
+	@echo "==> creating the virtual environment $(VENV)"
 	$(PYTHON) -m venv $(VENV)
 	$(PIP) install --quiet --upgrade pip
 
 $(VENV)/.installed-demo: pyproject.toml | $(VENV)/bin/python
-	$(PIP) install --quiet -e '.[local]'
+	@echo "==> installing fncall-graph[demo]: the package, mcp-server-sqlite and llama-cpp-python"
+	@echo "    (the first time, llama-cpp-python compiles llama.cpp: about 5 minutes on 2 cores)"
+	$(PIP) install -e '.[demo]'
 	touch $@
 
 $(VENV)/.installed-test: pyproject.toml | $(VENV)/bin/python
-	$(PIP) install --quiet -e '.[test,postgres,local,studio]'
+	@echo "==> installing fncall-graph with the test, postgres, demo and studio extras"
+	@echo "    (the first time, llama-cpp-python compiles llama.cpp: about 5 minutes on 2 cores)"
+	$(PIP) install -e '.[test,postgres,demo,studio]'
 	touch $@
 
 install: $(VENV)/.installed-demo
 install-test: $(VENV)/.installed-test
 
 demo: install
+	@echo "==> running the demo"
 	$(VENV)/bin/fncall-graph demo
 
 lint: install-test
@@ -33,9 +40,12 @@ format: install-test
 	$(VENV)/bin/ruff format .
 
 test: install-test
+	@echo "==> system packages the tests need (PostgreSQL server binaries)"
 	bash scripts/system-deps.sh
+	@echo "==> ruff"
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
+	@echo "==> pytest"
 	$(VENV)/bin/pytest
 
 bench: install-test

@@ -6,8 +6,9 @@ Commands:
   shows a live line (name, arguments, running/done/error, elapsed time);
 - ``run``: one question, non-interactive; exit status 0 on a final answer, 1 otherwise;
   ``--json`` prints the thread's messages;
-- ``demo``: seed 000's database-assistant session (four questions, one thread) against
-  ``mcp-server-sqlite`` on a fresh database, printed as a transcript;
+- ``demo``: the database-assistant example (four questions, one thread) against
+  ``mcp-server-sqlite`` on a fresh database, printed as a transcript: recorded replies
+  first, then the bundled local model live;
 - ``prompt``: the exact system prompt a dialect writes for the tools of an MCP config.
 
 Threads are checkpointed in a SQLite file (``--db``), so ``--thread``/``--resume``
@@ -26,6 +27,7 @@ import argparse
 import contextlib
 import json
 import os
+import re
 import sqlite3
 import sys
 import tempfile
@@ -77,56 +79,31 @@ def default_db_path() -> Path:
     return Path(state).expanduser() / "fncall-graph" / "checkpoints.sqlite"
 
 
-def expand_model_spec(spec: str | None) -> str | None:
-    """``replay:NAME`` for a recording shipped with the package (``replay:seed000``).
-
-    Other specs, and replay paths that exist, are returned unchanged.
-    """
-    if spec is None:
-        spec = os.environ.get("FNCALL_MODEL") or None
-    if spec is None or not spec.strip().lower().startswith("replay:"):
-        return spec
-    from fncall_graph.seed import packaged_replay
-
-    name = spec.split(":", 1)[1].strip()
-    if Path(name).exists():
-        return spec
-    packaged = packaged_replay(name)
-    return f"replay:{packaged}" if packaged is not None else spec
-
-
 def load_model(spec: str | None, ui: UI, **kwargs: Any) -> BaseChatModel:
     """The chat model for ``spec`` (``None``: ``$FNCALL_MODEL``, else ``local``)."""
-    from fncall_graph.adapters.models import DEFAULT_SPEC, ModelSpecError, resolve_model
+    from fncall_graph.adapters.models import DEFAULT_SPEC, MODEL_ENV, ModelSpecError, resolve_model
 
-    spec = expand_model_spec(spec)
-    if (spec or DEFAULT_SPEC).strip() == "local":
-        ui.note("starting the bundled local model (SmolLM2-135M-Instruct) ...")
-    else:
+    spec = spec or os.environ.get(MODEL_ENV) or DEFAULT_SPEC
+    if spec.strip() != "local":
         kwargs = {}  # the settings below suit the bundled model only
     try:
-        return resolve_model(spec, **kwargs)
+        if spec.strip() != "local":
+            return resolve_model(spec, **kwargs)
+        with ui.working("starting the bundled local model (SmolLM2-135M-Instruct on llama.cpp)"):
+            return resolve_model(spec, **kwargs)
     except ModelSpecError as exc:
         raise CLIError(str(exc)) from exc
 
 
-def choose_dialect(requested: str, model: BaseChatModel, lang: str | None) -> Any:
-    """The dialect to build the graph with.
-
-    ``auto`` with a replay model speaks the dialect its recording was made in.
-    """
+def choose_dialect(requested: str, lang: str | None) -> Any:
+    """The dialect to build the graph with (``auto`` is left to the graph)."""
     from fncall_graph.adapters import get_dialect
 
-    name = requested
-    if name == "auto":
-        recorded = getattr(model, "dialect", None)
-        if isinstance(recorded, str) and recorded:
-            name = recorded
-    if name == "auto":
+    if requested == "auto":
         return "auto"
-    options = {"lang": lang} if lang and name == "qwen" else {}
+    options = {"lang": lang} if lang and requested == "qwen" else {}
     try:
-        return get_dialect(name, **options)
+        return get_dialect(requested, **options)
     except (ValueError, TypeError) as exc:
         raise CLIError(str(exc)) from exc
 
@@ -182,6 +159,21 @@ def sqlite_checkpointer(path: Path) -> Iterator[Any]:
 def _first_line(text: str) -> str:
     lines = [line.strip() for line in text.splitlines() if line.strip()]
     return lines[0] if lines else ""
+
+
+# Servers such as mcp-server-sqlite answer a failed call with ordinary text that starts
+# like this (no MCP isError flag); the terminal shows those calls as failed, too.
+_FAILURE_TEXT = re.compile(r"^\s*(error|database error|exception|traceback)\b", re.IGNORECASE)
+
+
+def reports_failure(text: str) -> bool:
+    """Whether a tool's result text says that the call failed.
+
+    Example:
+        >>> reports_failure("Database error: no such table: table"), reports_failure("[{'n': 3}]")
+        (True, False)
+    """
+    return bool(_FAILURE_TEXT.match(text))
 
 
 def _short(value: Any, limit: int = 100) -> str:
@@ -255,6 +247,7 @@ class UI:
         )
         self.calls: dict[str, _Call] = {}
         self._live: Any = None
+        self._status: Any = None
         self._in_answer = False
 
     # -- plain text
@@ -262,6 +255,29 @@ class UI:
     def note(self, text: str) -> None:
         """A status line (on stderr, so it never mixes with output)."""
         print(text, file=sys.stderr, flush=True)
+
+    @contextlib.contextmanager
+    def working(self, text: str) -> Iterator[None]:
+        """A spinner saying ``text`` while the block runs (one plain line off a terminal)."""
+        if not self.tty:
+            self.note(f"{text} ...")
+            yield
+            return
+        self.end_answer()
+        self._stop_live()
+        with self.console.status(_escape(text)):
+            yield
+
+    def thinking(self) -> None:
+        """A spinner until the model's first token or call shows (terminals only)."""
+        if self.tty and not self.quiet and self._status is None and self._live is None:
+            self._status = self.console.status("the model is writing …")
+            self._status.start()
+
+    def _stop_status(self) -> None:
+        if self._status is not None:
+            self._status.stop()
+            self._status = None
 
     def heading(self, text: str) -> None:
         self.end_answer()
@@ -280,6 +296,7 @@ class UI:
     def token(self, text: str) -> None:
         if self.quiet or not text:
             return
+        self._stop_status()
         self._stop_live()
         if not self._in_answer:
             self._in_answer = True
@@ -307,11 +324,12 @@ class UI:
         self.calls[call_id] = _Call(name, args, state="waiting" if waiting else "running")
         self._show(call_id)
 
-    def call_approved(self, call_id: str) -> None:
-        call = self.calls.get(call_id)
-        if call is not None and call.state == "waiting":
-            call.state, call.started = "running", time.monotonic()
-            self._show(call_id)
+    def calls_resumed(self) -> None:
+        """The person has decided: waiting calls start now (their time starts here too)."""
+        for call_id, call in self.calls.items():
+            if call.state == "waiting":
+                call.state, call.started = "running", time.monotonic()
+                self._show(call_id)
 
     def call_finished(self, call_id: str, state: str, detail: str = "") -> None:
         call = self.calls.get(call_id)
@@ -323,6 +341,7 @@ class UI:
             self._stop_live()
 
     def _show(self, call_id: str) -> None:
+        self._stop_status()
         call = self.calls[call_id]
         if not self.tty:
             self._write(f"[tool] {call.line()}\n")
@@ -337,6 +356,7 @@ class UI:
         self._live.refresh()
 
     def _stop_live(self) -> None:
+        self._stop_status()
         if self._live is not None:
             self._live.refresh()
             self._live.stop()
@@ -490,6 +510,7 @@ class Session:
             if not interrupts:
                 break
             payload = Command(resume=self._decide(interrupts))
+            self.ui.calls_resumed()
         self.ui.close()
         messages = self.messages()
         last = messages[-1] if messages else None
@@ -504,6 +525,7 @@ class Session:
         modes = ["messages", "updates"]
         if self.tracer is not None:
             modes.append("values")
+        self.ui.thinking()
         for mode, chunk in self.graph.stream(payload, self.config, stream_mode=modes):
             if mode == "messages":
                 message, meta = chunk
@@ -518,6 +540,8 @@ class Session:
             if mode == "updates":
                 interrupts += list(chunk.get("__interrupt__") or ())
                 self._updates(chunk)
+                if "adapter" in chunk:  # the model call starts now
+                    self.ui.thinking()
         return interrupts
 
     def _updates(self, chunk: Mapping[str, Any]) -> None:
@@ -527,18 +551,20 @@ class Session:
             for message in update.get("messages") or []:
                 if isinstance(message, AIMessage):
                     self.ui.end_answer()
+                    # a reply with a gated call waits as a whole: nothing runs before the decision
+                    waits = node == "model" and any(
+                        c["name"] in self.gated for c in message.tool_calls
+                    )
                     for call in message.tool_calls:
                         self.ui.call_started(
-                            call.get("id") or "",
-                            call["name"],
-                            call["args"],
-                            waiting=node == "model" and call["name"] in self.gated,
+                            call.get("id") or "", call["name"], call["args"], waiting=waits
                         )
                 elif isinstance(message, ToolMessage):
+                    text = text_of(message.content)
                     if node == "approve":
-                        state, detail = "rejected", text_of(message.content)
-                    elif message.status == "error":
-                        state, detail = "error", _first_line(text_of(message.content))
+                        state, detail = "rejected", text
+                    elif message.status == "error" or reports_failure(text):
+                        state, detail = "error", _first_line(text)
                     else:
                         state, detail = "done", ""
                     self.ui.call_finished(message.tool_call_id, state, detail)
@@ -586,14 +612,12 @@ class Session:
                 if kind is None or kind not in allowed:
                     continue
                 if kind == "approve":
-                    self._approved(action)
                     return {"type": "approve"}
                 if kind == "reject":
                     reason = self.ui.ask("reason (sent to the model): ").strip()
                     return {"type": "reject", "message": reason or None}
                 edited = self._edited_args(args)
                 if edited is not None:
-                    self._approved(action)
                     return {"type": "edit", "edited_action": {"name": name, "args": edited}}
         except EOFError as exc:
             raise CLIError(
@@ -614,12 +638,6 @@ class Session:
             self.ui.note("the arguments must be a JSON object; try again")
             return None
         return value
-
-    def _approved(self, action: Mapping[str, Any]) -> None:
-        for call_id, call in self.ui.calls.items():
-            if call.name == action["name"] and call.state == "waiting":
-                self.ui.call_approved(call_id)
-                return
 
 
 def _last_question(messages: Sequence[BaseMessage]) -> str:
@@ -654,19 +672,24 @@ def _check_gated(names: Sequence[str], tools: Sequence[BaseTool]) -> None:
 
 
 def _build_graph(
-    args: argparse.Namespace, model: BaseChatModel, tools: list[BaseTool], saver: Any
+    args: argparse.Namespace, ui: UI, model: BaseChatModel, tools: list[BaseTool], saver: Any
 ) -> Any:
     from fncall_graph.graphs import create_fncall_graph
+    from fncall_graph.graphs.factory import initial_dialect
 
     gated = list(dict.fromkeys(getattr(args, "approve", None) or []))
     _check_gated(gated, tools)
     options: dict[str, Any] = {}
     if gated:
         options["interrupt_on"] = dict.fromkeys(gated, True)
+    dialect = initial_dialect(model, choose_dialect(args.dialect, getattr(args, "lang", None)))
+    if args.command == "chat" or args.trace:
+        names = ", ".join(t.name for t in tools) or "none (give --mcp)"
+        ui.note(f"dialect {dialect.name} · {len(tools)} tools: {names}")
     return create_fncall_graph(
         model,
         tools,
-        dialect=choose_dialect(args.dialect, model, getattr(args, "lang", None)),
+        dialect=dialect,
         system_prompt=args.system,
         checkpointer=saver,
         **options,
@@ -693,7 +716,7 @@ def _open_session(
         sqlite_checkpointer(db) as saver,
         _trace_output(args.trace_file) as trace_file,
     ):
-        graph = _build_graph(args, model, tools, saver)
+        graph = _build_graph(args, ui, model, tools, saver)
         tracer = Tracer(args.system) if (args.trace or trace_file) else None
         session = Session(
             graph,
@@ -781,50 +804,96 @@ def cmd_run(args: argparse.Namespace) -> int:
     return 0
 
 
+RECORDED_MODEL = "replay:database-assistant"
+OWN_MODEL_HINT = """\
+Run it on your own model:
+  fncall-graph demo --model ollama:qwen3                      # Ollama (OLLAMA_HOST, default 127.0.0.1:11434)
+  fncall-graph demo --model 'http://127.0.0.1:8000/v1#NAME'   # any OpenAI-compatible server (vLLM, llama.cpp, LM Studio)
+  fncall-graph demo --model openai:gpt-4o-mini                # OPENAI_API_KEY
+  fncall-graph chat --model ollama:qwen3 --mcp mcp.json       # your own MCP servers
+Measure a model on this example, per dialect: python bench/real_model.py SPEC"""
+
+
 def cmd_demo(args: argparse.Namespace) -> int:
-    """Seed 000's session on a fresh database, printed as a transcript."""
-    from langgraph.checkpoint.memory import InMemorySaver
+    """The database-assistant example on a fresh database, printed as a transcript.
 
-    from fncall_graph import seed
-
+    Without --model: first the recorded replies of Qwen-Max to this example, played
+    through the real parser, mcp-server-sqlite and a SQLite checkpointer; then the same
+    questions live on the bundled local model; then how to use your own model.
+    """
     ui = UI(sys.stdout)
-    # the bundled 135M model: greedy and bounded, so the demo ends in reasonable time
-    model = load_model(args.model, ui, temperature=0, max_tokens=384)
+    ui.heading("fncall-graph demo · the database-assistant example")
+    spec = args.model or os.environ.get("FNCALL_MODEL")
+    if spec:
+        model = load_model(spec, ui, temperature=0, max_tokens=384)
+        _demo_session(ui, model, args, f"live: {spec}")
+    else:
+        recorded = load_model(RECORDED_MODEL, ui)
+        _demo_session(
+            ui,
+            recorded,
+            args,
+            "part 1 of 2 · RECORDED replies of Qwen-Max (not a live model) through the real "
+            "parser, mcp-server-sqlite and a SQLite checkpointer",
+        )
+        local = load_model("local", ui, temperature=0, max_tokens=384)
+        _demo_session(
+            ui,
+            local,
+            args,
+            "part 2 of 2 · LIVE: the bundled SmolLM2-135M on llama.cpp, a 135M-parameter "
+            f"model: it calls real tools but {LOCAL_MODEL_SCORE}",
+        )
+    ui.heading(OWN_MODEL_HINT)
+    return 0
+
+
+#: What bench/real_model.py measured for the bundled model on this example (README).
+LOCAL_MODEL_SCORE = "answers 0 of the 4 questions correctly (bench/real_model.py local)"
+
+
+def _demo_session(ui: UI, model: BaseChatModel, args: argparse.Namespace, title: str) -> None:
+    """Ask the example's questions in one thread over a fresh copy of its database."""
+    from fncall_graph.examples import database_assistant as example
+    from fncall_graph.graphs import create_fncall_graph
+    from fncall_graph.graphs.factory import initial_dialect
+
     with tempfile.TemporaryDirectory(prefix="fncall-graph-demo-") as tmp:
-        db = seed.make_seed_db(Path(tmp) / "test.db")
+        db = example.make_database(Path(tmp) / "test.db")
         try:
-            config = seed.sqlite_config(db)
+            config = example.sqlite_config(db)
         except FileNotFoundError as exc:
             raise CLIError(str(exc)) from exc
-        with mcp_tools(config) as tools, _trace_output(args.trace_file) as trace_file:
-            from fncall_graph.graphs import create_fncall_graph
-
-            dialect = choose_dialect(args.dialect, model, None)
+        with (
+            mcp_tools(config) as tools,
+            sqlite_checkpointer(Path(tmp) / "threads.sqlite") as saver,
+            _trace_output(args.trace_file) as trace_file,
+        ):
+            dialect = initial_dialect(model, choose_dialect(args.dialect, None))
             graph = create_fncall_graph(
                 model,
                 tools,
                 dialect=dialect,
-                system_prompt=seed.SYSTEM_PROMPT,
-                checkpointer=InMemorySaver(),
+                system_prompt=example.SYSTEM_PROMPT,
+                checkpointer=saver,
+                max_iterations=6,  # a small model that never answers stops in time
             )
-            tracer = Tracer(seed.SYSTEM_PROMPT) if (args.trace or trace_file) else None
+            tracer = Tracer(example.SYSTEM_PROMPT) if (args.trace or trace_file) else None
             session = Session(
-                graph,
-                "seed000",
-                ui,
-                tracer=tracer,
-                trace_file=trace_file,
-                show_trace=args.trace,
+                graph, "demo", ui, tracer=tracer, trace_file=trace_file, show_trace=args.trace
             )
-            name = getattr(dialect, "name", dialect)
-            ui.heading(f"seed 000 · {len(tools)} tools · dialect {name} · database {db}")
-            ui.heading(f"system> {seed.SYSTEM_PROMPT}")
-            for number, question in enumerate(seed.QUESTIONS, 1):
+            ui.heading(f"── {title}")
+            ui.heading(f"{len(tools)} MCP tools · dialect {dialect.name} · database {db}")
+            ui.heading(f"system> {example.SYSTEM_PROMPT}")
+            for number, question in enumerate(example.QUESTIONS, 1):
                 ui.heading(f"Q{number}> {question}")
                 outcome = session.ask(question)
                 if outcome.stopped:
                     ui.note(f"({outcome.stopped})")
-    return 0
+            rows = sqlite3.connect(db).execute("SELECT COUNT(*) FROM log").fetchone()[0]
+            ui.heading(
+                f"log rows now: {rows} (the example starts with 1; the last question adds one)"
+            )
 
 
 def cmd_prompt(args: argparse.Namespace) -> int:
@@ -860,15 +929,14 @@ def describe_error(exc: BaseException) -> str:
     while current is not None and current not in chain:
         chain.append(current)
         current = current.__cause__ or current.__context__
+    from fncall_graph.adapters.models import unreachable_server
+
+    unreachable = unreachable_server(exc)
+    if unreachable is not None:
+        return str(unreachable)
     for error in chain:
         kind = type(error).__name__
         module = type(error).__module__
-        if kind in ("APIConnectionError", "ConnectError") or isinstance(error, ConnectionError):
-            url = _request_url(error)
-            if url:
-                return f"cannot reach the model server at {url}: connection refused or unreachable"
-            # e.g. the ollama client's own ConnectionError, which names its host
-            return f"cannot reach the model server: {_first_line(str(error)) or kind}"
         if kind == "AuthenticationError" and module.startswith("openai"):
             return f"the model server refused the API key: {_first_line(str(error))}"
         if module.startswith("openai") and hasattr(error, "status_code"):
@@ -880,19 +948,6 @@ def describe_error(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {_first_line(str(exc)) or 'no message'}"
 
 
-def _request_url(error: BaseException) -> str | None:
-    request = getattr(error, "request", None)
-    with contextlib.suppress(Exception):
-        url = getattr(request, "url", None)
-        if url is not None:
-            text = str(url)
-            # the endpoint's base: what the user configured
-            for endpoint in ("/chat/completions", "/api/chat", "/api/generate"):
-                text = text.split(endpoint)[0]
-            return text
-    return None
-
-
 # --------------------------------------------------------------------------- parser
 
 
@@ -901,17 +956,16 @@ def _model_options(p: argparse.ArgumentParser, *, demo: bool = False) -> None:
         "--model",
         metavar="SPEC",
         help="model spec: 'ollama:NAME', 'openai:NAME', 'http://HOST:PORT/v1#NAME', "
-        "'PROVIDER:NAME', 'replay:FILE' (or 'replay:seed000' for a bundled recording), "
+        "'PROVIDER:NAME', 'replay:FILE' (or 'replay:database-assistant' for a bundled recording), "
         "'local' (default: $FNCALL_MODEL, else 'local')",
     )
     p.add_argument(
         "--dialect",
         choices=DIALECTS,
-        default="hermes" if demo else "auto",
+        default="auto",
         help="how tools reach the model: native function calling, or prompt text in "
         "hermes, qwen or react form; 'auto' = native when the model supports it, "
-        "else react (a replay model: the dialect it was recorded in)"
-        + (" (default: hermes, as in the seed)" if demo else " (default: auto)"),
+        "else react (a replay model: the dialect it was recorded in)" + " (default: auto)",
     )
     p.add_argument("--trace", action="store_true", help="print every model call's four views")
     p.add_argument(
@@ -961,7 +1015,7 @@ def build_parser() -> argparse.ArgumentParser:
     run.set_defaults(handler=cmd_run)
 
     demo = commands.add_parser(
-        "demo", help="seed 000's database assistant session", description=cmd_demo.__doc__
+        "demo", help="the database-assistant example", description=cmd_demo.__doc__
     )
     _model_options(demo, demo=True)
     demo.set_defaults(handler=cmd_demo)

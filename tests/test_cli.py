@@ -20,7 +20,12 @@ import pytest
 from langchain_core.messages import AIMessage, HumanMessage, ToolMessage, messages_from_dict
 from ports import free_port
 
-from fncall_graph.seed import QUESTIONS, SYSTEM_PROMPT, make_seed_db, sqlite_config
+from fncall_graph.examples.database_assistant import (
+    QUESTIONS,
+    SYSTEM_PROMPT,
+    make_database,
+    sqlite_config,
+)
 
 pytestmark = pytest.mark.slow
 
@@ -28,7 +33,7 @@ CLI = str(Path(sys.executable).parent / "fncall-graph")
 REPO = Path(__file__).resolve().parents[1]
 FIXTURE = json.loads((REPO / "tests" / "fixtures" / "seed000_hermes.json").read_text("utf-8"))
 CALLS: list[dict[str, Any]] = FIXTURE["calls"]
-REPLAY = REPO / "fncall_graph" / "data" / "seed000_qwen_max_hermes.json"
+REPLAY = REPO / "fncall_graph" / "data" / "database-assistant_qwen-max_hermes.json"
 # Model calls of the demo → the fixture's printed calls (the describe round is not printed).
 PRINTED = [0, 1, 2, 3, None, None, 4, 5, 6]
 TIMEOUT = 120
@@ -37,13 +42,9 @@ TIMEOUT = 120
 def cli(
     *args: str, env: dict[str, str] | None = None, **kwargs: Any
 ) -> subprocess.CompletedProcess:
+    kwargs.setdefault("timeout", TIMEOUT)
     return subprocess.run(
-        [CLI, *args],
-        capture_output=True,
-        text=True,
-        timeout=TIMEOUT,
-        env={**os.environ, **(env or {})},
-        **kwargs,
+        [CLI, *args], capture_output=True, text=True, env={**os.environ, **(env or {})}, **kwargs
     )
 
 
@@ -51,7 +52,7 @@ def cli(
 def mcp_json(tmp_path: Path) -> Path:
     """seed 000's MCP config over a fresh copy of its database."""
     path = tmp_path / "mcp.json"
-    path.write_text(json.dumps(sqlite_config(make_seed_db(tmp_path / "test.db"))), "utf-8")
+    path.write_text(json.dumps(sqlite_config(make_database(tmp_path / "test.db"))), "utf-8")
     return path
 
 
@@ -104,11 +105,58 @@ def test_demo_reproduces_the_seed_session(tmp_path: Path) -> None:
     assert "韩梅梅的年龄是 6 岁" in done.stdout
 
 
+def test_demo_plays_the_recording_then_the_live_model(tmp_path: Path) -> None:
+    """``make demo``'s command: correct answers first (recorded, and said to be), then the
+    bundled model live, then how to use one's own model. What the small model writes is
+    not asserted: only that its part runs through and ends."""
+    done = cli("demo", env={"FNCALL_MODEL": ""}, cwd=tmp_path, timeout=600)
+    assert done.returncode == 0, done.stderr
+    out = done.stdout
+    recorded, live, hint = (
+        out.index("RECORDED replies of Qwen-Max"),
+        out.index("LIVE: the bundled SmolLM2-135M"),
+        out.index("fncall-graph demo --model ollama:qwen3"),
+    )
+    assert recorded < live < hint
+    part1 = out[recorded:live]
+    assert "dialect hermes" in part1
+    assert "三张表" in part1 and "韩梅梅的年龄是 6 岁" in part1
+    assert "log rows now: 2" in part1  # the recorded session's one write, done for real
+    assert "dialect hermes" in out[live:hint]  # the bundled model's own dialect
+    assert out[live:hint].count("Q") >= 4
+
+
+def test_a_failed_tool_call_is_shown_as_failed(tmp_path: Path, mcp_json: Path) -> None:
+    bad = replay_file(
+        tmp_path,
+        "bad.json",
+        [
+            '<tool_call>\n{"name": "sqlite-read_query", "arguments": '
+            '{"query": "SELECT * FROM nosuch"}}\n</tool_call>',
+            "没有这张表",
+        ],
+    )
+    done = cli(
+        "run",
+        "--model",
+        f"replay:{bad}",
+        "--mcp",
+        str(mcp_json),
+        "--db",
+        str(tmp_path / "t.sqlite"),
+        "数据",
+    )
+    assert done.returncode == 0, done.stderr
+    assert "sqlite-read_query" in done.stdout
+    assert " error " in done.stdout and "no such table: nosuch" in done.stdout
+    assert " done" not in done.stdout
+
+
 def test_run_json_prints_the_thread(tmp_path: Path, mcp_json: Path) -> None:
     done = cli(
         "run",
         "--model",
-        "replay:seed000",
+        "replay:database-assistant",
         "--mcp",
         str(mcp_json),
         "--db",
@@ -163,7 +211,7 @@ def test_errors_are_one_line(case: str, expected: str, tmp_path: Path) -> None:
     else:
         bad = tmp_path / "mcp.json"
         bad.write_text(json.dumps({"mcpServers": {"sqlite": {"command": "x", "args": "--db"}}}))
-        args += ["replay:seed000", "--mcp", str(bad)]
+        args += ["replay:database-assistant", "--mcp", str(bad)]
     done = cli(*args, "数据库有几张表", env=env)
     assert done.returncode == 1
     assert "Traceback" not in done.stderr
@@ -185,7 +233,7 @@ def _gated_chat(tmp_path: Path, mcp_json: Path, *extra: str) -> pexpect.spawn:
     return _spawn(
         "chat",
         "--model",
-        "replay:seed000",
+        "replay:database-assistant",
         "--mcp",
         str(mcp_json),
         "--db",
@@ -198,6 +246,8 @@ def _gated_chat(tmp_path: Path, mcp_json: Path, *extra: str) -> pexpect.spawn:
 
 def test_chat_asks_before_a_gated_tool_runs(tmp_path: Path, mcp_json: Path) -> None:
     child = _gated_chat(tmp_path, mcp_json, "--system", SYSTEM_PROMPT)
+    # the dialect the recording was made in, and the tools it is given
+    child.expect("dialect hermes · 6 tools: sqlite-read_query, ")
     child.expect("thread ")
     child.expect("you> ")
     child.sendline(QUESTIONS[0])
