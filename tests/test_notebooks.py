@@ -78,3 +78,14 @@ def test_notebook_runs(
         if out.output_type == "error"
     ]
     assert not errors, errors
+    # each draws its graph as a picture, not as printed source
+    pictures = [
+        out
+        for cell in nb.cells
+        if cell.cell_type == "code"
+        for out in cell.outputs
+        if "image/svg+xml" in out.get("data", {})
+    ]
+    assert pictures, f"{path.name} shows no picture of its graph"
+    assert "<svg" in pictures[0]["data"]["image/svg+xml"]
+    assert "adapter" in pictures[0]["data"]["image/svg+xml"]
