@@ -32,6 +32,8 @@ from typing import Any
 from langchain_core.language_models import BaseChatModel
 from langchain_openai import ChatOpenAI
 
+from fncall_graph._compat import ChatOpenAIMaxTokens
+
 __all__ = [
     "CompatibleChatOpenAI",
     "ModelServerUnreachable",
@@ -73,7 +75,7 @@ class ModelSpecError(ValueError):
         super().__init__(f"model spec {spec!r}: {problem}; {remedy}")
 
 
-class CompatibleChatOpenAI(ChatOpenAI):
+class CompatibleChatOpenAI(ChatOpenAIMaxTokens):
     """``ChatOpenAI`` for OpenAI-compatible servers (llama.cpp, vLLM, DashScope, DeepSeek).
 
     langchain-openai sends a token limit as ``max_completion_tokens``, which OpenAI
@@ -86,25 +88,13 @@ class CompatibleChatOpenAI(ChatOpenAI):
             prompt dialects by default (see its ``constrained`` option). The bundled
             ``local`` model sets it; pass ``accepts_grammar=True`` to ``resolve_model`` for
             another llama.cpp server.
-
-    Example:
-        >>> m = CompatibleChatOpenAI(model="x", base_url="http://127.0.0.1:1/v1", api_key="k", max_tokens=8)
-        >>> m._get_request_payload("hi")["max_tokens"]
-        8
+        dialect: the dialect ``create_fncall_graph(dialect="auto")`` speaks with this
+            model, if set (the bundled ``local`` model sets ``"hermes"``); ``None``:
+            native when it binds tools.
     """
 
     accepts_grammar: bool = False
     dialect: str | None = None
-    """The dialect ``create_fncall_graph(dialect="auto")`` speaks with this model, if set
-    (the bundled ``local`` model sets ``"hermes"``); ``None``: native when it binds tools."""
-
-    def _get_request_payload(
-        self, input_: Any, *, stop: list[str] | None = None, **kwargs: Any
-    ) -> dict:
-        payload = super()._get_request_payload(input_, stop=stop, **kwargs)
-        if "max_completion_tokens" in payload:
-            payload["max_tokens"] = payload.pop("max_completion_tokens")
-        return payload
 
 
 def resolve_model(spec: str | BaseChatModel | None = None, **kwargs: Any) -> BaseChatModel:
@@ -274,21 +264,10 @@ def _openai_model(spec: str, name: str, **kwargs: Any) -> BaseChatModel:
     return ChatOpenAI(model=name, **kwargs)
 
 
-def _known_providers() -> set[str] | None:
-    from langchain.chat_models import base
-
-    # The registry is private; without it the provider is left to init_chat_model.
-    registry = getattr(base, "_BUILTIN_PROVIDERS", None)
-    return set(registry) if isinstance(registry, dict) else None
-
-
 def _init_chat_model(spec: str, provider: str, name: str, **kwargs: Any) -> BaseChatModel:
     from langchain.chat_models import init_chat_model
 
     provider = provider.replace("-", "_")
-    known = _known_providers()
-    if known is not None and provider not in known:
-        raise ModelSpecError(spec, f"unknown provider {provider!r}", _SPEC_HELP)
     try:
         return init_chat_model(name, model_provider=provider, **kwargs)
     except ImportError as exc:

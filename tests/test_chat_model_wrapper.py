@@ -157,7 +157,6 @@ def test_wrapper_is_a_chat_model_with_the_dialect_resolved() -> None:
     model = with_dialect(ReplayChatModel(["x"]), "nous")
     assert isinstance(model, DialectChatModel)
     assert model.dialect.name == "hermes"
-    assert model._llm_type == "dialect-hermes"
     with pytest.raises(ValueError, match="unknown dialect"):
         with_dialect(ReplayChatModel(["x"]), "klingon")
 

@@ -71,10 +71,10 @@ def test_base_url_spec_with_and_without_name():
 
 
 def test_compatible_client_sends_max_tokens():
+    from fncall_graph._compat import ChatOpenAIMaxTokens  # its payload: tests/test_compat.py
+
     model = resolve_model("http://127.0.0.1:8000/v1", max_tokens=7)
-    payload = model._get_request_payload("hi")
-    assert payload["max_tokens"] == 7
-    assert "max_completion_tokens" not in payload
+    assert isinstance(model, ChatOpenAIMaxTokens) and model.max_tokens == 7
 
 
 def test_init_chat_model_provider():

@@ -1,0 +1,87 @@
+"""What fncall_graph._compat relies on still holds in the installed LangGraph and LangChain.
+
+Each test fails loudly when a release moves or changes one of the private pieces, so
+the change is seen here and not as a quiet change of behaviour.
+"""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+from langchain_core.tools import BaseTool, StructuredTool, tool
+from langgraph.checkpoint.memory import InMemorySaver
+from langgraph.graph import START, StateGraph
+from typing_extensions import TypedDict
+
+from fncall_graph._compat import CONFIG_KEY_DURABILITY, ChatOpenAIMaxTokens, has_own_async
+
+
+class _State(TypedDict):
+    n: int
+
+
+def _graph(saver: InMemorySaver) -> object:
+    builder = StateGraph(_State)
+    builder.add_node("a", lambda s: {"n": s["n"] + 1})
+    builder.add_node("b", lambda s: {"n": s["n"] + 1})
+    builder.add_edge(START, "a")
+    builder.add_edge("a", "b")
+    return builder.compile(checkpointer=saver)
+
+
+@pytest.mark.parametrize(("durability", "checkpoints"), [("exit", 1), ("sync", 4)])
+def test_langgraph_reads_the_default_durability_from_the_config_key(
+    durability: str, checkpoints: int
+) -> None:
+    saver = InMemorySaver()
+    graph = _graph(saver).with_config(configurable={CONFIG_KEY_DURABILITY: durability})
+    config = {"configurable": {"thread_id": "t"}}
+    assert graph.invoke({"n": 0}, config) == {"n": 2}
+    assert len(list(saver.list(config))) == checkpoints
+
+
+def test_chat_openai_request_payload_is_overridable() -> None:
+    model = ChatOpenAIMaxTokens(
+        model="x", base_url="http://127.0.0.1:1/v1", api_key="k", max_tokens=8
+    )
+    payload = model._get_request_payload("hi")
+    assert payload["max_tokens"] == 8
+    assert "max_completion_tokens" not in payload
+    assert model._get_request_payload("hi", max_tokens=99)["max_tokens"] == 99
+
+
+def test_async_implementations_are_told_apart() -> None:
+    @tool
+    def sync_tool(x: int) -> int:
+        """Sync."""
+        return x
+
+    @tool
+    async def async_tool(x: int) -> int:
+        """Async."""
+        await asyncio.sleep(0)
+        return x
+
+    class OwnAsync(BaseTool):
+        name: str = "own"
+        description: str = "own"
+
+        def _run(self, x: int) -> int:
+            return x
+
+        async def _arun(self, x: int) -> int:
+            return x
+
+    class SyncOnly(BaseTool):
+        name: str = "sync_only"
+        description: str = "sync only"
+
+        def _run(self, x: int) -> int:
+            return x
+
+    assert isinstance(sync_tool, StructuredTool)
+    assert not has_own_async(sync_tool)
+    assert has_own_async(async_tool)
+    assert has_own_async(OwnAsync())
+    assert not has_own_async(SyncOnly())
