@@ -30,6 +30,7 @@ from langchain_core.runnables import Runnable, RunnableConfig
 from langchain_core.tools import BaseTool
 from langchain_core.utils.function_calling import convert_to_openai_tool
 from langchain_core.utils.json import parse_partial_json
+from langgraph.constants import TAG_NOSTREAM
 from pydantic import field_validator
 
 from .base import (
@@ -42,14 +43,15 @@ from .base import (
     StreamParser,
     text_of,
 )
-from .normalize import _key, normalize
+from .normalize import _key, markup_dialect, normalize
 
-__all__ = ["DialectChatModel", "with_dialect"]
+__all__ = ["MARKUP_FORMAT_KEY", "DialectChatModel", "with_dialect"]
 
-# LangGraph's tag for model runs whose tokens must not reach ``stream_mode="messages"``:
-# the inner model's raw text (markup and all) would otherwise be streamed next to the
-# parsed chunks of this wrapper.
-_NOSTREAM = "nostream"
+#: ``response_metadata`` key of a native reply whose calls were read from markup in its
+#: content (the server had no tool parser): the format they were written in.
+MARKUP_FORMAT_KEY = "fncall_calls_from_content"
+# bound with the tools: the tools as given to bind_tools, before conversion
+_GIVEN_TOOLS = "dialect_tools"
 
 
 class DialectChatModel(BaseChatModel):
@@ -74,8 +76,6 @@ class DialectChatModel(BaseChatModel):
 
     model: BaseChatModel
     dialect: Dialect
-    prerendered: bool = False
-    """The input is already the dialect's rendering (the graph's ``adapter`` node made it)."""
 
     @field_validator("dialect", mode="before")
     @classmethod
@@ -90,7 +90,7 @@ class DialectChatModel(BaseChatModel):
 
     @property
     def _identifying_params(self) -> dict[str, Any]:
-        return {"dialect": repr(self.dialect), "model": self.model._identifying_params}
+        return {"dialect": repr(self.dialect), "model": self.model.get_name()}
 
     # ------------------------------------------------------------------ tools
 
@@ -116,9 +116,31 @@ class DialectChatModel(BaseChatModel):
         formatted = [convert_to_openai_tool(t) for t in tools]
         if tool_choice is not None:
             kwargs["tool_choice"] = tool_choice
-        return self.bind(tools=formatted, **kwargs)
+        # ``tools`` in OpenAI form is what LangChain's and LangGraph's agents read back;
+        # the dialect renders the tools as given (an MCP tool's schema as its server wrote it)
+        return self.bind(tools=formatted, **{_GIVEN_TOOLS: list(tools)}, **kwargs)
 
     # ------------------------------------------------------------------ calls
+
+    def invoke(
+        self, input: LanguageModelInput, config: RunnableConfig | None = None, **kwargs: Any
+    ) -> AIMessage:
+        return self._canonical(super().invoke(input, config, **kwargs), kwargs)
+
+    async def ainvoke(
+        self, input: LanguageModelInput, config: RunnableConfig | None = None, **kwargs: Any
+    ) -> AIMessage:
+        return self._canonical(await super().ainvoke(input, config, **kwargs), kwargs)
+
+    def _canonical(self, message: BaseMessage, kwargs: dict[str, Any]) -> AIMessage:
+        """The reply as the graph keeps it, whether it was generated or streamed.
+
+        A streamed native reply has shown its text as it came, call markup included;
+        the message it adds up to is read once more, so no markup stays in ``content``.
+        """
+        if self.dialect.native and isinstance(message, AIMessage):
+            return normalize(message, None, tool_names=_names(kwargs.get("tools")))
+        return message  # type: ignore[return-value]
 
     def _prepare(
         self,
@@ -129,15 +151,14 @@ class DialectChatModel(BaseChatModel):
     ) -> tuple[Runnable[LanguageModelInput, BaseMessage], list[BaseMessage], dict[str, Any]]:
         """The runnable to call, its input and its call arguments (stop and config included)."""
         kwargs = dict(kwargs)
-        tools = kwargs.pop("tools", None) or None
+        formatted = kwargs.pop("tools", None) or None
+        tools = kwargs.pop(_GIVEN_TOOLS, None) or formatted
         tool_choice = kwargs.pop("tool_choice", None)
         inner: Runnable[LanguageModelInput, BaseMessage] = self.model
         if self.dialect.native:
             rendered = self.dialect.render(messages, tools)
             if tools:
                 inner = self.model.bind_tools(tools, tool_choice=tool_choice)
-        elif self.prerendered:
-            rendered = list(messages)
         else:
             rendered = self.dialect.render(messages, _chosen(tools, tool_choice))
         merged = list(dict.fromkeys([*self.dialect.stop, *(stop or [])]))
@@ -145,16 +166,20 @@ class DialectChatModel(BaseChatModel):
             kwargs["stop"] = merged
         # BaseChatModel hands ``_stream`` no run manager: then the inner run falls back
         # to the caller's context config and only needs the tag.
-        config: RunnableConfig = {"tags": [_NOSTREAM]}
+        config: RunnableConfig = {"tags": [TAG_NOSTREAM]}
         if run_manager is not None:
             config = {"callbacks": _child(run_manager)}
         kwargs["config"] = config
         return inner, rendered, kwargs
 
     def _finish(self, reply: BaseMessage, tools: Any) -> AIMessage:
-        if self.dialect.native:
-            return normalize(reply, None, tool_names=_names(tools))
-        return normalize(reply, self.dialect)
+        if not self.dialect.native:
+            return normalize(reply, self.dialect)
+        message = normalize(reply, None, tool_names=_names(tools))
+        markup = markup_dialect(reply)
+        if markup is not None and message.tool_calls and not getattr(reply, "tool_calls", None):
+            message.response_metadata[MARKUP_FORMAT_KEY] = markup
+        return message
 
     def _generate(
         self,
@@ -209,9 +234,7 @@ class DialectChatModel(BaseChatModel):
         yield ChatGenerationChunk(message=state.close())
 
 
-def with_dialect(
-    model: BaseChatModel, dialect: str | Dialect, *, prerendered: bool = False
-) -> DialectChatModel:
+def with_dialect(model: BaseChatModel, dialect: str | Dialect) -> DialectChatModel:
     """Give ``model`` tool calling through ``dialect``.
 
     The result is a LangChain chat model: ``bind_tools``, ``invoke``, ``stream``,
@@ -224,9 +247,6 @@ def with_dialect(
         dialect: ``"hermes"`` (alias ``"nous"``), ``"qwen"``, ``"react"``, ``"native"``,
             or a :class:`~fncall_graph.adapters.base.Dialect` instance (e.g.
             ``get_dialect("qwen", lang="zh")``).
-        prerendered: the messages given on each call are already rendered by
-            ``dialect`` (as the graph's ``adapter`` node does), so only the reply is
-            parsed.
 
     Returns:
         A :class:`DialectChatModel` wrapping ``model``.
@@ -256,7 +276,7 @@ def with_dialect(
         >>> raw.inputs[0][0].content.startswith("# Tools")
         True
     """
-    return DialectChatModel(model=model, dialect=dialect, prerendered=prerendered)
+    return DialectChatModel(model=model, dialect=dialect)
 
 
 # --------------------------------------------------------------------------- helpers
@@ -275,7 +295,7 @@ def _child(
     manager.set_handlers(run_manager.inheritable_handlers)
     manager.add_tags(run_manager.inheritable_tags)
     manager.add_metadata(run_manager.inheritable_metadata)
-    manager.add_tags([_NOSTREAM], inherit=False)
+    manager.add_tags([TAG_NOSTREAM], inherit=False)
     return manager
 
 
@@ -362,8 +382,10 @@ class _StreamState:
             extra = self._markup_extra()
         for call in extra:
             self._call(out, call)
-        chunk = AIMessageChunk(**out, chunk_position="last")
-        return chunk
+        meta = {}
+        if self.parser is None and extra and self.inner is not None and not self.inner.tool_calls:
+            meta[MARKUP_FORMAT_KEY] = markup_dialect(self.inner)
+        return AIMessageChunk(**out, response_metadata=meta, chunk_position="last")
 
     # -- helpers
 

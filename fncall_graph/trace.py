@@ -8,7 +8,8 @@ model really sees, the model's raw output and the post-processed output. A
 
 - **raw input**: the canonical history the ``model`` node starts from (the graph's
   system prompt in front), as OpenAI-style dicts;
-- **processed input**: what the dialect rendered, the state's ``model_input``;
+- **processed input**: what the model really received, as the inner run's callback saw it
+  (the same as the ``adapter`` node's ``model_input``);
 - **raw output**: what the inner chat model returned before any parsing, caught by
   :class:`RawOutputRecorder`, a LangChain callback handler. Prompt dialects call the
   inner model in a run tagged ``nostream``; its text is the raw output (a string). With
@@ -47,14 +48,11 @@ from langchain_core.messages import (
     convert_to_openai_messages,
 )
 from langchain_core.outputs import LLMResult
+from langgraph.constants import TAG_NOSTREAM
 
 from fncall_graph.adapters.base import text_of
 
 __all__ = ["ModelCallRecord", "RawOutputRecorder", "Tracer", "message_dict"]
-
-# LangGraph's tag for model runs kept out of the messages stream; fncall-graph's prompt
-# dialects put it on the inner (raw) model call.
-INNER_TAG = "nostream"
 
 
 def message_dict(message: BaseMessage) -> dict[str, Any]:
@@ -85,8 +83,8 @@ class RawOutputRecorder(BaseCallbackHandler):
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
-        self._inner: dict[UUID, bool] = {}
-        self._outputs: list[tuple[bool, BaseMessage]] = []
+        self._inner: dict[UUID, tuple[bool, list[BaseMessage]]] = {}
+        self._outputs: list[tuple[bool, BaseMessage, list[BaseMessage]]] = []
 
     def on_chat_model_start(
         self,
@@ -98,35 +96,36 @@ class RawOutputRecorder(BaseCallbackHandler):
         **kwargs: Any,
     ) -> None:
         with self._lock:
-            self._inner[run_id] = INNER_TAG in (tags or [])
+            self._inner[run_id] = (TAG_NOSTREAM in (tags or []), messages[0] if messages else [])
 
     def on_llm_end(self, response: LLMResult, *, run_id: UUID, **kwargs: Any) -> None:
         with self._lock:
-            inner = self._inner.pop(run_id, None)
-            if inner is None or not response.generations or not response.generations[0]:
+            started = self._inner.pop(run_id, None)
+            if started is None or not response.generations or not response.generations[0]:
                 return
             generation = response.generations[0][0]
             message = getattr(generation, "message", None)
             if isinstance(message, BaseMessage):
-                self._outputs.append((inner, message))
+                self._outputs.append((started[0], message, started[1]))
 
     def on_llm_error(self, error: BaseException, *, run_id: UUID, **kwargs: Any) -> None:
         with self._lock:
             self._inner.pop(run_id, None)
 
-    def take(self) -> tuple[bool, BaseMessage] | None:
-        """The raw reply of the model call that just ended, and whether it was an inner run.
+    def take(self) -> tuple[bool, BaseMessage, list[BaseMessage]] | None:
+        """The model call that just ended: whether it was an inner run, its raw reply, and
+        the messages it was sent.
 
         An inner (``nostream``) run wins over the wrapper around it; otherwise the last
         chat-model run is the provider's own reply. The record is cleared.
         """
         with self._lock:
             outputs, self._outputs = self._outputs, []
-        inner = [m for is_inner, m in outputs if is_inner]
+        inner = [o for o in outputs if o[0]]
         if inner:
-            return True, inner[-1]
+            return inner[-1]
         if outputs:
-            return False, outputs[-1][1]
+            return outputs[-1]
         return None
 
 
@@ -141,7 +140,7 @@ class ModelCallRecord:
         call: the call's number within the round, from 1.
         dialect: the dialect the call spoke.
         raw_input: the canonical history, OpenAI-style dicts.
-        processed_input: what the model received (the state's ``model_input``).
+        processed_input: what the model received, OpenAI-style dicts.
         raw_output: the model's text before parsing (prompt dialects), or the
             provider's reply as a dict (native).
         processed_output: the canonical reply, an OpenAI-style dict.
@@ -220,25 +219,34 @@ class Tracer:
             return []
         if mode != "updates" or not isinstance(chunk, Mapping):
             return []
-        update = chunk.get("model")
+        # a reply comes from the model node, or from react_fallback when its unreadable
+        # calls made the thread switch dialect
+        update = chunk.get("model") or chunk.get("react_fallback")
         if not isinstance(update, Mapping):
             return []
-        raw = self.recorder.take()
         replies = [m for m in update.get("messages") or [] if isinstance(m, AIMessage)]
-        if not replies:  # a fallback switch, not a reply
+        if not replies:  # a switch without a reply
             return []
-        record = self._record(replies[-1], raw)
+        dialect = update.get("dialect") or self._values.get("dialect")
+        record = self._record(replies[-1], self.recorder.take(), dialect)
         self.records.append(record)
         return [record]
 
-    def _record(self, reply: AIMessage, raw: tuple[bool, BaseMessage] | None) -> ModelCallRecord:
+    def _record(
+        self,
+        reply: AIMessage,
+        raw: tuple[bool, BaseMessage, list[BaseMessage]] | None,
+        dialect: str | None,
+    ) -> ModelCallRecord:
         self._call += 1
         history: list[AnyMessage] = list(self._values.get("messages") or [])
         if self.system_prompt and not (history and isinstance(history[0], SystemMessage)):
             history.insert(0, SystemMessage(self.system_prompt))
         raw_output: str | dict[str, Any] | None = None
+        processed_input: list[dict[str, Any]] = []
         if raw is not None:
-            inner, message = raw
+            inner, message, sent = raw
+            processed_input = convert_to_openai_messages(sent)  # type: ignore[assignment]
             plain = not getattr(message, "tool_calls", None) and not message.additional_kwargs.get(
                 "reasoning_content"
             )
@@ -249,9 +257,9 @@ class Tracer:
             round=self._round,
             question=self._question,
             call=self._call,
-            dialect=self._values.get("dialect"),
+            dialect=dialect,
             raw_input=[message_dict(m) for m in history],
-            processed_input=list(self._values.get("model_input") or []),
+            processed_input=processed_input,
             raw_output=raw_output,
             processed_output=message_dict(reply),
         )

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any, Literal
 
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage
-from langchain_core.runnables import Runnable, RunnableLambda
+from langchain_core.runnables import Runnable, RunnableConfig
 from langchain_core.tools import BaseTool
 from langchain_core.tools import tool as as_tool
 from langgraph.graph import END, START, StateGraph
@@ -15,6 +15,7 @@ from langgraph.graph.state import CompiledStateGraph
 from langgraph.store.base import BaseStore
 from langgraph.types import Checkpointer, Send
 
+from fncall_graph._compat import CONFIG_KEY_DURABILITY
 from fncall_graph.adapters import Dialect, get_dialect
 from fncall_graph.adapters.models import resolve_model
 from fncall_graph.nodes._plan import DialectPlan
@@ -24,31 +25,33 @@ from fncall_graph.nodes.model import ModelNode
 from fncall_graph.nodes.react_fallback import ReactFallbackNode
 from fncall_graph.nodes.tools import ToolDispatchNode
 
-from .state import FncallState
-
-# Two LangGraph internals, each with a public fallback should a release move them:
-# its own node wrapper (ToolNode's), which unlike RunnableLambda neither inspects
-# signatures nor opens a nested run on every call (a third of the graph's overhead),
-# and the config key LangGraph itself reads for a run's default durability.
-try:
-    from langgraph._internal._runnable import RunnableCallable
-except ImportError:  # pragma: no cover - depends on the installed LangGraph
-    RunnableCallable = None
-try:
-    from langgraph._internal._constants import CONFIG_KEY_DURABILITY
-except ImportError:  # pragma: no cover
-    CONFIG_KEY_DURABILITY = None
+from .state import FncallDebugState, FncallState
 
 
-def _node(func: Callable[..., Any], afunc: Callable[..., Any]) -> Runnable:
-    """A node with a sync and an async implementation."""
-    if RunnableCallable is not None:
-        return RunnableCallable(func, afunc, trace=False)
-    return RunnableLambda(func, afunc=afunc)
+class _Node(Runnable[Any, Any]):
+    """A node with a sync and an async implementation.
+
+    RunnableLambda would inspect signatures and open a nested run on every call (a third
+    of the graph's overhead); LangGraph already traces each node as its own run.
+    """
+
+    def __init__(
+        self, name: str, func: Callable[..., Any], afunc: Callable[..., Awaitable[Any]]
+    ) -> None:
+        self.name = name
+        self.func, self.afunc = func, afunc
+
+    def invoke(self, input: Any, config: RunnableConfig | None = None, **kwargs: Any) -> Any:
+        return self.func(input, config or {})
+
+    async def ainvoke(self, input: Any, config: RunnableConfig | None = None, **kwargs: Any) -> Any:
+        return await self.afunc(input, config or {})
 
 
-# supersteps one model call can take: adapter, model, tools, and a fallback or approval
-_STEPS_PER_ITERATION = 4
+# supersteps one model call can take: adapter with model, tools, and a fallback or approval
+_STEPS_PER_ITERATION = 3
+# the nodes of the next model call, one step
+NEXT_CALL = ["adapter", "model"]
 
 
 def supports_native_tools(model: BaseChatModel) -> bool:
@@ -115,6 +118,7 @@ def create_fncall_graph(
     tool_timeout: float | None = None,
     unparsed_limit: int = 2,
     constrained: bool | Literal["first_call"] | None = None,
+    keep_model_input: bool = False,
     name: str = "fncall_graph",
     debug: bool = False,
 ) -> CompiledStateGraph:
@@ -126,11 +130,14 @@ def create_fncall_graph(
     ``✿FUNCTION✿`` or ReAct ``Action:`` prompt text for models without. Independent calls
     of one turn run in parallel; dependent calls run in later turns, one after another.
 
-    Nodes: ``adapter`` (render the history for the thread's dialect) → ``model`` (call the
-    model, parse its reply) → ``tools`` (one task per call, run concurrently) → back to
-    ``adapter``; ``approve`` (with ``interrupt_on``) pauses between ``model`` and ``tools``
-    for a person's decision on chosen tools; ``react_fallback`` switches the thread to ``fallback`` when native tool
-    calling fails. A reply with no calls ends the turn.
+    Nodes: ``model`` (render the history for the thread's dialect, call the model, parse
+    its reply) with ``adapter`` beside it in the same step (the rendered input, shown as
+    ``model_input``) → ``tools`` (one task per call, run concurrently, each carrying only
+    its call) → back to ``model``; ``approve`` (with ``interrupt_on``) pauses between
+    ``model`` and ``tools`` for a person's decision on chosen tools; ``react_fallback``
+    switches the thread to ``fallback`` when native tool calling fails, or to ReAct when
+    a prompt dialect's calls keep coming out unreadable, and records why. A reply with
+    no calls ends the turn.
 
     Args:
         model: a LangChain chat model, or a model spec such as ``"ollama:qwen3"``,
@@ -183,6 +190,11 @@ def create_fncall_graph(
             ``resolve_model(url, accepts_grammar=True)`` for another llama.cpp server),
             else off. The model must take ``extra_body`` (``ChatOpenAI`` does); the
             native dialect is never constrained.
+        keep_model_input: also checkpoint ``model_input``, the exact input of the latest
+            model call, so ``get_state`` and LangGraph Studio show it for a saved thread.
+            Off by default: it is the history once more, in the dialect's form, and
+            would double what every checkpoint stores. The ``updates`` and ``values``
+            stream modes show it either way while a run goes on.
         name: the compiled graph's name.
         debug: LangGraph debug output.
 
@@ -252,47 +264,55 @@ def create_fncall_graph(
         ApproveNode(interrupt_on, tool_names=[t.name for t in tool_list]) if interrupt_on else None
     )
 
-    def route_after_model(state: FncallState) -> str | list[Send]:
-        if state.get("pending_fallback"):
-            return "react_fallback"
+    def route_after_model(state: dict[str, Any]) -> str | list[Send]:
+        # a dialect switch goes to react_fallback by the model node's own Command
         last = state["messages"][-1]
         if isinstance(last, AIMessage) and (last.tool_calls or last.invalid_tool_calls):
             if approve_node is not None and approve_node.needs_review(state["messages"]):
                 return "approve"
-            return tools_node.dispatch(last, state)
+            return tools_node.dispatch(last)
         return END
 
-    def route_after_approve(state: FncallState) -> str | list[Send]:
+    def route_after_fallback(state: dict[str, Any]) -> list[str] | list[Send]:
+        # the unreadable calls that caused a switch are answered where every call is
+        last = state["messages"][-1]
+        if isinstance(last, AIMessage) and last.invalid_tool_calls and not last.tool_calls:
+            return tools_node.dispatch(last)
+        return NEXT_CALL
+
+    def route_after_approve(state: dict[str, Any]) -> list[str] | list[Send]:
         # run every call not answered by a rejection; all rejected: back to the model
         pending = unanswered_calls(state["messages"])
         if pending is None:
-            return "adapter"
+            return NEXT_CALL
         ai, calls = pending
-        sends = tools_node.dispatch(ai.model_copy(update={"tool_calls": calls}), state)
-        return sends or "adapter"
+        sends = tools_node.dispatch(ai.model_copy(update={"tool_calls": calls}))
+        return sends or NEXT_CALL
 
-    builder = StateGraph(FncallState)
+    builder = StateGraph(FncallDebugState if keep_model_input else FncallState)
     builder.add_node("adapter", AdapterNode(plan))
-    builder.add_node("model", _node(model_node.invoke, model_node.ainvoke))
-    builder.add_node("tools", _node(tools_node.invoke, tools_node.ainvoke))
+    builder.add_node("model", _Node("model", model_node.invoke, model_node.ainvoke))
+    builder.add_node("tools", _Node("tools", tools_node.invoke, tools_node.ainvoke))
     builder.add_node("react_fallback", ReactFallbackNode())
+    # adapter and model run side by side in one step: a model call, one checkpoint
     builder.add_edge(START, "adapter")
-    builder.add_edge("adapter", "model")
+    builder.add_edge(START, "model")
     after_model = ["tools", "react_fallback", END]
     if approve_node is not None:
         builder.add_node("approve", approve_node)
-        builder.add_conditional_edges("approve", route_after_approve, ["tools", "adapter"])
+        builder.add_conditional_edges("approve", route_after_approve, ["tools", *NEXT_CALL])
         after_model.insert(0, "approve")
     builder.add_conditional_edges("model", route_after_model, after_model)
     builder.add_edge("tools", "adapter")
-    builder.add_edge("react_fallback", "adapter")
+    builder.add_edge("tools", "model")
+    builder.add_conditional_edges("react_fallback", route_after_fallback, ["tools", *NEXT_CALL])
 
     graph = builder.compile(checkpointer=checkpointer, store=store, name=name, debug=debug)
     run_config: dict[str, Any] = {
         "recursion_limit": max_iterations * _STEPS_PER_ITERATION + 10,
         "max_concurrency": max_concurrency,
     }
-    if checkpointer is not None and checkpointer is not False and CONFIG_KEY_DURABILITY:
+    if checkpointer is not None and checkpointer is not False:
         # the graph-level default LangGraph reads when invoke() gets no durability
         run_config["configurable"] = {CONFIG_KEY_DURABILITY: durability}
     return graph.with_config(**run_config)

@@ -31,6 +31,8 @@ they are not given):
                                   created in ``$XDG_STATE_HOME/fncall-graph/`` if missing)
 ``FNCALL_APPROVE``                tools that wait for a person's decision, comma
                                   separated, e.g. ``sqlite-write_query`` (server only)
+``FNCALL_KEEP_MODEL_INPUT``       ``1``: threads keep each model call's exact input
+                                  in their state, for Studio (server only)
 ================================  ===================================================
 
 Example:
@@ -85,6 +87,7 @@ __all__ = [
 SQLITE_DB_ENV = "FNCALL_SQLITE_DB"
 DIALECT_ENV = "FNCALL_DIALECT"
 APPROVE_ENV = "FNCALL_APPROVE"
+KEEP_MODEL_INPUT_ENV = "FNCALL_KEEP_MODEL_INPUT"
 _GRAPH_MODEL_ENV = {
     "sqlite_assistant": "FNCALL_SQLITE_MODEL",
     "weather_assistant": "FNCALL_WEATHER_MODEL",
@@ -304,7 +307,7 @@ class _ServerGraphs:
             # True ("use the one the run brings") lets interrupt_on pass its check.
             checkpointer=True if interrupt_on else None,
             interrupt_on=interrupt_on,
-            options={},
+            options={"keep_model_input": os.environ.get(KEEP_MODEL_INPUT_ENV, "") == "1"},
         )
 
     async def aclose(self) -> None:

@@ -1,10 +1,16 @@
 """The ``model`` node: call the model in the thread's dialect and return a canonical reply.
 
-Native dialect: the tools go through ``bind_tools`` and the reply is normalised, so calls
-written into ``content`` (a server without a tool parser) count as calls too. Prompt
-dialects: the input the ``adapter`` node rendered goes to the model with the dialect's
-stop sequences, and the text comes back parsed — streamed through the dialect's parser,
-so the ``messages`` stream mode shows answer text and never call markup.
+The call goes through :func:`~fncall_graph.adapters.with_dialect`, the same chat model
+that serves LangChain's and LangGraph's own agents: native dialect, the tools go through
+``bind_tools`` and the reply is normalised, so calls written into ``content`` (a server
+without a tool parser) count as calls too; prompt dialects, the history is rendered with
+the tools into the prompt, sent with the dialect's stop sequences, and the text comes
+back parsed — streamed through the dialect's parser, so the ``messages`` stream mode
+shows answer text and never call markup.
+
+When the thread must change dialect (native calling refused, or replies whose calls
+cannot be read again and again), the node hands over to ``react_fallback`` with
+``Command(goto=Send(...))`` carrying where to and why; the reason stays in the state.
 
 Constrained decoding (prompt dialects, servers that apply a GBNF ``grammar``, such as
 llama.cpp): each call carries the dialect's grammar in ``extra_body``, so the model can
@@ -16,14 +22,14 @@ from __future__ import annotations
 from typing import Any, Literal
 
 from langchain_core.language_models import BaseChatModel
-from langchain_core.messages import AIMessage, convert_to_messages
+from langchain_core.messages import AIMessage
 from langchain_core.runnables import Runnable, RunnableConfig
+from langgraph.types import Command, Send
 
 from fncall_graph.adapters import Dialect
-from fncall_graph.adapters.chat_model import with_dialect
+from fncall_graph.adapters.chat_model import MARKUP_FORMAT_KEY, with_dialect
 from fncall_graph.adapters.constrained import grammar_max_bytes
 from fncall_graph.adapters.models import is_tools_unsupported_error, unreachable_server
-from fncall_graph.adapters.normalize import markup_dialect, normalize
 
 from ._plan import DialectPlan, model_calls_this_turn, unparsed_streak
 
@@ -88,69 +94,56 @@ class ModelNode:
         key = (dialect.name, require_call)
         if key not in self._runnables:
             tools = list(self.plan.tools)
-            if dialect.native:
-                # raises NotImplementedError for models without native tools: a fallback case
-                runnable = self.model.bind_tools(tools)
-            else:
-                wrapped = with_dialect(self.model, dialect, prerendered=True)
-                grammar = None
-                if self.constrained:
-                    # the keyword only when needed: a custom dialect may predate it
-                    grammar = (
-                        dialect.grammar(tools, require_call=True)
-                        if require_call
-                        else dialect.grammar(tools)
-                    )
-                if grammar is None:
-                    runnable = wrapped.bind_tools(tools)
-                else:
-                    # the wrapper passes call arguments on to the inner model's request;
-                    # the model's own extra_body (if any) is kept
-                    extra = {**(getattr(self.model, "extra_body", None) or {}), "grammar": grammar}
-                    runnable = wrapped.bind_tools(
-                        tools, extra_body=extra, **_room_for(grammar, self.model)
-                    )
-            self._runnables[key] = runnable
+            options: dict[str, Any] = {}
+            grammar = None
+            if self.constrained and not dialect.native:
+                # the keyword only when needed: a custom dialect may predate it
+                grammar = (
+                    dialect.grammar(tools, require_call=True)
+                    if require_call
+                    else dialect.grammar(tools)
+                )
+            if grammar is not None:
+                # the wrapper passes call arguments on to the inner model's request;
+                # the model's own extra_body (if any) is kept
+                extra = {**(getattr(self.model, "extra_body", None) or {}), "grammar": grammar}
+                options = {"extra_body": extra, **_room_for(grammar, self.model)}
+            self._runnables[key] = with_dialect(self.model, dialect).bind_tools(tools, **options)
         return self._runnables[key]
 
     def _call_for(self, calls_this_turn: int, dialect: Dialect) -> Runnable:
         first = calls_this_turn == 0
         return self._runnable(dialect, require_call=self.constrained == "first_call" and first)
 
-    def _input(self, state: dict[str, Any], dialect: Dialect) -> list[Any]:
-        if dialect.native:
-            return self.plan.with_system(state["messages"])
-        return convert_to_messages(state["model_input"])
-
     # -- node
 
-    def invoke(self, state: dict[str, Any], config: RunnableConfig) -> dict[str, Any]:
+    def invoke(self, state: dict[str, Any], config: RunnableConfig) -> Any:
         calls = model_calls_this_turn(state["messages"])
         if calls >= self.max_iterations:
             return {"messages": [iteration_limit_message(self.max_iterations)]}
         dialect = self.plan.current(state)
+        history = self.plan.with_system(state["messages"])
         try:
-            reply = self._call_for(calls, dialect).invoke(self._input(state, dialect), config)
+            reply = self._call_for(calls, dialect).invoke(history, config)
         except Exception as exc:
             return self._failed(dialect, exc)
         return self._finish(dialect, reply, state)
 
-    async def ainvoke(self, state: dict[str, Any], config: RunnableConfig) -> dict[str, Any]:
+    async def ainvoke(self, state: dict[str, Any], config: RunnableConfig) -> Any:
         calls = model_calls_this_turn(state["messages"])
         if calls >= self.max_iterations:
             return {"messages": [iteration_limit_message(self.max_iterations)]}
         dialect = self.plan.current(state)
+        history = self.plan.with_system(state["messages"])
         try:
-            reply = await self._call_for(calls, dialect).ainvoke(
-                self._input(state, dialect), config
-            )
+            reply = await self._call_for(calls, dialect).ainvoke(history, config)
         except Exception as exc:
             return self._failed(dialect, exc)
         return self._finish(dialect, reply, state)
 
     # -- outcomes
 
-    def _failed(self, dialect: Dialect, exc: Exception) -> dict[str, Any]:
+    def _failed(self, dialect: Dialect, exc: Exception) -> Command:
         unreachable = unreachable_server(exc, self.model)
         if unreachable is not None:
             raise unreachable from exc
@@ -158,21 +151,21 @@ class ModelNode:
             # BaseChatModel.bind_tools raises a bare NotImplementedError: say what it means
             detail = str(exc) or f"{type(self.model).__name__} does not implement bind_tools"
             reason = f"native tool calling failed: {type(exc).__name__}: {detail}"
-            return {"pending_fallback": {"to": self.plan.fallback.name, "reason": reason}}
+            return Command(
+                goto=Send("react_fallback", {"to": self.plan.fallback.name, "reason": reason})
+            )
         raise exc
 
-    def _finish(self, dialect: Dialect, reply: Any, state: dict[str, Any]) -> dict[str, Any]:
-        update: dict[str, Any] = {}
-        if dialect.native:
-            message = normalize(reply, None)
-            markup = markup_dialect(reply)
-            if markup is not None and message.tool_calls and not reply.tool_calls:
-                # the server has no tool parser and the model writes calls as text:
-                # speak that model's own prompt dialect from now on
-                update["dialect"] = markup
-        else:
-            message = reply if isinstance(reply, AIMessage) else normalize(reply, dialect)
-        update["messages"] = [message]
+    def _finish(self, dialect: Dialect, message: AIMessage, state: dict[str, Any]) -> Any:
+        markup = message.response_metadata.get(MARKUP_FORMAT_KEY)
+        if dialect.native and markup:
+            # the server has no tool parser and the model writes calls as text:
+            # speak that model's own prompt dialect from now on, and say why
+            reason = f"the model wrote its calls into content as {markup} markup"
+            return {"messages": [message], "dialect": markup, "fallback_reason": reason}
+        update: dict[str, Any] = {"messages": [message]}
+        if state.get("dialect") != dialect.name:
+            update["dialect"] = dialect.name  # the thread's dialect, from its first call on
         if (
             not dialect.native
             and dialect.name != "react"
@@ -184,5 +177,6 @@ class ModelNode:
                 f"{self.plan.unparsed_limit} replies in a row had tool calls that could not "
                 f"be read in the {dialect.name} format"
             )
-            update["pending_fallback"] = {"to": "react", "reason": reason}
+            switch = {"to": "react", "reason": reason, "reply": message}
+            return Command(goto=Send("react_fallback", switch))
         return update

@@ -7,7 +7,9 @@ read at all.
 
 One task per call (LangGraph's ``Send``) rather than one task per turn: each finished
 call is checkpointed on its own, so a thread resumed after a crash re-runs only the calls
-that had not finished, never a sibling that had.
+that had not finished, never a sibling that had. A task carries only its call, as in
+LangChain's ``create_agent``: ``ToolNode`` reads the state when a tool asks for it, so
+a turn of K calls does not checkpoint K copies of the history.
 """
 
 from __future__ import annotations
@@ -24,12 +26,12 @@ import jsonschema
 from langchain_core.messages import AIMessage, ToolMessage
 from langchain_core.messages.tool import InvalidToolCall, ToolCall
 from langchain_core.runnables import RunnableConfig
-from langchain_core.tools import BaseTool, StructuredTool, Tool
+from langchain_core.tools import BaseTool
 from langgraph.prebuilt import ToolNode
 from langgraph.prebuilt.tool_node import ToolCallRequest
 from langgraph.types import Send
 
-INVALID_CALL_KEY = "__fncall_invalid_tool_call"
+from fncall_graph._compat import has_own_async
 
 
 class ToolTimeoutError(TimeoutError):
@@ -95,28 +97,32 @@ class ToolDispatchNode:
 
     # -- fan-out
 
-    def dispatch(self, message: AIMessage, state: Mapping[str, Any]) -> list[Send]:
-        """One ``Send`` per call of ``message``, unreadable calls included, in call order."""
-        sends = [
-            Send(
-                "tools",
-                {"__type": "tool_call_with_context", "tool_call": call, "state": dict(state)},
-            )
-            for call in message.tool_calls
-        ]
-        sends += [Send("tools", {INVALID_CALL_KEY: call}) for call in message.invalid_tool_calls]
-        return sends
+    def dispatch(self, message: AIMessage) -> list[Send]:
+        """One ``Send`` per call of ``message``, unreadable calls included, in call order.
+
+        Each carries ``[call]`` only (an ``InvalidToolCall`` for a call that could not
+        be read), the shape ``ToolNode`` takes without a copy of the state.
+        """
+        calls: list[ToolCall | InvalidToolCall] = [*message.tool_calls]
+        calls += message.invalid_tool_calls
+        return [Send("tools", [call]) for call in calls]
 
     # -- node
 
-    def invoke(self, payload: dict[str, Any], config: RunnableConfig) -> Any:
-        if INVALID_CALL_KEY in payload:
-            return {"messages": [invalid_call_message(payload[INVALID_CALL_KEY])]}
+    def invoke(self, payload: list[Any], config: RunnableConfig) -> Any:
+        if payload[-1].get("type") == "invalid_tool_call":
+            return {"messages": [invalid_call_message(payload[-1])]}
         return self.tool_node.invoke(payload, config)
 
-    async def ainvoke(self, payload: dict[str, Any], config: RunnableConfig) -> Any:
-        if INVALID_CALL_KEY in payload:
-            return {"messages": [invalid_call_message(payload[INVALID_CALL_KEY])]}
+    async def ainvoke(self, payload: list[Any], config: RunnableConfig) -> Any:
+        if payload[-1].get("type") == "invalid_tool_call":
+            return {"messages": [invalid_call_message(payload[-1])]}
+        tool = self.tools_by_name.get(payload[-1].get("name"))
+        if self.timeout is not None and tool is not None and not has_own_async(tool):
+            # A sync tool's ainvoke runs in the event loop's default executor, and a call
+            # stuck there would hold up the loop's shutdown (asyncio.run never returns).
+            # Run the sync path in a thread nothing waits for; it applies the timeout.
+            return await asyncio.wrap_future(_in_daemon_thread(self.invoke, payload, config))
         return await self.tool_node.ainvoke(payload, config)
 
     # -- wrappers around ToolNode's execution of one call
@@ -156,26 +162,10 @@ class ToolDispatchNode:
         self._check_args(request)
         if self.timeout is None:
             return await execute(request)
-        run_sync = getattr(self.tool_node, "_execute_tool_sync", None)
-        if request.tool is not None and _sync_only(request.tool) and run_sync is not None:
-            # A sync tool's ainvoke runs in the event loop's default executor, and a call
-            # stuck there would hold up the loop's shutdown (asyncio.run never returns).
-            # Run it as ToolNode's sync path does, in a thread nothing waits for.
-            future = _in_daemon_thread(run_sync, request, "tool_calls", request.runtime.config)
-            awaitable: Awaitable[Any] = asyncio.wrap_future(future)
-        else:
-            awaitable = execute(request)
         try:
-            return await asyncio.wait_for(awaitable, self.timeout)
+            return await asyncio.wait_for(execute(request), self.timeout)
         except TimeoutError:
             raise self._timeout_error(request.tool_call) from None
-
-
-def _sync_only(tool: BaseTool) -> bool:
-    """Whether ``tool`` has no async implementation of its own."""
-    if isinstance(tool, StructuredTool | Tool):
-        return tool.coroutine is None
-    return type(tool)._arun is BaseTool._arun
 
 
 def _in_daemon_thread(fn: Callable[..., Any], *args: Any) -> concurrent.futures.Future[Any]:

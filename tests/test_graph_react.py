@@ -80,7 +80,11 @@ def cfg(thread: str) -> dict[str, Any]:
 async def test_seed004_weather_loop(mode: str) -> None:
     model = ReplayChatModel(seed_replies())
     graph = create_fncall_graph(
-        model, [weather_tool()], dialect="react", checkpointer=InMemorySaver()
+        model,
+        [weather_tool()],
+        dialect="react",
+        checkpointer=InMemorySaver(),
+        keep_model_input=True,
     )
     question = {"messages": [("user", SEED["question"])]}
     if mode == "invoke":

@@ -179,18 +179,22 @@ async def test_graphs_draw_the_design(studio: Studio) -> None:
         edges = {(e["source"], e["target"], bool(e.get("conditional"))) for e in drawn["edges"]}
         assert {
             ("__start__", "adapter", False),
-            ("adapter", "model", False),
+            ("__start__", "model", False),
             ("model", "tools", True),
             ("model", "react_fallback", True),
             ("model", "__end__", True),
             ("tools", "adapter", False),
-            ("react_fallback", "adapter", False),
+            ("tools", "model", False),
+            ("react_fallback", "adapter", True),
+            ("react_fallback", "model", True),
+            ("react_fallback", "tools", True),
         } <= edges, graph_id
         if "approve" in nodes:
             assert {
                 ("model", "approve", True),
                 ("approve", "tools", True),
                 ("approve", "adapter", True),
+                ("approve", "model", True),
             } <= edges
 
 
