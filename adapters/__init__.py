@@ -34,16 +34,6 @@ _DIALECTS: dict[str, tuple[str, str]] = {
 
 DIALECT_NAMES: tuple[str, ...] = tuple(_DIALECTS)
 
-#: Every prompt-dialect variant, as ``label -> (name, options)`` for :func:`get_dialect`.
-PROMPT_VARIANTS: dict[str, tuple[str, dict[str, Any]]] = {
-    "hermes": ("hermes", {}),
-    "qwen-en-parallel": ("qwen", {"lang": "en", "parallel": True}),
-    "qwen-en-single": ("qwen", {"lang": "en", "parallel": False}),
-    "qwen-zh-parallel": ("qwen", {"lang": "zh", "parallel": True}),
-    "qwen-zh-single": ("qwen", {"lang": "zh", "parallel": False}),
-    "react": ("react", {}),
-}
-
 
 def get_dialect(name: str | Dialect, **options: Any) -> Dialect:
     """Return the dialect called ``name``, built with ``options``.
@@ -75,7 +65,6 @@ def get_dialect(name: str | Dialect, **options: Any) -> Dialect:
 
 __all__ = [
     "DIALECT_NAMES",
-    "PROMPT_VARIANTS",
     "Block",
     "CallEvent",
     "ContentDelta",

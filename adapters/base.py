@@ -20,7 +20,7 @@ import json
 import re
 import uuid
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any, ClassVar, Literal
@@ -571,8 +571,33 @@ class PromptDialect(Dialect):
         return MarkupStreamParser(self)
 
 
-def iter_events_text(events: Iterable[ParseEvent]) -> Iterator[str]:
-    """The content deltas among ``events``."""
-    for ev in events:
-        if isinstance(ev, ContentDelta):
-            yield ev.text
+def brackets_closed(text: str, *, quotes: str = '"', must_open: bool = False) -> bool:
+    """Whether every bracket opened in ``text`` is closed, strings taken into account.
+
+    Args:
+        text: JSON-ish text.
+        quotes: the characters that open and close a string (``"\"'"`` for Python-style
+            dicts as well).
+        must_open: also require at least one bracket.
+
+    Example:
+        >>> brackets_closed('{"a": "}"}'), brackets_closed('{"a": [1'), brackets_closed("x")
+        (True, False, True)
+    """
+    depth, quote, escaped, opened = 0, "", False, False
+    for ch in text:
+        if quote:
+            if escaped:
+                escaped = False
+            elif ch == "\\":
+                escaped = True
+            elif ch == quote:
+                quote = ""
+        elif ch in quotes:
+            quote = ch
+        elif ch in "{[":
+            depth += 1
+            opened = True
+        elif ch in "}]":
+            depth -= 1
+    return (opened or not must_open) and depth <= 0 and not quote

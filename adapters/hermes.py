@@ -49,6 +49,7 @@ from .base import (
     ContentDelta,
     ParseEvent,
     PromptDialect,
+    brackets_closed,
     call_from_object,
     dumps,
     group_tool_results,
@@ -261,7 +262,7 @@ class HermesDialect(PromptDialect):
             if prose:
                 yield ContentDelta(prose)
             return
-        if not closed and not _complete_json(rest):
+        if not closed and not brackets_closed(rest, quotes="\"'", must_open=True):
             yield invalid(
                 text,
                 "the reply ended inside <tool_call> before its JSON was complete; "
@@ -362,24 +363,3 @@ def _calls(value: Any, raw: str) -> Iterator[ParseEvent]:
         ):
             item = item["function"]
         yield call_from_object(item, raw=raw)
-
-
-def _complete_json(text: str) -> bool:
-    """Whether every bracket opened in ``text`` is closed, strings taken into account."""
-    depth, quote, escaped, opened = 0, "", False, False
-    for ch in text:
-        if quote:
-            if escaped:
-                escaped = False
-            elif ch == "\\":
-                escaped = True
-            elif ch == quote:
-                quote = ""
-        elif ch in "\"'":
-            quote = ch
-        elif ch in "{[":
-            depth += 1
-            opened = True
-        elif ch in "}]":
-            depth -= 1
-    return opened and depth <= 0 and not quote

@@ -75,6 +75,7 @@ from .base import (
     ContentDelta,
     ParseEvent,
     PromptDialect,
+    brackets_closed,
     call_from_object,
     coerce_args,
     dumps,
@@ -402,7 +403,7 @@ def _next_blob(text: str) -> _Blob | None:
         inner, after, fenced_closed = _unfence(text[fence:])
         if not inner.strip():
             return None
-        return _Blob(text[:fence], inner, after, fenced_closed or _balanced(inner))
+        return _Blob(text[:fence], inner, after, fenced_closed or brackets_closed(inner))
     if brace < 0:
         return None
     try:
@@ -413,7 +414,7 @@ def _next_blob(text: str) -> _Blob | None:
         if end <= brace:
             end = len(text)
     blob = text[brace:end]
-    return _Blob(text[:brace], blob, text[end:], _balanced(blob))
+    return _Blob(text[:brace], blob, text[end:], brackets_closed(blob))
 
 
 def _unfence(text: str) -> tuple[str, str, bool]:
@@ -475,7 +476,7 @@ def _arguments(value: Any) -> dict[str, Any]:
     if isinstance(value, dict):
         return value
     if isinstance(value, str) and value.strip().startswith("{"):
-        if not _balanced(value):
+        if not brackets_closed(value):
             raise ValueError("the JSON object string is incomplete")
         try:
             return coerce_args(value)
@@ -501,23 +502,3 @@ def _without_stop_leftover(text: str) -> str:
 
 def _prose(text: str) -> str:
     return text.replace("</think>", "")
-
-
-def _balanced(text: str) -> bool:
-    """Whether every bracket opened in ``text`` is closed, strings taken into account."""
-    depth, in_string, escaped = 0, False, False
-    for ch in text:
-        if in_string:
-            if escaped:
-                escaped = False
-            elif ch == "\\":
-                escaped = True
-            elif ch == '"':
-                in_string = False
-        elif ch == '"':
-            in_string = True
-        elif ch in "{[":
-            depth += 1
-        elif ch in "}]":
-            depth -= 1
-    return depth <= 0 and not in_string

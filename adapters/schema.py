@@ -9,7 +9,7 @@ the shape the Hermes prompt of Qwen-Agent prints.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Union
 
@@ -100,7 +100,3 @@ def to_tool_spec(tool: ToolLike) -> ToolSpec:
 def to_tool_specs(tools: Iterable[ToolLike] | None) -> list[ToolSpec]:
     """:func:`to_tool_spec` over a list; ``None`` is no tools."""
     return [to_tool_spec(t) for t in tools or ()]
-
-
-def tool_names(tools: Sequence[ToolLike] | None) -> list[str]:
-    return [s.name for s in to_tool_specs(tools)]

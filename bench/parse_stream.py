@@ -17,12 +17,17 @@ import argparse
 import gc
 import random
 import statistics
+import sys
 import time
 from collections.abc import Callable
+from pathlib import Path
 
 from langchain_core.messages import AIMessage
 
-from fncall_graph.adapters import PROMPT_VARIANTS, PromptDialect, get_dialect
+from fncall_graph.adapters import PromptDialect, get_dialect
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
+from dialect_variants import PROMPT_VARIANTS
 
 DIALECTS = PROMPT_VARIANTS
 SIZES = (2_000, 20_000, 200_000)

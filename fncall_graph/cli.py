@@ -383,10 +383,10 @@ class UI:
         title = f"model call {record.index} · round {record.round} · {record.question}"
         if self.tty:
             self.console.rule(_escape(title))
-            self.console.print(record.totext_of(), markup=False)
+            self.console.print(record.to_text(), markup=False)
             self.console.rule()
         else:
-            self._write(f"--- {title} ---\n{record.totext_of()}\n--- end of model call ---\n")
+            self._write(f"--- {title} ---\n{record.to_text()}\n--- end of model call ---\n")
 
     # -- questions
 

@@ -163,7 +163,7 @@ class ModelCallRecord:
         """One line of JSON (a JSON Lines record)."""
         return json.dumps(self.to_dict(), ensure_ascii=False)
 
-    def totext_of(self) -> str:
+    def to_text(self) -> str:
         """The four views, one after another, for reading."""
 
         def block(value: Any) -> str:

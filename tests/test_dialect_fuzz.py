@@ -21,10 +21,10 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
+from dialect_variants import PROMPT_VARIANTS
 from langchain_core.messages import AIMessage
 
 from fncall_graph.adapters import (
-    PROMPT_VARIANTS,
     CallEvent,
     ContentDelta,
     Dialect,

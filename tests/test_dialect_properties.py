@@ -21,12 +21,12 @@ from dataclasses import dataclass
 from typing import Any
 
 import pytest
+from dialect_variants import PROMPT_VARIANTS
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
 
 from fncall_graph.adapters import (
-    PROMPT_VARIANTS,
     CallEvent,
     ContentDelta,
     InvalidCallEvent,
