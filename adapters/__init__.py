@@ -8,7 +8,7 @@ from __future__ import annotations
 from importlib import import_module
 from typing import Any
 
-from .base import (
+from .formats.base import (
     Block,
     CallEvent,
     ContentDelta,
@@ -19,17 +19,17 @@ from .base import (
     ReasoningDelta,
     StreamParser,
 )
-from .chat_model import with_dialect
-from .normalize import normalize
-from .schema import ToolLike, ToolSpec, clean_schema, to_tool_spec, to_tool_specs
+from .formats.normalize import normalize
+from .formats.schema import ToolLike, ToolSpec, clean_schema, to_tool_spec, to_tool_specs
+from .models.chat_model import with_dialect
 
 # name -> (module, class); aliases point at the same entry
 _DIALECTS: dict[str, tuple[str, str]] = {
-    "hermes": ("hermes", "HermesDialect"),
-    "nous": ("hermes", "HermesDialect"),
-    "qwen": ("qwen", "QwenDialect"),
-    "react": ("react", "ReActDialect"),
-    "native": ("native", "NativeDialect"),
+    "hermes": ("formats.hermes", "HermesDialect"),
+    "nous": ("formats.hermes", "HermesDialect"),
+    "qwen": ("formats.qwen", "QwenDialect"),
+    "react": ("formats.react", "ReActDialect"),
+    "native": ("formats.native", "NativeDialect"),
 }
 
 DIALECT_NAMES: tuple[str, ...] = tuple(_DIALECTS)

@@ -50,7 +50,7 @@ from langchain_core.messages import (
 from langchain_core.outputs import LLMResult
 from langgraph.constants import TAG_NOSTREAM
 
-from fncall_graph.adapters.base import text_of
+from fncall_graph.adapters.formats.base import text_of
 
 __all__ = ["ModelCallRecord", "RawOutputRecorder", "Tracer", "message_dict"]
 

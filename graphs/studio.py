@@ -64,16 +64,15 @@ from langgraph.graph.state import CompiledStateGraph
 from langgraph.types import Checkpointer
 from starlette.applications import Starlette
 
+from fncall_graph import settings
 from fncall_graph.adapters.mcp import MCPToolkit
-from fncall_graph.adapters.models import MODEL_ENV, resolve_model
+from fncall_graph.adapters.models import resolve_model
 from fncall_graph.examples.database_assistant import SYSTEM_PROMPT, make_database, sqlite_config
 from fncall_graph.nodes.approve import InterruptOnConfig
 
 from .factory import create_fncall_graph
 
 __all__ = [
-    "APPROVE_ENV",
-    "DIALECT_ENV",
     "SQLITE_DB_ENV",
     "app",
     "default_sqlite_db",
@@ -85,9 +84,6 @@ __all__ = [
 ]
 
 SQLITE_DB_ENV = "FNCALL_SQLITE_DB"
-DIALECT_ENV = "FNCALL_DIALECT"
-APPROVE_ENV = "FNCALL_APPROVE"
-KEEP_MODEL_INPUT_ENV = "FNCALL_KEEP_MODEL_INPUT"
 _GRAPH_MODEL_ENV = {
     "sqlite_assistant": "FNCALL_SQLITE_MODEL",
     "weather_assistant": "FNCALL_WEATHER_MODEL",
@@ -107,8 +103,7 @@ def default_sqlite_db() -> Path:
     if os.environ.get(SQLITE_DB_ENV):
         path = Path(os.environ[SQLITE_DB_ENV]).expanduser()
     else:
-        state = os.environ.get("XDG_STATE_HOME") or str(Path.home() / ".local" / "state")
-        path = Path(state).expanduser() / "fncall-graph" / "studio.db"
+        path = settings.state_dir() / "studio.db"
     if not path.exists():
         path.parent.mkdir(parents=True, exist_ok=True)
         make_database(path)
@@ -131,18 +126,7 @@ def _model(model: BaseChatModel | str | None, graph_id: str) -> BaseChatModel:
     """``model``, or the spec in the graph's own variable, ``FNCALL_MODEL``, ``local``."""
     if isinstance(model, BaseChatModel):
         return model
-    spec = model or os.environ.get(_GRAPH_MODEL_ENV[graph_id]) or os.environ.get(MODEL_ENV)
-    return resolve_model(spec or None)
-
-
-def _dialect(dialect: str | None) -> str:
-    """The dialect asked for, else ``$FNCALL_DIALECT``, else ``auto``."""
-    return dialect or os.environ.get(DIALECT_ENV) or "auto"
-
-
-def _approve_from_env() -> dict[str, bool]:
-    names = os.environ.get(APPROVE_ENV, "")
-    return {name.strip(): True for name in names.split(",") if name.strip()}
+    return resolve_model(settings.model_spec(model, _GRAPH_MODEL_ENV[graph_id]))
 
 
 # --------------------------------------------------------------------------- the graphs
@@ -166,7 +150,7 @@ def _build(
     return create_fncall_graph(
         model,
         toolkit.tools,
-        dialect=_dialect(dialect),  # type: ignore[arg-type]
+        dialect=settings.dialect_name(dialect),  # type: ignore[arg-type]
         checkpointer=checkpointer,
         interrupt_on=interrupt_on or None,
         **{**_SPECS[graph_id], **options},
@@ -296,7 +280,7 @@ class _ServerGraphs:
         self._toolkits.append(toolkit)
         # FNCALL_APPROVE names tools of every graph; each graph takes its own
         names = {t.name for t in toolkit.tools}
-        interrupt_on = {k: v for k, v in _approve_from_env().items() if k in names}
+        interrupt_on = {k: True for k in settings.approved_tools() if k in names}
         return await asyncio.to_thread(
             _build,
             graph_id,
@@ -307,7 +291,7 @@ class _ServerGraphs:
             # True ("use the one the run brings") lets interrupt_on pass its check.
             checkpointer=True if interrupt_on else None,
             interrupt_on=interrupt_on,
-            options={"keep_model_input": os.environ.get(KEEP_MODEL_INPUT_ENV, "") == "1"},
+            options={"keep_model_input": settings.keep_model_input()},
         )
 
     async def aclose(self) -> None:

@@ -27,9 +27,9 @@ from langchain_core.runnables import Runnable, RunnableConfig
 from langgraph.types import Command, Send
 
 from fncall_graph.adapters import Dialect
-from fncall_graph.adapters.chat_model import MARKUP_FORMAT_KEY, with_dialect
-from fncall_graph.adapters.constrained import grammar_max_bytes
 from fncall_graph.adapters.models import is_tools_unsupported_error, unreachable_server
+from fncall_graph.adapters.models.chat_model import MARKUP_FORMAT_KEY, with_dialect
+from fncall_graph.adapters.models.constrained import grammar_max_bytes
 
 from ._plan import DialectPlan, model_calls_this_turn, unparsed_streak
 
@@ -118,28 +118,34 @@ class ModelNode:
     # -- node
 
     def invoke(self, state: dict[str, Any], config: RunnableConfig) -> Any:
-        calls = model_calls_this_turn(state["messages"])
-        if calls >= self.max_iterations:
-            return {"messages": [iteration_limit_message(self.max_iterations)]}
-        dialect = self.plan.current(state)
-        history = self.plan.with_system(state["messages"])
+        call = self._next_call(state)
+        if isinstance(call, AIMessage):
+            return {"messages": [call]}
+        dialect, runnable, history = call
         try:
-            reply = self._call_for(calls, dialect).invoke(history, config)
+            reply = runnable.invoke(history, config)
         except Exception as exc:
             return self._failed(dialect, exc)
         return self._finish(dialect, reply, state)
 
     async def ainvoke(self, state: dict[str, Any], config: RunnableConfig) -> Any:
-        calls = model_calls_this_turn(state["messages"])
-        if calls >= self.max_iterations:
-            return {"messages": [iteration_limit_message(self.max_iterations)]}
-        dialect = self.plan.current(state)
-        history = self.plan.with_system(state["messages"])
+        call = self._next_call(state)
+        if isinstance(call, AIMessage):
+            return {"messages": [call]}
+        dialect, runnable, history = call
         try:
-            reply = await self._call_for(calls, dialect).ainvoke(history, config)
+            reply = await runnable.ainvoke(history, config)
         except Exception as exc:
             return self._failed(dialect, exc)
         return self._finish(dialect, reply, state)
+
+    def _next_call(self, state: dict[str, Any]) -> AIMessage | tuple[Dialect, Runnable, list[Any]]:
+        """What to call with what, or the notice that ends a turn at ``max_iterations``."""
+        calls = model_calls_this_turn(state["messages"])
+        if calls >= self.max_iterations:
+            return iteration_limit_message(self.max_iterations)
+        dialect = self.plan.current(state)
+        return dialect, self._call_for(calls, dialect), self.plan.with_system(state["messages"])
 
     # -- outcomes
 

@@ -54,7 +54,7 @@ def vocab():
     """The bundled GGUF's vocabulary, for compiling grammars with llama.cpp's own parser."""
     import llama_cpp
 
-    from fncall_graph.adapters.local_server import bundled_gguf_path
+    from fncall_graph.adapters.models.local_server import bundled_gguf_path
 
     model = llama_cpp.Llama(str(bundled_gguf_path()), vocab_only=True, verbose=False)
     yield model._model.vocab

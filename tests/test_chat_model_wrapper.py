@@ -14,7 +14,7 @@ from langchain_core.messages import AIMessage, AIMessageChunk, HumanMessage, Sys
 from langchain_core.tools import tool
 
 from fncall_graph.adapters import get_dialect, with_dialect
-from fncall_graph.adapters.chat_model import DialectChatModel
+from fncall_graph.adapters.models.chat_model import DialectChatModel
 from fncall_graph.testing import ReplayChatModel
 
 

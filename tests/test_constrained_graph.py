@@ -22,7 +22,7 @@ from sqlite_tools import SqliteTools, seed_tool_schemas
 
 from fncall_graph import create_fncall_graph
 from fncall_graph.adapters import get_dialect
-from fncall_graph.adapters.constrained import MAX_CALLS, grammar_max_bytes
+from fncall_graph.adapters.models.constrained import MAX_CALLS, grammar_max_bytes
 from fncall_graph.nodes.model import STOP_REASON_KEY
 from fncall_graph.testing import ReplayChatModel
 
@@ -172,7 +172,7 @@ local = pytest.mark.skipif(
 
 @pytest.fixture(scope="module")
 def server():
-    from fncall_graph.adapters.local_server import LocalModelServer
+    from fncall_graph.adapters.models.local_server import LocalModelServer
 
     with LocalModelServer() as running:
         yield running
@@ -181,8 +181,7 @@ def server():
 @pytest.fixture
 def local_model(server, monkeypatch):
     """``resolve_model("local", ...)`` served by the module's server."""
-    from fncall_graph.adapters import local_server
-    from fncall_graph.adapters.models import resolve_model
+    from fncall_graph.adapters.models import local_server, resolve_model
 
     monkeypatch.setattr(local_server, "_shared", server)
 

@@ -35,7 +35,7 @@ from fncall_graph.adapters import (
     ToolSpec,
     get_dialect,
 )
-from fncall_graph.adapters.base import (
+from fncall_graph.adapters.formats.base import (
     MarkupStreamParser,
     ParseEvent,
     _find,

@@ -25,8 +25,13 @@ from langchain_core.messages import (
 )
 
 from fncall_graph.adapters import get_dialect
-from fncall_graph.adapters.base import CallEvent, ContentDelta, InvalidCallEvent, ReasoningDelta
-from fncall_graph.adapters.hermes import HermesDialect
+from fncall_graph.adapters.formats.base import (
+    CallEvent,
+    ContentDelta,
+    InvalidCallEvent,
+    ReasoningDelta,
+)
+from fncall_graph.adapters.formats.hermes import HermesDialect
 
 FIXTURE = Path(__file__).parent / "fixtures" / "seed000_hermes.json"
 REPLAY = (

@@ -15,7 +15,11 @@ import pytest
 from langchain_core.messages import AIMessage, HumanMessage, SystemMessage
 from langchain_core.tools import tool
 
-from fncall_graph.adapters.constrained import call_grammar, grammar_extra_body, qwen_call_grammar
+from fncall_graph.adapters.models.constrained import (
+    call_grammar,
+    grammar_extra_body,
+    qwen_call_grammar,
+)
 
 pytestmark = [
     pytest.mark.slow,
@@ -93,7 +97,7 @@ QUESTION = "数据库有几张表"
 
 @pytest.fixture(scope="module")
 def server():
-    from fncall_graph.adapters.local_server import LocalModelServer
+    from fncall_graph.adapters.models.local_server import LocalModelServer
 
     with LocalModelServer() as running:
         yield running
@@ -234,8 +238,7 @@ def test_bundled_model_speaks_hermes_by_default(server):
 
 
 def test_shared_server_backs_resolve_model_local():
-    from fncall_graph.adapters import local_server
-    from fncall_graph.adapters.models import resolve_model
+    from fncall_graph.adapters.models import local_server, resolve_model
 
     try:
         first = resolve_model("local", max_tokens=8)
@@ -257,7 +260,7 @@ def test_server_dies_with_a_killed_parent():
         [
             sys.executable,
             "-c",
-            "from fncall_graph.adapters.local_server import LocalModelServer\n"
+            "from fncall_graph.adapters.models.local_server import LocalModelServer\n"
             "s = LocalModelServer().start()\n"
             "print(s._process.pid, flush=True)\n"
             "input()\n",

@@ -31,14 +31,22 @@ def test_wheel_holds_one_import_package_that_imports(tmp_path: Path) -> None:
     names = zipfile.ZipFile(wheel).namelist()
     top = {n.split("/", 1)[0] for n in names if not n.split("/", 1)[0].endswith(".dist-info")}
     assert top == {"fncall_graph"}, top
-    for module in ("adapters/hermes.py", "nodes/tools.py", "graphs/factory.py"):
+    for module in (
+        "adapters/formats/hermes.py",
+        "adapters/mcp/toolkit.py",
+        "adapters/models/specs.py",
+        "adapters/checkpoint/savers.py",
+        "cli/main.py",
+        "nodes/tools.py",
+        "graphs/factory.py",
+    ):
         assert f"fncall_graph/{module}" in names
     assert "fncall_graph/data/database-assistant_qwen-max_hermes.json" in names
 
     site = tmp_path / "site"
     zipfile.ZipFile(wheel).extractall(site)
     code = (
-        "import fncall_graph, fncall_graph.adapters.hermes, fncall_graph.nodes.tools, "
+        "import fncall_graph, fncall_graph.adapters.formats.hermes, fncall_graph.nodes.tools, "
         "fncall_graph.graphs.factory, fncall_graph.adapters.models\n"
         "print(fncall_graph.__file__)\n"
         "print(fncall_graph.adapters.models.packaged_recording('database-assistant'))"

@@ -17,8 +17,8 @@ from langchain_core.messages import (
 )
 
 from fncall_graph.adapters import ContentDelta, get_dialect
-from fncall_graph.adapters.base import dumps
-from fncall_graph.adapters.qwen import (
+from fncall_graph.adapters.formats.base import dumps
+from fncall_graph.adapters.formats.qwen import (
     FN_ARGS,
     FN_EXIT,
     FN_NAME,
@@ -26,7 +26,7 @@ from fncall_graph.adapters.qwen import (
     QwenDialect,
     describe_tool,
 )
-from fncall_graph.adapters.schema import ToolSpec, to_tool_spec
+from fncall_graph.adapters.formats.schema import ToolSpec, to_tool_spec
 
 FIXTURES = Path(__file__).parent / "fixtures"
 DATA: dict[str, Any] = json.loads((FIXTURES / "seed003_qwen.json").read_text(encoding="utf-8"))

@@ -23,8 +23,13 @@ from langchain_core.messages import (
 from langchain_core.tools import StructuredTool
 
 from fncall_graph.adapters import get_dialect
-from fncall_graph.adapters.base import CallEvent, ContentDelta, InvalidCallEvent, ReasoningDelta
-from fncall_graph.adapters.react import ReActDialect
+from fncall_graph.adapters.formats.base import (
+    CallEvent,
+    ContentDelta,
+    InvalidCallEvent,
+    ReasoningDelta,
+)
+from fncall_graph.adapters.formats.react import ReActDialect
 
 FIXTURE = Path(__file__).parent / "fixtures" / "seed004_react.json"
 REPLAY = Path(__file__).parents[1] / "fncall_graph" / "data" / "weather_deepseek-v3_react.json"

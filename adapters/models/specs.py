@@ -153,7 +153,7 @@ def resolve_model(spec: str | BaseChatModel | None = None, **kwargs: Any) -> Bas
 
 
 def _local_model(spec: str, **kwargs: Any) -> BaseChatModel:
-    from fncall_graph.adapters.local_server import LocalServerError, shared_server
+    from fncall_graph.adapters.models.local_server import LocalServerError, shared_server
 
     try:
         server = shared_server()

@@ -33,7 +33,7 @@ from langchain_core.utils.json import parse_partial_json
 from langgraph.constants import TAG_NOSTREAM
 from pydantic import field_validator
 
-from .base import (
+from ..formats.base import (
     CallEvent,
     ContentDelta,
     Dialect,
@@ -43,7 +43,7 @@ from .base import (
     StreamParser,
     text_of,
 )
-from .normalize import _key, markup_dialect, normalize
+from ..formats.normalize import _key, markup_dialect, normalize
 
 __all__ = ["MARKUP_FORMAT_KEY", "DialectChatModel", "with_dialect"]
 
@@ -65,7 +65,7 @@ class DialectChatModel(BaseChatModel):
       tools are rendered into the prompt, the model is called with the dialect's
       ``stop`` sequences added to the caller's, and the reply is parsed; calls the
       model returned natively anyway are merged in (see
-      :func:`~fncall_graph.adapters.normalize.normalize`);
+      :func:`~fncall_graph.adapters.formats.normalize.normalize`);
     * ``"native"``: the tools go to ``model.bind_tools`` and the reply is normalised
       (calls a server left as ``<tool_call>`` markup in ``content`` are read too).
 
@@ -80,7 +80,7 @@ class DialectChatModel(BaseChatModel):
     @field_validator("dialect", mode="before")
     @classmethod
     def _dialect(cls, value: Any) -> Dialect:
-        from . import get_dialect
+        from .. import get_dialect
 
         return get_dialect(value)
 
@@ -245,7 +245,7 @@ def with_dialect(model: BaseChatModel, dialect: str | Dialect) -> DialectChatMod
         model: any LangChain chat model, e.g. ``ChatOllama(model="qwen2.5:0.5b")`` or
             ``ChatOpenAI(base_url=...)`` on a server without a tool parser.
         dialect: ``"hermes"`` (alias ``"nous"``), ``"qwen"``, ``"react"``, ``"native"``,
-            or a :class:`~fncall_graph.adapters.base.Dialect` instance (e.g.
+            or a :class:`~fncall_graph.adapters.formats.base.Dialect` instance (e.g.
             ``get_dialect("qwen", lang="zh")``).
 
     Returns:

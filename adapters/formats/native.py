@@ -5,7 +5,7 @@ is the identity, and tools travel through the chat model's ``bind_tools`` rather
 the prompt. Replies carry their calls in ``AIMessage.tool_calls``; what ``parse`` sees
 is only the plain text of a reply. Markup a provider leaves in ``content`` anyway (a
 server without a tool parser, ``<think>`` blocks) is the job of
-:func:`fncall_graph.adapters.normalize.normalize`.
+:func:`fncall_graph.adapters.formats.normalize.normalize`.
 """
 
 from __future__ import annotations

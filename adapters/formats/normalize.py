@@ -190,7 +190,7 @@ def markup_dialect(message: BaseMessage | str) -> str | None:
 def _resolve(dialect: Dialect | str | None) -> Dialect | None:
     if dialect is None or isinstance(dialect, Dialect):
         return dialect
-    from . import get_dialect  # the registry imports dialect modules lazily
+    from .. import get_dialect  # the registry imports dialect modules lazily
 
     return get_dialect(dialect)
 

@@ -8,7 +8,7 @@ for it. It needs the ``local`` extra::
     pip install 'fncall-graph[local]'
 
 Example:
-    >>> from fncall_graph.adapters.local_server import LocalModelServer
+    >>> from fncall_graph.adapters.models.local_server import LocalModelServer
     >>> with LocalModelServer() as server:  # doctest: +SKIP
     ...     model = server.chat_model(max_tokens=32)
     ...     print(model.invoke("Say hi").content)

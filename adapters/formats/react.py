@@ -196,7 +196,7 @@ class ReActDialect(PromptDialect):
         """
         if not tools:
             return None
-        from .constrained import call_grammar
+        from ..models.constrained import call_grammar
 
         return call_grammar(
             tools,

@@ -139,7 +139,7 @@ class HermesDialect(PromptDialect):
         """
         if not tools:
             return None
-        from .constrained import call_grammar
+        from ..models.constrained import call_grammar
 
         return call_grammar(
             tools,

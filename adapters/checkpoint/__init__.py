@@ -1,0 +1,5 @@
+"""Checkpointers: where threads are saved (SQLite by default, PostgreSQL for scale)."""
+
+from .savers import async_postgres_saver, async_sqlite_saver, postgres_saver, sqlite_saver
+
+__all__ = ["async_postgres_saver", "async_sqlite_saver", "postgres_saver", "sqlite_saver"]

@@ -1,0 +1,24 @@
+"""MCP servers as LangChain tools over persistent sessions.
+
+- :mod:`.config`: ``{"mcpServers": {...}}`` and connection dicts, checked up front;
+- :mod:`.sessions`: one persistent session per server, restarted when it dies;
+- :mod:`.toolkit`: :class:`MCPToolkit` and :func:`load_mcp_tools`, the tools themselves;
+- :mod:`.errors`: what goes wrong, said with the server and field.
+"""
+
+from ..formats.schema import clean_schema
+from .config import ConfigSource, parse_mcp_config
+from .errors import MCPConfigError, MCPServerError, MCPToolTimeoutError
+from .toolkit import MCPArtifact, MCPToolkit, load_mcp_tools
+
+__all__ = [
+    "ConfigSource",
+    "MCPArtifact",
+    "MCPConfigError",
+    "MCPServerError",
+    "MCPToolTimeoutError",
+    "MCPToolkit",
+    "clean_schema",
+    "load_mcp_tools",
+    "parse_mcp_config",
+]

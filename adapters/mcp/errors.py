@@ -1,0 +1,60 @@
+"""What goes wrong with MCP servers, as exceptions that say what and where."""
+
+from __future__ import annotations
+
+from langchain_core.tools import ToolException
+
+
+class MCPConfigError(ValueError):
+    """A config that cannot work, refused before any server starts.
+
+    The message starts with the path of the faulty field, e.g.
+    `mcpServers.sqlite.command: must be a string`.
+
+    Attributes:
+        where: dotted path of the field (`mcpServers.sqlite.command`).
+        problem: what is wrong with it.
+    """
+
+    def __init__(self, where: str, problem: str) -> None:
+        super().__init__(f"{where}: {problem}")
+        self.where = where
+        self.problem = problem
+
+
+class MCPServerError(RuntimeError):
+    """An MCP server that cannot start, died for good, or is unknown.
+
+    The message starts with `MCP server '<name>'` and says what went wrong.
+
+    Attributes:
+        server: the server's name in the config.
+        reason: what went wrong, without the server prefix.
+    """
+
+    def __init__(self, server: str, reason: str) -> None:
+        super().__init__(f"MCP server {server!r}: {reason}")
+        self.server = server
+        self.reason = reason
+
+
+class MCPToolTimeoutError(ToolException, TimeoutError):
+    """A call that took longer than the toolkit's `call_timeout`.
+
+    A `ToolException`, so a tool invoked with a tool call returns
+    `ToolMessage(status="error")` naming the server, the tool and the timeout.
+    """
+
+    def __init__(self, server: str, what: str, timeout: float) -> None:
+        super().__init__(f"MCP server {server!r}: {what} timed out after {timeout:g} s")
+        self.server = server
+        self.timeout = timeout
+
+
+class Disconnected(Exception):
+    """Internal: the session is gone (process died, connection dropped)."""
+
+    def __init__(self, cause: BaseException | str) -> None:
+        # anyio's ClosedResourceError / EndOfStream have no message: name the type then
+        super().__init__(str(cause) or type(cause).__name__)
+        self.cause = cause

@@ -1,0 +1,318 @@
+"""MCP sessions: one persistent session per server, owned by one task on one loop.
+
+A session that dies is started again (and the call retried once); a server that cannot
+start is reported at once with its cause (:class:`MCPServerError`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Awaitable, Callable, Mapping
+from typing import Any, TypeVar
+
+import anyio
+import httpx
+from langchain_core.tools import ToolException
+from langchain_mcp_adapters.sessions import (
+    Connection,
+    create_session,
+)
+from mcp import ClientSession, McpError
+from mcp.types import (
+    CONNECTION_CLOSED,
+    InitializeResult,
+)
+
+from .errors import Disconnected, MCPServerError, MCPToolTimeoutError
+
+logger = logging.getLogger(__name__)
+
+T = TypeVar("T")
+
+# --------------------------------------------------------------------------- servers
+
+
+def _leaf_errors(exc: BaseException) -> list[BaseException]:
+    if isinstance(exc, BaseExceptionGroup):
+        return [leaf for sub in exc.exceptions for leaf in _leaf_errors(sub)]
+    return [exc]
+
+
+_DISCONNECT_ERRORS: tuple[type[BaseException], ...] = (
+    anyio.ClosedResourceError,
+    anyio.BrokenResourceError,
+    anyio.EndOfStream,
+    httpx.TransportError,
+    ConnectionError,
+)
+
+
+def _startup_cause(exc: BaseException, connection: Mapping[str, Any]) -> str:
+    """Say in one line why a server did not start."""
+    leaves = [e for e in _leaf_errors(exc) if not isinstance(e, asyncio.CancelledError)] or [exc]
+    err = leaves[0]
+    command = connection.get("command")
+    url = connection.get("url")
+    if isinstance(err, FileNotFoundError) and command:
+        return f"failed to start: command {command!r} not found"
+    if isinstance(err, PermissionError) and command:
+        return f"failed to start: command {command!r} is not executable"
+    if isinstance(err, McpError) and err.error.code == CONNECTION_CLOSED:
+        if command:
+            return (
+                f"failed to start: {command!r} closed the connection during initialization "
+                "(the process exited or is not an MCP server; see its stderr)"
+            )
+        return f"failed to start: {url} closed the connection during initialization"
+    if isinstance(err, httpx.ConnectError):
+        return f"failed to start: cannot connect to {url}: {err}"
+    if isinstance(err, httpx.HTTPStatusError):
+        return f"failed to start: HTTP {err.response.status_code} from {url}"
+    return f"failed to start: {type(err).__name__}: {err}"
+
+
+class Link:
+    """One live session of a server, owned by one task (the owner)."""
+
+    def __init__(
+        self,
+        session: ClientSession,
+        init: InitializeResult,
+        owner: asyncio.Task[None],
+        stop: asyncio.Event,
+    ) -> None:
+        self.session = session
+        self.init = init
+        self.owner = owner
+        self.stop = stop
+        self.alive = True
+        self.inflight: set[asyncio.Timeout] = set()
+
+    def lost(self) -> None:
+        """The owner left the session: wake the calls still waiting on it."""
+        self.alive = False
+        loop = asyncio.get_running_loop()
+        for timeout in list(self.inflight):
+            timeout.reschedule(loop.time())
+
+
+class Server:
+    """One MCP server: its session, restarts, timeouts and cross-loop calls.
+
+    The session is opened and closed inside one owner task (anyio requires a
+    cancel scope to be exited by the task that entered it); calls from any task
+    use it while the owner waits for its stop event.
+    """
+
+    def __init__(
+        self,
+        name: str,
+        connection: Connection,
+        *,
+        call_timeout: float | None,
+        startup_timeout: float,
+    ) -> None:
+        self.name = name
+        self.connection = connection
+        self.call_timeout = call_timeout
+        self.startup_timeout = startup_timeout
+        self.loop: asyncio.AbstractEventLoop | None = None
+        self.link: Link | None = None
+        self.restarts = 0
+        self._lock: asyncio.Lock | None = None
+        self._closed = False
+
+    # -- lifecycle (owner loop only)
+
+    async def start(self) -> None:
+        self.loop = asyncio.get_running_loop()
+        self._lock = asyncio.Lock()
+        self.link = await self._open()
+
+    async def _open(self) -> Link:
+        loop = asyncio.get_running_loop()
+        ready: asyncio.Future[Link] = loop.create_future()
+        owner = loop.create_task(self._own(ready), name=f"mcp-server:{self.name}")
+        try:
+            async with asyncio.timeout(self.startup_timeout):
+                return await asyncio.shield(ready)
+        except TimeoutError:
+            owner.cancel()
+            await asyncio.gather(owner, return_exceptions=True)
+            raise MCPServerError(
+                self.name,
+                f"failed to start: no answer to initialization within {self.startup_timeout:g} s",
+            ) from None
+        except BaseException:
+            owner.cancel()
+            await asyncio.gather(owner, return_exceptions=True)
+            raise
+
+    async def _own(self, ready: asyncio.Future[Link]) -> None:
+        """The owner task: open the session, hand it out, close it when told."""
+        link: Link | None = None
+        try:
+            async with create_session(self.connection) as session:
+                init = await session.initialize()
+                link = Link(session, init, asyncio.current_task(), asyncio.Event())  # type: ignore[arg-type]
+                ready.set_result(link)
+                await link.stop.wait()
+        except Exception as exc:
+            if not ready.done():
+                ready.set_exception(MCPServerError(self.name, _startup_cause(exc, self.connection)))
+            else:
+                logger.debug("MCP server %r: session ended with %r", self.name, exc)
+        finally:
+            if not ready.done():
+                ready.cancel()
+            if link is not None:
+                link.lost()
+
+    async def close(self, timeout: float = 10.0) -> None:
+        self._closed = True
+        link, self.link = self.link, None
+        if link is not None:
+            await self._close_link(link, timeout)
+
+    async def _close_link(self, link: Link, timeout: float = 10.0) -> None:
+        link.stop.set()
+        try:
+            await asyncio.wait_for(asyncio.shield(link.owner), timeout)
+        except TimeoutError:
+            logger.warning(
+                "MCP server %r did not close within %g s; cancelling", self.name, timeout
+            )
+            link.owner.cancel()
+            await asyncio.gather(link.owner, return_exceptions=True)
+        except Exception:  # the owner already logged why the session ended
+            pass
+
+    async def _restart(self, failed: Link, cause: object) -> Link:
+        assert self._lock is not None
+        async with self._lock:
+            current = self.link
+            if current is not None and current is not failed and current.alive:
+                return current  # another call restarted it already
+            if self._closed:
+                raise MCPServerError(self.name, "the toolkit is closed")
+            logger.warning("MCP server %r: connection lost (%s); restarting", self.name, cause)
+            self.link = None
+            await self._close_link(failed, timeout=5.0)
+            try:
+                self.link = await self._open()
+            except MCPServerError as exc:
+                raise MCPServerError(
+                    self.name, f"connection lost ({cause}) and restart {exc.reason}"
+                ) from exc
+            self.restarts += 1
+            return self.link
+
+    # -- calls
+
+    async def request(self, what: str, op: Callable[[ClientSession], Awaitable[T]]) -> T:
+        """Run `op(session)` on the owner loop, with timeout and one restart."""
+        loop = self.loop
+        if loop is None or self._closed:
+            raise MCPServerError(
+                self.name, "not running (the toolkit is not started or already closed)"
+            )
+        if asyncio.get_running_loop() is loop:
+            return await self._request(what, op)
+        return await asyncio.wrap_future(
+            asyncio.run_coroutine_threadsafe(self._request(what, op), loop)
+        )
+
+    async def _request(self, what: str, op: Callable[[ClientSession], Awaitable[T]]) -> T:
+        link = self.link
+        if link is None or not link.alive:
+            if self._closed:
+                raise MCPServerError(self.name, "the toolkit is closed")
+            link = (
+                await self._restart(link, "session ended")
+                if link is not None
+                else await self._reopen()
+            )
+        try:
+            return await self._attempt(link, what, op)
+        except Disconnected as first:
+            link = await self._restart(link, first)
+        try:
+            return await self._attempt(link, what, op)
+        except Disconnected as second:
+            raise MCPServerError(
+                self.name, f"connection lost during {what}, again after a restart: {second}"
+            ) from second
+
+    async def _reopen(self) -> Link:
+        assert self._lock is not None
+        async with self._lock:
+            if self.link is None or not self.link.alive:
+                self.link = await self._open()
+            return self.link
+
+    async def _attempt(
+        self, link: Link, what: str, op: Callable[[ClientSession], Awaitable[T]]
+    ) -> T:
+        timeout = asyncio.timeout(self.call_timeout)
+        try:
+            async with timeout:
+                link.inflight.add(timeout)
+                try:
+                    return await op(link.session)
+                finally:
+                    link.inflight.discard(timeout)
+        except TimeoutError as exc:
+            if not link.alive:
+                raise Disconnected("the session ended") from exc
+            if self.call_timeout is not None and timeout.expired():
+                raise MCPToolTimeoutError(self.name, what, self.call_timeout) from None
+            raise
+        except McpError as exc:
+            if exc.error.code == CONNECTION_CLOSED:
+                raise Disconnected(exc) from exc
+            raise ToolException(
+                f"MCP server {self.name!r}: {what} failed: {exc.error.message}"
+            ) from exc
+        except _DISCONNECT_ERRORS as exc:
+            raise Disconnected(exc) from exc
+        except BaseExceptionGroup as group:
+            if all(isinstance(e, _DISCONNECT_ERRORS) for e in _leaf_errors(group)):
+                raise Disconnected(group) from group
+            raise
+
+
+class SessionProxy:
+    """Stands in for a `ClientSession` in langchain-mcp-adapters' tools.
+
+    The adapters bind each tool to the session object they are given; binding
+    them to this proxy routes every call through `Server.request`, which adds
+    the owner loop, the timeout and the restart.
+    """
+
+    def __init__(self, server: Server) -> None:
+        self._server = server
+
+    async def list_tools(self, cursor: str | None = None, **kwargs: Any) -> Any:
+        return await self._server.request(
+            "tools/list", lambda s: s.list_tools(cursor=cursor, **kwargs)
+        )
+
+    async def call_tool(
+        self, name: str, arguments: dict[str, Any] | None = None, **kwargs: Any
+    ) -> Any:
+        return await self._server.request(
+            f"tool {name!r}", lambda s: s.call_tool(name, arguments, **kwargs)
+        )
+
+
+async def paginate(fetch: Callable[[str | None], Awaitable[Any]], field: str) -> list[Any]:
+    items: list[Any] = []
+    cursor: str | None = None
+    for _ in range(1000):
+        page = await fetch(cursor)
+        items.extend(getattr(page, field) or [])
+        cursor = page.nextCursor
+        if not cursor:
+            break
+    return items

@@ -1,0 +1,620 @@
+"""MCP servers as LangChain tools over persistent sessions.
+
+This module turns the MCP servers of a config file into LangChain tools that any
+chat model (and any LangGraph node) can call. It is built on
+`langchain-mcp-adapters`: sessions come from its `create_session`, tools from its
+`load_mcp_tools` (so MCP results are converted exactly as the adapters convert
+them), and each tool is then wrapped to add what a dependable agent needs:
+
+- **one persistent session per server**, opened once and shared by every call
+  (the adapters' `MultiServerMCPClient.get_tools()` starts a new server process
+  for every call);
+- **names `server-tool`** (`sqlite-read_query`) and schemas cleaned to
+  `{"type": "object", "properties": ..., "required": [...]}` for prompt dialects;
+- **results as text**: text parts joined with `"\\n\\n"`; images and other parts
+  kept in the artifact; MCP `isError` results become error `ToolMessage`s;
+- **faults handled**: per-call timeout, a dead server restarted and the call
+  retried once, a server that cannot start reported at once with its cause;
+- **resources** as two more tools per server: `server-list_resources` and
+  `server-read_resource`.
+
+Example:
+    ```python
+    from fncall_graph.adapters.mcp import MCPToolkit
+
+    config = {
+        "mcpServers": {
+            "sqlite": {"command": "uvx", "args": ["mcp-server-sqlite", "--db-path", "test.db"]}
+        }
+    }
+    async with MCPToolkit.from_config(config) as toolkit:
+        tools = toolkit.tools  # sqlite-read_query, sqlite-list_tables, ...
+        list_tables = toolkit.get_tool("sqlite-list_tables")
+        print(await list_tables.ainvoke({}))
+        # [{'name': 'students'}, {'name': 'sqlite_sequence'}, {'name': 'log'}]
+    ```
+
+Sessions always live on one event loop, the owner loop: with `async with` it is
+the caller's loop; with `start_sync()` (or `with`) it is a background loop thread.
+Calls from any other loop or thread are marshalled to it with
+`asyncio.run_coroutine_threadsafe`, so both `tool.invoke` and `tool.ainvoke` work.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import atexit
+import json
+import logging
+import threading
+from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine, Mapping, Sequence
+from contextlib import asynccontextmanager
+from types import TracebackType
+from typing import Any, Self, TypedDict, TypeVar
+
+import pydantic
+from langchain_core.messages.content import create_file_block, create_image_block
+from langchain_core.tools import BaseTool, StructuredTool, ToolException
+from langchain_mcp_adapters.sessions import (
+    Connection,
+)
+from langchain_mcp_adapters.tools import load_mcp_tools as _adapters_load_mcp_tools
+from mcp import ClientSession, McpError
+from mcp.types import (
+    BlobResourceContents,
+    InitializeResult,
+    TextResourceContents,
+)
+
+from ..formats.schema import clean_schema
+from .config import ConfigSource, parse_mcp_config
+from .errors import MCPConfigError, MCPServerError
+from .sessions import Server, SessionProxy, paginate
+
+logger = logging.getLogger(__name__)
+
+T = TypeVar("T")
+
+# --------------------------------------------------------------------------- results
+
+
+class MCPArtifact(TypedDict, total=False):
+    """The artifact of a tool result (`ToolMessage.artifact`).
+
+    Attributes:
+        content: non-text parts as LangChain content blocks
+            (`{"type": "image", "base64": ..., "mime_type": ...}`, `"file"` blocks).
+        structured_content: the MCP result's `structuredContent`, when present.
+        resources: for `list_resources`, the listed resources and templates.
+    """
+
+    content: list[dict[str, Any]]
+    structured_content: dict[str, Any]
+    resources: dict[str, Any]
+
+
+def _b64_size(data: str) -> int:
+    return len(data) * 3 // 4 - data[-2:].count("=") if data else 0
+
+
+def _describe_block(block: Mapping[str, Any]) -> str:
+    """A short text standing in for a non-text part, so the model knows it is there."""
+    kind = block.get("type", "data")
+    mime = block.get("mime_type") or "application/octet-stream"
+    if block.get("base64") is not None:
+        return f"[{kind}: {mime}, {_b64_size(block['base64'])} bytes]"
+    if block.get("url"):
+        return f"[{kind}: {mime}, {block['url']}]"
+    return f"[{kind}: {mime}]"
+
+
+def _to_content_and_artifact(
+    blocks: Sequence[Mapping[str, Any]], structured: Mapping[str, Any] | None
+) -> tuple[str, MCPArtifact | None]:
+    texts = [b["text"] for b in blocks if b.get("type") == "text"]
+    others = [dict(b) for b in blocks if b.get("type") != "text"]
+    content = "\n\n".join(texts + [_describe_block(b) for b in others])
+    artifact: MCPArtifact = {}
+    if others:
+        artifact["content"] = others
+    if structured is not None:
+        artifact["structured_content"] = dict(structured)
+    return content, (artifact or None)
+
+
+def _tool_error_content(error: ToolException) -> str:
+    """`handle_tool_error` for every tool: the error text the model gets to see."""
+    blocks = getattr(error, "tool_content", None)  # set by the adapters for isError results
+    if blocks:
+        content, _ = _to_content_and_artifact(blocks, None)
+        if content:
+            return content
+    return str(error) or "MCP tool error"
+
+
+# --------------------------------------------------------------------------- toolkit
+
+
+class _MCPTool(StructuredTool):
+    """A `StructuredTool` that skips LangChain's per-call signature inspection.
+
+    On every call LangChain inspects `_arun` and the coroutine (signature and
+    type hints) for `run_manager` / `config` parameters; these tools take
+    neither, and the inspection alone costs a good part of a local MCP round trip.
+    """
+
+    # Unannotated on purpose: LangChain evaluates these hints on every call.
+    def _run(self, *args, **kwargs):  # type: ignore[no-untyped-def]
+        assert self.func is not None
+        return self.func(*args, **kwargs)
+
+    async def _arun(self, *args, **kwargs):  # type: ignore[no-untyped-def]
+        assert self.coroutine is not None
+        return await self.coroutine(*args, **kwargs)
+
+
+class MCPToolkit:
+    """LangChain tools for the MCP servers of a config, over persistent sessions.
+
+    Each server gets one session, opened when the toolkit starts and shared by
+    all calls; every server's tools are listed once and exposed as
+    `StructuredTool`s named `f"{server}{separator}{tool}"`, with cleaned schemas
+    (`args_schema` is the cleaned JSON-schema dict) and the server's own
+    descriptions. Use it as an async context manager, or from sync code with
+    `with` / `start_sync()` + `close()`.
+
+    Tool results (`response_format="content_and_artifact"`):
+
+    - content: the text parts joined with `"\\n\\n"`, plus a short
+      `[image: image/png, 68 bytes]` line for each non-text part;
+    - artifact: an `MCPArtifact` with the non-text parts as LangChain content
+      blocks and the `structuredContent`, or `None`.
+
+    Errors:
+
+    - an MCP `isError` result, a JSON-RPC error from the server, and a call
+      over `call_timeout` raise `ToolException`s that the tool turns into
+      `ToolMessage(status="error")` when it is invoked with a tool call (with
+      plain arguments, the error text is returned);
+    - if the server died (process killed, connection dropped), it is restarted
+      and the call retried once; if that fails too, `MCPServerError` is raised.
+      A server that died in the middle of a call may have done the work
+      already, so a retried write can run twice;
+    - a server that cannot start raises `MCPServerError` from `__aenter__` /
+      `start_sync()`, naming the server and the cause; the others are closed.
+
+    Resources: for every server that declares the resources capability (and
+    `include_resources=True`), two more tools: `server-list_resources` (resources
+    and resource templates, as JSON) and `server-read_resource(uri)` (text
+    contents as text; binary contents as a `[file: mime, size]` line with the
+    base64 data in the artifact).
+
+    Example:
+        ```python
+        from fncall_graph.adapters.mcp import MCPToolkit
+
+        async with MCPToolkit.from_config("mcp.json", call_timeout=30) as toolkit:
+            agent = create_react_agent(model, toolkit.tools)
+            await agent.ainvoke({"messages": [("user", "数据库有几张表")]})
+
+        # sync code: sessions run on a background event-loop thread
+        with MCPToolkit.from_config("mcp.json") as toolkit:
+            toolkit.get_tool("sqlite-list_tables").invoke({})
+        ```
+
+    Args:
+        connections: `{server_name: connection}` as returned by
+            `parse_mcp_config` (use `from_config` to read a file or a dict).
+        separator: put between server and tool name (`"-"`: `sqlite-read_query`).
+        call_timeout: seconds a single call may take; `None` waits for ever.
+        include_resources: add the `list_resources` / `read_resource` tools.
+        startup_timeout: seconds a server may take to start and initialize.
+    """
+
+    def __init__(
+        self,
+        connections: Mapping[str, Connection],
+        *,
+        separator: str = "-",
+        call_timeout: float | None = None,
+        include_resources: bool = True,
+        startup_timeout: float = 30.0,
+    ) -> None:
+        if not isinstance(separator, str) or not separator:
+            raise MCPConfigError("separator", "must be a non-empty string")
+        for key, value in (("call_timeout", call_timeout), ("startup_timeout", startup_timeout)):
+            if value is not None and (
+                isinstance(value, bool) or not isinstance(value, int | float) or value <= 0
+            ):
+                raise MCPConfigError(key, f"must be a positive number of seconds, got {value!r}")
+        self._connections = dict(connections)
+        self.separator = separator
+        self.call_timeout = call_timeout
+        self.include_resources = include_resources
+        self._servers = {
+            name: Server(name, conn, call_timeout=call_timeout, startup_timeout=startup_timeout)
+            for name, conn in self._connections.items()
+        }
+        self._tools: dict[str, list[BaseTool]] | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._thread: threading.Thread | None = None
+        self._state = "new"
+
+    @classmethod
+    def from_config(
+        cls,
+        config: ConfigSource,
+        *,
+        separator: str = "-",
+        call_timeout: float | None = None,
+        include_resources: bool = True,
+        startup_timeout: float = 30.0,
+    ) -> MCPToolkit:
+        """Build a toolkit from an `mcpServers` config (file path or dict).
+
+        The config is checked at once (`MCPConfigError` before anything starts);
+        servers start when the toolkit is entered. See `parse_mcp_config` for the
+        formats and `MCPToolkit` for the options.
+
+        Example:
+            ```python
+            async with MCPToolkit.from_config({"mcpServers": {...}}) as toolkit:
+                tools = toolkit.tools
+            ```
+        """
+        return cls(
+            parse_mcp_config(config),
+            separator=separator,
+            call_timeout=call_timeout,
+            include_resources=include_resources,
+            startup_timeout=startup_timeout,
+        )
+
+    # -- introspection
+
+    @property
+    def servers(self) -> list[str]:
+        """Names of the configured servers."""
+        return list(self._servers)
+
+    @property
+    def connections(self) -> dict[str, Connection]:
+        """The checked connection dicts, by server name."""
+        return dict(self._connections)
+
+    @property
+    def tools(self) -> list[BaseTool]:
+        """All tools of all servers, in config order (the toolkit must be started)."""
+        return [tool for tools in self._started_tools().values() for tool in tools]
+
+    def get_tools(self, server: str | None = None) -> list[BaseTool]:
+        """The tools of one server (all tools when `server` is `None`)."""
+        if server is None:
+            return self.tools
+        tools = self._started_tools()
+        if server not in tools:
+            raise MCPServerError(server, f"unknown server; configured: {', '.join(self._servers)}")
+        return list(tools[server])
+
+    def get_tool(self, name: str) -> BaseTool:
+        """The tool called `name` (e.g. `"sqlite-read_query"`)."""
+        for tool in self.tools:
+            if tool.name == name:
+                return tool
+        raise KeyError(
+            f"no MCP tool named {name!r}; tools: {', '.join(t.name for t in self.tools)}"
+        )
+
+    def server_info(self, server: str) -> InitializeResult:
+        """What the server said at initialization (name, version, capabilities)."""
+        srv = self._servers.get(server)
+        if srv is None:
+            raise MCPServerError(server, f"unknown server; configured: {', '.join(self._servers)}")
+        if srv.link is None:
+            raise MCPServerError(server, "not running")
+        return srv.link.init
+
+    def _started_tools(self) -> dict[str, list[BaseTool]]:
+        if self._tools is None:
+            raise RuntimeError(
+                "the MCP toolkit is not started: use `async with MCPToolkit.from_config(...)` "
+                "or `toolkit.start_sync()`"
+            )
+        return self._tools
+
+    # -- async lifecycle
+
+    async def __aenter__(self) -> Self:
+        await self.start()
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self.aclose()
+
+    async def start(self) -> None:
+        """Start every server and list its tools on the running event loop."""
+        if self._state != "new":
+            raise RuntimeError(f"the MCP toolkit cannot be started twice (it is {self._state})")
+        self._state = "starting"
+        self._loop = asyncio.get_running_loop()
+        servers = list(self._servers.values())
+        results = await asyncio.gather(*(s.start() for s in servers), return_exceptions=True)
+        failures = [r for r in results if isinstance(r, BaseException)]
+        try:
+            if failures:
+                raise failures[0]
+            tools: dict[str, list[BaseTool]] = {}
+            for server in servers:
+                tools[server.name] = await self._build_tools(server)
+            self._check_unique(tools)
+        except BaseException:
+            await asyncio.gather(*(s.close() for s in servers), return_exceptions=True)
+            self._state = "closed"
+            raise
+        self._tools = tools
+        self._state = "running"
+
+    async def aclose(self) -> None:
+        """Close every session (and stop every stdio server process)."""
+        if self._thread is not None:
+            await asyncio.to_thread(self.close)
+            return
+        if self._state in ("new", "closed"):
+            self._state = "closed"
+            return
+        self._state = "closed"
+        await asyncio.gather(*(s.close() for s in self._servers.values()), return_exceptions=True)
+
+    # -- sync lifecycle
+
+    def __enter__(self) -> Self:
+        return self.start_sync()
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
+
+    def start_sync(self) -> Self:
+        """Start the servers on a background event-loop thread, for sync callers.
+
+        The tools then work from `invoke` and, from any event loop, `ainvoke`.
+        Call `close()` when done (it is also called at interpreter exit).
+        """
+        loop = asyncio.new_event_loop()
+        thread = threading.Thread(target=loop.run_forever, name="fncall-graph-mcp", daemon=True)
+        thread.start()
+        try:
+            asyncio.run_coroutine_threadsafe(self.start(), loop).result()
+        except BaseException:
+            loop.call_soon_threadsafe(loop.stop)
+            thread.join()
+            loop.close()
+            raise
+        self._thread = thread
+        atexit.register(self.close)
+        return self
+
+    def close(self) -> None:
+        """Close a toolkit started with `start_sync()` and stop its thread."""
+        thread, loop = self._thread, self._loop
+        if thread is None or loop is None:
+            if self._state == "running":
+                raise RuntimeError(
+                    "this MCP toolkit runs on an event loop: use `await toolkit.aclose()`"
+                )
+            return
+        self._thread = None
+        atexit.unregister(self.close)
+        if threading.current_thread() is thread:
+            raise RuntimeError("close() cannot be called from the toolkit's own event-loop thread")
+        try:
+            asyncio.run_coroutine_threadsafe(self.aclose(), loop).result()
+        finally:
+            loop.call_soon_threadsafe(loop.stop)
+            thread.join()
+            loop.close()
+
+    # -- tools
+
+    def _run_sync(self, coro: Coroutine[Any, Any, T]) -> T:
+        """Run a tool coroutine for a sync caller, on the owner loop."""
+        loop = self._loop
+        if loop is None or self._state != "running":
+            coro.close()
+            raise RuntimeError("the MCP toolkit is not running")
+        try:
+            running = asyncio.get_running_loop()
+        except RuntimeError:
+            running = None
+        if running is loop:
+            coro.close()
+            raise RuntimeError(
+                "a sync MCP tool call on the toolkit's own event loop would block it; "
+                "use `await tool.ainvoke(...)` there, or call `invoke` from another thread"
+            )
+        return asyncio.run_coroutine_threadsafe(coro, loop).result()
+
+    def _make_tool(
+        self,
+        name: str,
+        description: str,
+        schema: dict[str, Any],
+        acall: Callable[..., Awaitable[tuple[str, Any]]],
+        metadata: dict[str, Any],
+    ) -> StructuredTool:
+        def call(**kwargs: Any) -> tuple[str, Any]:
+            return self._run_sync(acall(**kwargs))
+
+        return _MCPTool(
+            name=name,
+            description=description,
+            args_schema=schema,
+            func=call,
+            coroutine=acall,
+            response_format="content_and_artifact",
+            handle_tool_error=_tool_error_content,
+            metadata=metadata,
+        )
+
+    async def _build_tools(self, server: Server) -> list[BaseTool]:
+        proxy = SessionProxy(server)
+        # The adapters' tools, bound to the proxy: their result conversion and
+        # isError handling are used as they are; only naming, schema and content
+        # layout change below.
+        inner_tools = await _adapters_load_mcp_tools(proxy, server_name=server.name)  # type: ignore[arg-type]
+        tools: list[BaseTool] = []
+        for inner in inner_tools:
+            tools.append(self._wrap(server, inner))
+        link = server.link
+        if (
+            self.include_resources
+            and link is not None
+            and link.init.capabilities.resources is not None
+        ):
+            taken = {t.name for t in tools}
+            for tool in self._resource_tools(server):
+                if tool.name in taken:
+                    logger.info(
+                        "MCP server %r has its own %r tool; not adding ours", server.name, tool.name
+                    )
+                    continue
+                tools.append(tool)
+        return tools
+
+    def _wrap(self, server: Server, inner: BaseTool) -> StructuredTool:
+        assert isinstance(inner, StructuredTool) and inner.coroutine is not None
+        coroutine = inner.coroutine
+        raw_schema = inner.args_schema if isinstance(inner.args_schema, dict) else {}
+
+        async def acall(**kwargs: Any) -> tuple[str, MCPArtifact | None]:
+            blocks, artifact = await coroutine(**kwargs)
+            structured = artifact.get("structured_content") if artifact else None
+            return _to_content_and_artifact(blocks, structured)
+
+        return self._make_tool(
+            f"{server.name}{self.separator}{inner.name}",
+            inner.description,
+            clean_schema(raw_schema),
+            acall,
+            {**(inner.metadata or {}), "mcp_server": server.name, "mcp_tool": inner.name},
+        )
+
+    def _resource_tools(self, server: Server) -> list[StructuredTool]:
+        sep, name = self.separator, server.name
+
+        async def list_resources() -> tuple[str, MCPArtifact]:
+            async def op(session: ClientSession) -> dict[str, Any]:
+                resources: list[Any] = await paginate(
+                    lambda c: session.list_resources(cursor=c), "resources"
+                )
+                try:
+                    templates: list[Any] = await paginate(
+                        lambda c: session.list_resource_templates(cursor=c), "resourceTemplates"
+                    )
+                except McpError:  # templates are optional for a server
+                    templates = []
+                dump = {"mode": "json", "by_alias": True, "exclude_none": True}
+                return {
+                    "resources": [r.model_dump(**dump) for r in resources],
+                    "resource_templates": [t.model_dump(**dump) for t in templates],
+                }
+
+            payload = await server.request("resources/list", op)
+            return json.dumps(payload, ensure_ascii=False), {"resources": payload}
+
+        async def read_resource(uri: str) -> tuple[str, MCPArtifact | None]:
+            try:
+                result = await server.request(f"resource {uri!r}", lambda s: s.read_resource(uri))  # type: ignore[arg-type]
+            except pydantic.ValidationError as exc:
+                raise ToolException(f"MCP server {name!r}: invalid resource URI {uri!r}") from exc
+            blocks: list[dict[str, Any]] = []
+            for part in result.contents:
+                if isinstance(part, TextResourceContents):
+                    blocks.append({"type": "text", "text": part.text})
+                elif isinstance(part, BlobResourceContents):
+                    mime = part.mimeType or "application/octet-stream"
+                    make = create_image_block if mime.startswith("image/") else create_file_block
+                    block = dict(make(base64=part.blob, mime_type=mime))
+                    block["uri"] = str(part.uri)
+                    blocks.append(block)
+            return _to_content_and_artifact(blocks, None)
+
+        meta = {"mcp_server": name}
+        return [
+            self._make_tool(
+                f"{name}{sep}list_resources",
+                f"List the resources and resource templates of MCP server {name!r} "
+                "(uri or uriTemplate, name, description, mimeType), as JSON.",
+                clean_schema(None),
+                list_resources,
+                {**meta, "mcp_tool": "list_resources"},
+            ),
+            self._make_tool(
+                f"{name}{sep}read_resource",
+                f"Read a resource of MCP server {name!r} by URI (fill in a template's "
+                "{placeholders} first). Text comes back as text; binary content as its "
+                "MIME type and size.",
+                {
+                    "type": "object",
+                    "properties": {"uri": {"type": "string", "description": "URI of the resource"}},
+                    "required": ["uri"],
+                },
+                read_resource,
+                {**meta, "mcp_tool": "read_resource"},
+            ),
+        ]
+
+    def _check_unique(self, tools: Mapping[str, list[BaseTool]]) -> None:
+        seen: dict[str, str] = {}
+        for server, server_tools in tools.items():
+            for tool in server_tools:
+                if tool.name in seen:
+                    raise MCPConfigError(
+                        f"mcpServers.{server}",
+                        f"tool name {tool.name!r} is also made by server {seen[tool.name]!r}; "
+                        "rename a server or change the separator",
+                    )
+                seen[tool.name] = server
+
+
+@asynccontextmanager
+async def load_mcp_tools(
+    config: ConfigSource,
+    *,
+    separator: str = "-",
+    call_timeout: float | None = None,
+    include_resources: bool = True,
+    startup_timeout: float = 30.0,
+) -> AsyncIterator[list[BaseTool]]:
+    """Async context manager: the tools of an MCP config, sessions open inside.
+
+    A shorthand for `MCPToolkit.from_config(...)` when only the tool list is
+    needed. The sessions close (and stdio servers stop) when the block ends.
+
+    Example:
+        ```python
+        from fncall_graph.adapters.mcp import load_mcp_tools
+
+        async with load_mcp_tools("mcp.json") as tools:
+            graph = create_fncall_graph(model, tools)
+            await graph.ainvoke({"messages": [("user", "数据库有几张表")]})
+        ```
+    """
+    toolkit = MCPToolkit.from_config(
+        config,
+        separator=separator,
+        call_timeout=call_timeout,
+        include_resources=include_resources,
+        startup_timeout=startup_timeout,
+    )
+    async with toolkit:
+        yield toolkit.tools

@@ -1,0 +1,30 @@
+"""The ``fncall-graph`` command: chat with any model over MCP tools, from a terminal.
+
+Commands:
+
+- ``chat``: an interactive session; answers stream token by token and every tool call
+  shows a live line (name, arguments, running/done/error, elapsed time);
+- ``run``: one question, non-interactive; exit status 0 on a final answer, 1 otherwise;
+  ``--json`` prints the thread's messages;
+- ``demo``: the database-assistant example (four questions, one thread) against
+  ``mcp-server-sqlite`` on a fresh database, printed as a transcript: recorded replies
+  first, then the bundled local model live;
+- ``prompt``: the exact system prompt a dialect writes for the tools of an MCP config.
+
+Threads are checkpointed in a SQLite file (``--db``), so ``--thread``/``--resume``
+continue them in a later process; ``--approve TOOL`` asks at the terminal before that
+tool runs; ``--trace``/``--trace-file`` show each model call's four views
+(see :mod:`fncall_graph.trace`).
+
+Errors a user can fix (a bad model spec, an unreachable server, a missing key, a bad MCP
+config) end the command with one line on stderr and exit status 1. ``FNCALL_DEBUG=1``
+shows the full traceback instead.
+
+Modules: :mod:`.main` (the commands and the entry point), :mod:`.settings` (model,
+tools, checkpoints, dialect; errors in one line), :mod:`.terminal` (what the person
+sees), :mod:`.session` (a thread's turns), :mod:`.approval` (decisions at the terminal).
+"""
+
+from .main import build_parser, main
+
+__all__ = ["build_parser", "main"]

@@ -1,0 +1,89 @@
+"""Approvals at the terminal: a person decides on each gated tool call."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from .settings import CLIError
+from .terminal import UI
+
+
+class TerminalReview:
+    """Answers a graph's approval interrupts by asking at the terminal.
+
+    The request has the shape of LangChain's ``HumanInTheLoopMiddleware``
+    (``action_requests`` and ``review_configs``); each gated call is shown with its
+    arguments and answered ``y`` (run it), ``e`` (edit its arguments) or ``n`` (reject,
+    with a reason the model reads).
+
+    Args:
+        ui: where to ask.
+        thread_id: the thread, named when input ends before an answer (to resume later).
+    """
+
+    def __init__(self, ui: UI, thread_id: str) -> None:
+        self.ui = ui
+        self.thread_id = thread_id
+
+    def decide(self, interrupts: Sequence[Any]) -> Any:
+        """The resume value for ``interrupts``, asked at the terminal."""
+        answers = {i.id: self._review(i.value) for i in interrupts}
+        if len(interrupts) == 1:
+            return next(iter(answers.values()))
+        return answers
+
+    def _review(self, request: Any) -> dict[str, Any]:
+        if not isinstance(request, Mapping) or "action_requests" not in request:
+            raise CLIError(
+                f"the graph paused with a question this command cannot answer: {request!r}"
+            )
+        actions = list(request["action_requests"])
+        configs = list(request.get("review_configs") or [])
+        decisions = []
+        for i, action in enumerate(actions):
+            allowed = ["approve", "edit", "reject"]
+            if i < len(configs):
+                allowed = list(configs[i].get("allowed_decisions") or allowed)
+            decisions.append(self._decision(action, allowed))
+        return {"decisions": decisions}
+
+    def _decision(self, action: Mapping[str, Any], allowed: Sequence[str]) -> dict[str, Any]:
+        keys = {"y": "approve", "e": "edit", "n": "reject"}
+        offered = "/".join(k for k, v in keys.items() if v in allowed)
+        name, args = action["name"], action.get("args") or {}
+        question = f"run {name} {json.dumps(args, ensure_ascii=False)}? [{offered}] "
+        try:
+            while True:
+                answer = self.ui.ask(question).strip().lower()[:1]
+                kind = keys.get(answer)
+                if kind is None or kind not in allowed:
+                    continue
+                if kind == "approve":
+                    return {"type": "approve"}
+                if kind == "reject":
+                    reason = self.ui.ask("reason (sent to the model): ").strip()
+                    return {"type": "reject", "message": reason or None}
+                edited = self._edited_args(args)
+                if edited is not None:
+                    return {"type": "edit", "edited_action": {"name": name, "args": edited}}
+        except EOFError as exc:
+            raise CLIError(
+                f"{name} needs approval and input has ended; the thread is saved: "
+                f"answer later with --resume {self.thread_id}"
+            ) from exc
+
+    def _edited_args(self, current: Any) -> dict[str, Any] | None:
+        text = self.ui.ask("new arguments as a JSON object (empty: keep them): ").strip()
+        if not text:
+            return dict(current)
+        try:
+            value = json.loads(text)
+        except json.JSONDecodeError as exc:
+            self.ui.note(f"not JSON ({exc}); try again")
+            return None
+        if not isinstance(value, dict):
+            self.ui.note("the arguments must be a JSON object; try again")
+            return None
+        return value

@@ -1,0 +1,424 @@
+"""The commands (chat, run, demo, prompt), their options, and the entry point."""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import os
+import sqlite3
+import sys
+import tempfile
+import uuid
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+from typing import IO, Any, NoReturn
+
+from langchain_core.language_models import BaseChatModel
+from langchain_core.messages import (
+    SystemMessage,
+    messages_to_dict,
+)
+from langchain_core.tools import BaseTool
+from langchain_core.utils.function_calling import convert_to_openai_tool
+
+from fncall_graph import settings
+from fncall_graph.adapters.formats.base import text_of
+from fncall_graph.trace import Tracer
+
+from .session import Outcome, Session
+from .settings import (
+    DB_ENV,
+    DEBUG_ENV,
+    DIALECTS,
+    PROG,
+    CLIError,
+    choose_dialect,
+    default_db_path,
+    describe_error,
+    load_model,
+    mcp_tools,
+    sqlite_checkpointer,
+)
+from .terminal import UI
+
+# --------------------------------------------------------------------------- commands
+
+
+@contextlib.contextmanager
+def _trace_output(path: str | None) -> Iterator[IO[str] | None]:
+    if path is None:
+        yield None
+        return
+    try:
+        handle = open(path, "w", encoding="utf-8")  # noqa: SIM115 - closed below
+    except OSError as exc:
+        raise CLIError(f"trace file {path}: {exc.strerror or exc}") from exc
+    with handle:
+        yield handle
+
+
+def _check_gated(names: Sequence[str], tools: Sequence[BaseTool]) -> None:
+    known = {t.name for t in tools}
+    unknown = [n for n in names if n not in known]
+    if unknown:
+        listed = ", ".join(sorted(known)) or "none (give --mcp)"
+        raise CLIError(f"--approve {unknown[0]}: no such tool; tools: {listed}")
+
+
+def _build_graph(
+    args: argparse.Namespace, ui: UI, model: BaseChatModel, tools: list[BaseTool], saver: Any
+) -> Any:
+    from fncall_graph.graphs import create_fncall_graph
+    from fncall_graph.graphs.factory import initial_dialect
+
+    gated = list(dict.fromkeys(getattr(args, "approve", None) or []))
+    _check_gated(gated, tools)
+    options: dict[str, Any] = {}
+    if gated:
+        options["interrupt_on"] = dict.fromkeys(gated, True)
+    dialect = initial_dialect(model, choose_dialect(args.dialect, getattr(args, "lang", None)))
+    if args.command == "chat" or args.trace:
+        names = ", ".join(t.name for t in tools) or "none (give --mcp)"
+        ui.note(f"dialect {dialect.name} · {len(tools)} tools: {names}")
+    return create_fncall_graph(
+        model,
+        tools,
+        dialect=dialect,
+        system_prompt=args.system,
+        checkpointer=saver,
+        **options,
+    )
+
+
+def _thread(args: argparse.Namespace) -> tuple[str, bool]:
+    """The thread id and whether it must exist already (``--resume``)."""
+    if args.resume and args.thread and args.resume != args.thread:
+        raise CLIError("--thread and --resume name different threads; give one")
+    if args.resume:
+        return args.resume, True
+    return args.thread or str(uuid.uuid4()), False
+
+
+@contextlib.contextmanager
+def _open_session(
+    args: argparse.Namespace, ui: UI, thread_id: str, must_exist: bool, db: Path
+) -> Iterator[Session]:
+    """The model, MCP tools, checkpoints and trace output of ``chat`` and ``run``."""
+    model = load_model(args.model, ui)
+    with (
+        mcp_tools(args.mcp) as tools,
+        sqlite_checkpointer(db) as saver,
+        _trace_output(args.trace_file) as trace_file,
+    ):
+        graph = _build_graph(args, ui, model, tools, saver)
+        tracer = Tracer(args.system) if (args.trace or trace_file) else None
+        session = Session(
+            graph,
+            thread_id,
+            ui,
+            tracer=tracer,
+            trace_file=trace_file,
+            show_trace=args.trace,
+            gated=args.approve or [],
+        )
+        if must_exist and not session.exists():
+            raise CLIError(f"--resume {thread_id}: no such thread in {db}")
+        yield session
+
+
+def cmd_chat(args: argparse.Namespace) -> int:
+    """The interactive session."""
+    ui = UI(sys.stdout)
+    thread_id, must_exist = _thread(args)
+    db = Path(args.db) if args.db else default_db_path()
+    with _open_session(args, ui, thread_id, must_exist, db) as session:
+        ui.note(f"thread {thread_id} (checkpoints in {db}); type /exit or Ctrl-D to leave")
+        if session.pending():
+            _report(ui, _guarded(ui, session.resume))
+        while True:
+            try:
+                question = ui.ask("you> ").strip()
+            except EOFError:
+                ui.close()
+                print(file=ui.stream)
+                break
+            except KeyboardInterrupt:
+                print(file=ui.stream)
+                continue
+            if not question:
+                continue
+            if question in ("/exit", "/quit", "exit", "quit"):
+                break
+            _report(ui, _guarded(ui, lambda q=question: session.ask(q)))
+    return 0
+
+
+def _guarded(ui: UI, turn: Any) -> Outcome | None:
+    """Run one chat turn; a failure is reported and the session goes on."""
+    try:
+        return turn()
+    except KeyboardInterrupt:
+        ui.close()
+        ui.note("(turn interrupted)")
+    except CLIError as exc:
+        ui.close()
+        ui.note(f"{PROG}: {exc}")
+    except Exception as exc:
+        if os.environ.get(DEBUG_ENV):
+            raise
+        ui.close()
+        ui.note(f"{PROG}: error: {describe_error(exc)}")
+    return None
+
+
+def _report(ui: UI, outcome: Outcome | None) -> None:
+    if outcome is not None and outcome.stopped:
+        ui.note(f"({outcome.stopped})")
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    """One question, non-interactive."""
+    ui = UI(sys.stderr if args.json else sys.stdout, quiet=args.json)
+    thread_id, must_exist = _thread(args)
+    if not args.question and not must_exist:
+        raise CLIError("give a question (or --resume THREAD to finish an interrupted turn)")
+    db = Path(args.db) if args.db else default_db_path()
+    with _open_session(args, ui, thread_id, must_exist, db) as session:
+        outcome: Outcome | None = None
+        if session.pending():
+            outcome = session.resume()
+        if args.question:
+            outcome = session.ask(args.question)
+        if args.json:
+            document = {"thread_id": thread_id, "messages": messages_to_dict(session.messages())}
+            print(json.dumps(document, ensure_ascii=False, indent=1))
+    if outcome is None or outcome.stopped:
+        why = outcome.stopped if outcome is not None else "the thread had nothing to resume"
+        raise CLIError(f"no final answer: {why}")
+    return 0
+
+
+RECORDED_MODEL = "replay:database-assistant"
+OWN_MODEL_HINT = """\
+Run it on your own model:
+  fncall-graph demo --model ollama:qwen3                      # Ollama (OLLAMA_HOST, default 127.0.0.1:11434)
+  fncall-graph demo --model 'http://127.0.0.1:8000/v1#NAME'   # any OpenAI-compatible server (vLLM, llama.cpp, LM Studio)
+  fncall-graph demo --model openai:gpt-4o-mini                # OPENAI_API_KEY
+  fncall-graph chat --model ollama:qwen3 --mcp mcp.json       # your own MCP servers
+Measure a model on this example, per dialect: python bench/real_model.py SPEC"""
+
+
+def cmd_demo(args: argparse.Namespace) -> int:
+    """The database-assistant example on a fresh database, printed as a transcript.
+
+    Without --model: first the recorded replies of Qwen-Max to this example, played
+    through the real parser, mcp-server-sqlite and a SQLite checkpointer; then the same
+    questions live on the bundled local model; then how to use your own model.
+    """
+    ui = UI(sys.stdout)
+    ui.heading("fncall-graph demo · the database-assistant example")
+    spec = settings.model_spec(args.model)
+    if spec:
+        model = load_model(spec, ui, temperature=0, max_tokens=384)
+        _demo_session(ui, model, args, f"live: {spec}")
+    else:
+        recorded = load_model(RECORDED_MODEL, ui)
+        _demo_session(
+            ui,
+            recorded,
+            args,
+            "part 1 of 2 · RECORDED replies of Qwen-Max (not a live model) through the real "
+            "parser, mcp-server-sqlite and a SQLite checkpointer",
+        )
+        local = load_model("local", ui, temperature=0, max_tokens=384)
+        _demo_session(
+            ui,
+            local,
+            args,
+            "part 2 of 2 · LIVE: the bundled SmolLM2-135M on llama.cpp, a 135M-parameter "
+            f"model: it calls real tools but {LOCAL_MODEL_SCORE}",
+        )
+    ui.heading(OWN_MODEL_HINT)
+    return 0
+
+
+#: What bench/real_model.py measured for the bundled model on this example (README).
+LOCAL_MODEL_SCORE = "answers 0 of the 4 questions correctly (bench/real_model.py local)"
+
+
+def _demo_session(ui: UI, model: BaseChatModel, args: argparse.Namespace, title: str) -> None:
+    """Ask the example's questions in one thread over a fresh copy of its database."""
+    from fncall_graph.examples import database_assistant as example
+    from fncall_graph.graphs import create_fncall_graph
+    from fncall_graph.graphs.factory import initial_dialect
+
+    with tempfile.TemporaryDirectory(prefix="fncall-graph-demo-") as tmp:
+        db = example.make_database(Path(tmp) / "test.db")
+        try:
+            config = example.sqlite_config(db)
+        except FileNotFoundError as exc:
+            raise CLIError(str(exc)) from exc
+        with (
+            mcp_tools(config) as tools,
+            sqlite_checkpointer(Path(tmp) / "threads.sqlite") as saver,
+            _trace_output(args.trace_file) as trace_file,
+        ):
+            dialect = initial_dialect(model, choose_dialect(args.dialect, None))
+            graph = create_fncall_graph(
+                model,
+                tools,
+                dialect=dialect,
+                system_prompt=example.SYSTEM_PROMPT,
+                checkpointer=saver,
+                max_iterations=6,  # a small model that never answers stops in time
+            )
+            tracer = Tracer(example.SYSTEM_PROMPT) if (args.trace or trace_file) else None
+            session = Session(
+                graph, "demo", ui, tracer=tracer, trace_file=trace_file, show_trace=args.trace
+            )
+            ui.heading(f"── {title}")
+            ui.heading(f"{len(tools)} MCP tools · dialect {dialect.name} · database {db}")
+            ui.heading(f"system> {example.SYSTEM_PROMPT}")
+            for number, question in enumerate(example.QUESTIONS, 1):
+                ui.heading(f"Q{number}> {question}")
+                outcome = session.ask(question)
+                if outcome.stopped:
+                    ui.note(f"({outcome.stopped})")
+            rows = sqlite3.connect(db).execute("SELECT COUNT(*) FROM log").fetchone()[0]
+            ui.heading(
+                f"log rows now: {rows} (the example starts with 1; the last question adds one)"
+            )
+
+
+def cmd_prompt(args: argparse.Namespace) -> int:
+    """Print the system prompt a dialect writes for the tools of an MCP config."""
+    from fncall_graph.adapters import get_dialect
+
+    options = {"lang": args.lang} if args.lang else {}
+    try:
+        dialect = get_dialect(args.dialect, **options)
+    except (ValueError, TypeError) as exc:
+        raise CLIError(f"--dialect {args.dialect}: {exc}") from exc
+    with mcp_tools(args.mcp) as tools:
+        if dialect.native:
+            # native calling has no prompt text: the tools travel as the request's `tools`
+            payload = [convert_to_openai_tool(t) for t in tools]
+            print(json.dumps(payload, ensure_ascii=False, indent=1))
+            return 0
+        history = [SystemMessage(args.system)] if args.system else []
+        rendered = dialect.render(history, tools)
+    prompts = [text_of(m.content) for m in rendered if m.type == "system"]
+    sys.stdout.write("\n\n".join(prompts) + "\n")
+    sys.stdout.flush()
+    return 0
+
+
+# --------------------------------------------------------------------------- parser
+
+
+def _model_options(p: argparse.ArgumentParser, *, demo: bool = False) -> None:
+    p.add_argument(
+        "--model",
+        metavar="SPEC",
+        help="model spec: 'ollama:NAME', 'openai:NAME', 'http://HOST:PORT/v1#NAME', "
+        "'PROVIDER:NAME', 'replay:FILE' (or 'replay:database-assistant' for a bundled recording), "
+        "'local' (default: $FNCALL_MODEL, else 'local')",
+    )
+    p.add_argument(
+        "--dialect",
+        choices=DIALECTS,
+        default="auto",
+        help="how tools reach the model: native function calling, or prompt text in "
+        "hermes, qwen or react form; 'auto' = native when the model supports it, "
+        "else react (a replay model: the dialect it was recorded in)" + " (default: auto)",
+    )
+    p.add_argument("--trace", action="store_true", help="print every model call's four views")
+    p.add_argument(
+        "--trace-file", metavar="F", help="write every model call's four views to F as JSON Lines"
+    )
+
+
+def _thread_options(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--mcp", metavar="mcp.json", help='MCP servers: {"mcpServers": {...}}')
+    p.add_argument("--system", metavar="PROMPT", help="system prompt")
+    p.add_argument("--lang", choices=("zh", "en"), help="prompt language of the qwen dialect")
+    p.add_argument("--thread", metavar="ID", help="thread to use (default: a new one)")
+    p.add_argument("--resume", metavar="THREAD", help="continue an existing (interrupted) thread")
+    p.add_argument(
+        "--db",
+        metavar="FILE",
+        help=f"SQLite file for checkpoints (default: ${DB_ENV}, else "
+        "$XDG_STATE_HOME/fncall-graph/checkpoints.sqlite)",
+    )
+    p.add_argument(
+        "--approve",
+        metavar="TOOL",
+        action="append",
+        help="ask before TOOL runs: y (run), e (edit arguments), n (reject, with a reason); "
+        "repeatable",
+    )
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog=PROG,
+        description="Tool use over MCP servers for any chat model, with or without native "
+        "function calling.",
+    )
+    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    chat = commands.add_parser("chat", help="interactive session", description=cmd_chat.__doc__)
+    _model_options(chat)
+    _thread_options(chat)
+    chat.set_defaults(handler=cmd_chat)
+
+    run = commands.add_parser("run", help="answer one question", description=cmd_run.__doc__)
+    _model_options(run)
+    _thread_options(run)
+    run.add_argument("--json", action="store_true", help="print the thread's messages as JSON")
+    run.add_argument("question", nargs="?", help="the question")
+    run.set_defaults(handler=cmd_run)
+
+    demo = commands.add_parser(
+        "demo", help="the database-assistant example", description=cmd_demo.__doc__
+    )
+    _model_options(demo, demo=True)
+    demo.set_defaults(handler=cmd_demo)
+
+    prompt = commands.add_parser(
+        "prompt", help="print a dialect's system prompt", description=cmd_prompt.__doc__
+    )
+    prompt.add_argument("--dialect", required=True, choices=DIALECTS[1:])
+    prompt.add_argument("--lang", choices=("zh", "en"), help="prompt language (qwen)")
+    prompt.add_argument("--mcp", metavar="mcp.json", required=True, help="MCP servers")
+    prompt.add_argument("--system", metavar="PROMPT", help="system prompt to put in front")
+    prompt.set_defaults(handler=cmd_prompt)
+    return parser
+
+
+def _fail(message: str) -> NoReturn:
+    print(f"{PROG}: error: {message}", file=sys.stderr, flush=True)
+    raise SystemExit(1)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of the ``fncall-graph`` console script; returns the exit status."""
+    args = build_parser().parse_args(argv)
+    try:
+        return int(args.handler(args))
+    except CLIError as exc:
+        _fail(str(exc))
+    except KeyboardInterrupt:
+        print(file=sys.stderr)
+        return 130
+    except BrokenPipeError:
+        return 1  # the reader went away (e.g. `| head`): nothing left to say
+    except Exception as exc:
+        if os.environ.get(DEBUG_ENV):
+            raise
+        _fail(describe_error(exc))
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,179 @@
+"""A thread of questions and approvals, run through a graph and shown on the terminal."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import IO, Any
+
+from langchain_core.messages import (
+    AIMessage,
+    AIMessageChunk,
+    BaseMessage,
+    ToolMessage,
+)
+
+from fncall_graph.adapters.formats.base import text_of
+from fncall_graph.trace import ModelCallRecord, Tracer
+
+from .approval import TerminalReview
+from .terminal import UI, _first_line, reports_failure
+
+
+@dataclass
+class Outcome:
+    """How a turn ended."""
+
+    answer: AIMessage | None
+    stopped: str | None = None  # why there is no final answer
+
+
+class Session:
+    """Questions and approvals in one thread of a graph, shown through a :class:`UI`.
+
+    Args:
+        graph: a graph from :func:`~fncall_graph.create_fncall_graph`.
+        thread_id: the thread.
+        ui: where the session is shown.
+        tracer: builds the four views of every model call, if tracing.
+        trace_file: where each record goes as one JSON line, if given.
+        show_trace: print each record on the UI.
+        gated: the tools that ask before they run.
+    """
+
+    def __init__(
+        self,
+        graph: Any,
+        thread_id: str,
+        ui: UI,
+        *,
+        tracer: Tracer | None = None,
+        trace_file: IO[str] | None = None,
+        show_trace: bool = False,
+        gated: Sequence[str] = (),
+    ) -> None:
+        self.graph = graph
+        self.thread_id = thread_id
+        self.ui = ui
+        self.tracer = tracer
+        self.trace_file = trace_file
+        self.show_trace = show_trace
+        self.gated = set(gated)
+        self.review = TerminalReview(ui, thread_id)
+        self.config: dict[str, Any] = {"configurable": {"thread_id": thread_id}}
+        if tracer is not None:
+            self.config["callbacks"] = [tracer.recorder]
+
+    # -- public
+
+    def ask(self, question: str) -> Outcome:
+        """Ask ``question`` and run the turn to its end, approvals included."""
+        if self.tracer is not None:
+            self.tracer.start_round(question)
+        return self._run({"messages": [("user", question)]})
+
+    def pending(self) -> bool:
+        """Whether the thread stopped before its end (an approval, or a crash)."""
+        return bool(self.graph.get_state(self.config).next)
+
+    def exists(self) -> bool:
+        state = self.graph.get_state(self.config)
+        return bool(state.values) or bool(state.next)
+
+    def resume(self) -> Outcome:
+        """Finish the turn the thread was in: answer its approvals, or run it on."""
+        from langgraph.types import Command
+
+        state = self.graph.get_state(self.config)
+        if self.tracer is not None:
+            question = _last_question(state.values.get("messages") or [])
+            self.tracer.start_round(question)
+        if state.interrupts:
+            return self._run(Command(resume=self.review.decide(list(state.interrupts))))
+        return self._run(None)
+
+    def messages(self) -> list[BaseMessage]:
+        return list(self.graph.get_state(self.config).values.get("messages") or [])
+
+    # -- the stream
+
+    def _run(self, payload: Any) -> Outcome:
+        from langgraph.types import Command
+
+        while True:
+            interrupts = self._stream(payload)
+            if not interrupts:
+                break
+            payload = Command(resume=self.review.decide(interrupts))
+            self.ui.calls_resumed()
+        self.ui.close()
+        messages = self.messages()
+        last = messages[-1] if messages else None
+        if not isinstance(last, AIMessage) or last.tool_calls:
+            return Outcome(None, "the turn ended without an answer")
+        if last.additional_kwargs.get("fncall_stop_reason"):
+            return Outcome(last, _first_line(str(last.content)))
+        return Outcome(last)
+
+    def _stream(self, payload: Any) -> list[Any]:
+        interrupts: list[Any] = []
+        modes = ["messages", "updates"]
+        if self.tracer is not None:
+            modes.append("values")
+        self.ui.thinking()
+        for mode, chunk in self.graph.stream(payload, self.config, stream_mode=modes):
+            if mode == "messages":
+                message, meta = chunk
+                if meta.get("langgraph_node") == "model" and isinstance(
+                    message, AIMessageChunk | AIMessage
+                ):
+                    self.ui.token(text_of(message.content))
+                continue
+            if self.tracer is not None:
+                for record in self.tracer.feed(mode, chunk):
+                    self._record(record)
+            if mode == "updates":
+                interrupts += list(chunk.get("__interrupt__") or ())
+                self._updates(chunk)
+                if "adapter" in chunk:  # the model call starts now
+                    self.ui.thinking()
+        return interrupts
+
+    def _updates(self, chunk: Mapping[str, Any]) -> None:
+        for node, update in chunk.items():
+            if node.startswith("__") or not isinstance(update, Mapping):
+                continue
+            for message in update.get("messages") or []:
+                if isinstance(message, AIMessage):
+                    self.ui.end_answer()
+                    # a reply with a gated call waits as a whole: nothing runs before the decision
+                    waits = node == "model" and any(
+                        c["name"] in self.gated for c in message.tool_calls
+                    )
+                    for call in message.tool_calls:
+                        self.ui.call_started(
+                            call.get("id") or "", call["name"], call["args"], waiting=waits
+                        )
+                elif isinstance(message, ToolMessage):
+                    text = text_of(message.content)
+                    if node == "approve":
+                        state, detail = "rejected", text
+                    elif message.status == "error" or reports_failure(text):
+                        state, detail = "error", _first_line(text)
+                    else:
+                        state, detail = "done", ""
+                    self.ui.call_finished(message.tool_call_id, state, detail)
+
+    def _record(self, record: ModelCallRecord) -> None:
+        if self.trace_file is not None:
+            self.trace_file.write(record.to_json() + "\n")
+            self.trace_file.flush()
+        if self.show_trace:
+            self.ui.trace(record)
+
+
+def _last_question(messages: Sequence[BaseMessage]) -> str:
+    for message in reversed(messages):
+        if message.type == "human":
+            return text_of(message.content)
+    return ""

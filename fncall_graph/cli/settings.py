@@ -1,0 +1,136 @@
+"""Where a command's model, tools, checkpoints and dialect come from; errors said in one line."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import sqlite3
+from collections.abc import Iterator, Mapping
+from pathlib import Path
+from typing import Any
+
+from langchain_core.language_models import BaseChatModel
+from langchain_core.tools import BaseTool
+
+from fncall_graph import settings
+
+from .terminal import UI, _first_line
+
+PROG = "fncall-graph"
+DIALECTS = ("auto", "native", "hermes", "nous", "qwen", "react")
+DB_ENV = settings.DB_ENV
+DEBUG_ENV = "FNCALL_DEBUG"
+
+
+class CLIError(Exception):
+    """A failure the user can act on: reported as one line, exit status 1."""
+
+
+def default_db_path() -> Path:
+    """Where threads are kept unless ``--db`` says otherwise.
+
+    ``$FNCALL_DB`` if set, else ``$XDG_STATE_HOME/fncall-graph/checkpoints.sqlite``
+    (``~/.local/state/fncall-graph/checkpoints.sqlite`` when ``XDG_STATE_HOME`` is unset):
+    the XDG place for state that should survive restarts but is not user data.
+    """
+    if os.environ.get(DB_ENV):
+        return Path(os.environ[DB_ENV]).expanduser()
+    return settings.state_dir() / "checkpoints.sqlite"
+
+
+def load_model(spec: str | None, ui: UI, **kwargs: Any) -> BaseChatModel:
+    """The chat model for ``spec`` (``None``: ``$FNCALL_MODEL``, else ``local``)."""
+    from fncall_graph.adapters.models import DEFAULT_SPEC, ModelSpecError, resolve_model
+
+    spec = settings.model_spec(spec) or DEFAULT_SPEC
+    try:
+        if spec != "local":
+            return resolve_model(spec)  # the keyword settings suit the bundled model only
+        with ui.working("starting the bundled local model (SmolLM2-135M-Instruct on llama.cpp)"):
+            return resolve_model(spec, **kwargs)
+    except ModelSpecError as exc:
+        raise CLIError(str(exc)) from exc
+
+
+def choose_dialect(requested: str, lang: str | None) -> Any:
+    """The dialect to build the graph with (``auto`` is left to the graph)."""
+    from fncall_graph.adapters import get_dialect
+
+    if requested == "auto":
+        return "auto"
+    options = {"lang": lang} if lang and requested == "qwen" else {}
+    try:
+        return get_dialect(requested, **options)
+    except (ValueError, TypeError) as exc:
+        raise CLIError(str(exc)) from exc
+
+
+@contextlib.contextmanager
+def mcp_tools(config: str | Path | Mapping[str, Any] | None) -> Iterator[list[BaseTool]]:
+    """The tools of an MCP config over open sessions (none without a config).
+
+    Resources are left out, so the tool list is exactly the servers' tools.
+    """
+    if config is None:
+        yield []
+        return
+    from fncall_graph.adapters.mcp import MCPConfigError, MCPServerError, MCPToolkit
+
+    where = f"MCP config {config}" if isinstance(config, str | Path) else "MCP config"
+    try:
+        toolkit = MCPToolkit.from_config(config, include_resources=False)
+    except MCPConfigError as exc:
+        # a file that cannot be read names itself; a bad field gets the file in front
+        raise CLIError(
+            f"MCP config {exc}" if exc.where == str(config) else f"{where}: {exc}"
+        ) from exc
+    try:
+        toolkit.start_sync()
+    except MCPServerError as exc:
+        raise CLIError(_first_line(str(exc))) from exc
+    try:
+        yield toolkit.tools
+    finally:
+        toolkit.close()
+
+
+@contextlib.contextmanager
+def sqlite_checkpointer(path: Path) -> Iterator[Any]:
+    """A LangGraph ``SqliteSaver`` on ``path``, its folder and tables created if needed."""
+    from fncall_graph.adapters.checkpoint import sqlite_saver
+
+    manager = sqlite_saver(path)
+    try:
+        saver = manager.__enter__()
+    except (OSError, sqlite3.Error) as exc:
+        raise CLIError(f"checkpoint database {path}: {exc}") from exc
+    # errors of the session itself must not be reported as database errors
+    with contextlib.ExitStack() as stack:
+        stack.push(manager)
+        yield saver
+
+
+def describe_error(exc: BaseException) -> str:
+    """One line saying what went wrong, for errors raised while a graph runs."""
+    chain: list[BaseException] = []
+    current: BaseException | None = exc
+    while current is not None and current not in chain:
+        chain.append(current)
+        current = current.__cause__ or current.__context__
+    from fncall_graph.adapters.models import unreachable_server
+
+    unreachable = unreachable_server(exc)
+    if unreachable is not None:
+        return str(unreachable)
+    for error in chain:
+        kind = type(error).__name__
+        module = type(error).__module__
+        if kind == "AuthenticationError" and module.startswith("openai"):
+            return f"the model server refused the API key: {_first_line(str(error))}"
+        if module.startswith("openai") and hasattr(error, "status_code"):
+            return f"the model server answered {error.status_code}: {_first_line(str(error))}"  # type: ignore[attr-defined]
+        if kind == "ResponseError" and module.startswith("ollama"):
+            return f"ollama: {_first_line(str(error))}"
+        if kind == "ReplayExhausted":
+            return f"replay model: {_first_line(str(error))}"
+    return f"{type(exc).__name__}: {_first_line(str(exc)) or 'no message'}"

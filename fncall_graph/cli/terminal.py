@@ -1,0 +1,281 @@
+"""What the person sees: streamed answers, live tool lines, spinners, traces, questions."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import re
+import sys
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Any, ClassVar, TextIO
+
+from fncall_graph.trace import ModelCallRecord
+
+
+def _first_line(text: str) -> str:
+    lines = [line.strip() for line in text.splitlines() if line.strip()]
+    return lines[0] if lines else ""
+
+
+# Servers such as mcp-server-sqlite answer a failed call with ordinary text that starts
+# like this (no MCP isError flag); the terminal shows those calls as failed, too.
+_FAILURE_TEXT = re.compile(r"^\s*(error|database error|exception|traceback)\b", re.IGNORECASE)
+
+
+def reports_failure(text: str) -> bool:
+    """Whether a tool's result text says that the call failed.
+
+    Example:
+        >>> reports_failure("Database error: no such table: table"), reports_failure("[{'n': 3}]")
+        (True, False)
+    """
+    return bool(_FAILURE_TEXT.match(text))
+
+
+def _short(value: Any, limit: int = 100) -> str:
+    text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+@dataclass
+class _Call:
+    """One tool call on the board."""
+
+    name: str
+    args: Any
+    state: str = "running"  # running | waiting | done | error | rejected
+    started: float = field(default_factory=time.monotonic)
+    ended: float | None = None
+    detail: str = ""
+
+    def elapsed(self) -> float:
+        return (self.ended or time.monotonic()) - self.started
+
+    def line(self) -> str:
+        text = f"{self.name} {_short(self.args)} {self.state}"
+        if self.state != "waiting":
+            text += f" {self.elapsed():.2f}s"
+        if self.detail:
+            text += f": {_short(self.detail, 120)}"
+        return text
+
+
+class UI:
+    """What the user sees: streamed answers, tool lines, traces, questions.
+
+    On a terminal, rich draws the tool lines live (state and elapsed time updating in
+    place) and colours the transcript. Elsewhere the output is plain text, one line
+    per event, with no colour or control codes.
+
+    Args:
+        stream: where to write (stdout, or stderr when stdout carries JSON).
+        quiet: leave answers and tool lines out (the JSON is the output).
+    """
+
+    _MARK: ClassVar[dict[str, str]] = {
+        "running": "…",
+        "waiting": "?",
+        "done": "✓",
+        "error": "✗",
+        "rejected": "✗",
+    }
+    _STYLE: ClassVar[dict[str, str]] = {
+        "running": "yellow",
+        "waiting": "magenta",
+        "done": "green",
+        "error": "red",
+        "rejected": "red",
+    }
+
+    def __init__(self, stream: TextIO, *, quiet: bool = False) -> None:
+        from rich.console import Console
+
+        self.stream = stream
+        self.quiet = quiet
+        self.tty = stream.isatty()
+        self.console = Console(
+            file=stream,
+            force_terminal=self.tty,
+            no_color=not self.tty,
+            highlight=False,
+            soft_wrap=True,
+        )
+        self.calls: dict[str, _Call] = {}
+        self._live: Any = None
+        self._status: Any = None
+        self._in_answer = False
+
+    # -- plain text
+
+    def note(self, text: str) -> None:
+        """A status line (on stderr, so it never mixes with output)."""
+        print(text, file=sys.stderr, flush=True)
+
+    @contextlib.contextmanager
+    def working(self, text: str) -> Iterator[None]:
+        """A spinner saying ``text`` while the block runs (one plain line off a terminal)."""
+        if not self.tty:
+            self.note(f"{text} ...")
+            yield
+            return
+        self.end_answer()
+        self._stop_live()
+        with self.console.status(_escape(text)):
+            yield
+
+    def thinking(self) -> None:
+        """A spinner until the model's first token or call shows (terminals only)."""
+        if self.tty and not self.quiet and self._status is None and self._live is None:
+            self._status = self.console.status("the model is writing …")
+            self._status.start()
+
+    def _stop_status(self) -> None:
+        if self._status is not None:
+            self._status.stop()
+            self._status = None
+
+    def heading(self, text: str) -> None:
+        self.end_answer()
+        self._stop_live()
+        if self.tty:
+            self.console.print(f"[bold cyan]{_escape(text)}[/]")
+        else:
+            self._write(text + "\n")
+
+    def _write(self, text: str) -> None:
+        self.stream.write(text)
+        self.stream.flush()
+
+    # -- answers
+
+    def token(self, text: str) -> None:
+        if self.quiet or not text:
+            return
+        self._stop_status()
+        self._stop_live()
+        if not self._in_answer:
+            self._in_answer = True
+            if self.tty:
+                self.console.print("[bold green]assistant>[/] ", end="")
+            else:
+                self._write("assistant> ")
+        self._write(text)
+
+    def end_answer(self) -> None:
+        if self._in_answer:
+            self._write("\n")
+            self._in_answer = False
+
+    # -- tool calls
+
+    def call_started(self, call_id: str, name: str, args: Any, *, waiting: bool) -> None:
+        if self.quiet:
+            return
+        self.end_answer()
+        known = self.calls.get(call_id)
+        if known is not None:  # an edited call: same id, new arguments
+            known.name, known.args = name, args
+            return
+        self.calls[call_id] = _Call(name, args, state="waiting" if waiting else "running")
+        self._show(call_id)
+
+    def calls_resumed(self) -> None:
+        """The person has decided: waiting calls start now (their time starts here too)."""
+        for call_id, call in self.calls.items():
+            if call.state == "waiting":
+                call.state, call.started = "running", time.monotonic()
+                self._show(call_id)
+
+    def call_finished(self, call_id: str, state: str, detail: str = "") -> None:
+        call = self.calls.get(call_id)
+        if self.quiet or call is None or call.ended is not None:
+            return
+        call.state, call.ended, call.detail = state, time.monotonic(), detail
+        self._show(call_id)
+        if self._live is not None and all(c.ended for c in self.calls.values()):
+            self._stop_live()
+
+    def _show(self, call_id: str) -> None:
+        self._stop_status()
+        call = self.calls[call_id]
+        if not self.tty:
+            self._write(f"[tool] {call.line()}\n")
+            return
+        if self._live is None:
+            from rich.live import Live
+
+            self._live = Live(
+                _Board(self), console=self.console, refresh_per_second=8, transient=False
+            )
+            self._live.start()
+        self._live.refresh()
+
+    def _stop_live(self) -> None:
+        self._stop_status()
+        if self._live is not None:
+            self._live.refresh()
+            self._live.stop()
+            self._live = None
+        if not self.tty or all(c.ended for c in self.calls.values()):
+            self.calls = {k: c for k, c in self.calls.items() if c.ended is None}
+
+    def render_calls(self) -> Any:
+        from rich.text import Text
+
+        lines = Text()
+        for i, call in enumerate(self.calls.values()):
+            if i:
+                lines.append("\n")
+            lines.append(f"  {self._MARK[call.state]} ", style=self._STYLE[call.state])
+            lines.append(call.line())
+        return lines
+
+    # -- traces
+
+    def trace(self, record: ModelCallRecord) -> None:
+        self.end_answer()
+        self._stop_live()
+        title = f"model call {record.index} · round {record.round} · {record.question}"
+        if self.tty:
+            self.console.rule(_escape(title))
+            self.console.print(record.to_text(), markup=False)
+            self.console.rule()
+        else:
+            self._write(f"--- {title} ---\n{record.to_text()}\n--- end of model call ---\n")
+
+    # -- questions
+
+    def ask(self, prompt: str) -> str:
+        """A line typed by the user (``EOFError`` when input has ended)."""
+        self.end_answer()
+        self._stop_live()
+        if self.stream is sys.stdout:
+            return input(prompt)
+        self._write(prompt)
+        line = sys.stdin.readline()
+        if not line:
+            raise EOFError
+        return line.rstrip("\n")
+
+    def close(self) -> None:
+        self.end_answer()
+        self._stop_live()
+
+
+class _Board:
+    """The live tool lines, rendered afresh on every refresh (so elapsed times tick)."""
+
+    def __init__(self, ui: UI) -> None:
+        self.ui = ui
+
+    def __rich__(self) -> Any:
+        return self.ui.render_calls()
+
+
+def _escape(text: str) -> str:
+    from rich.markup import escape
+
+    return escape(text)
