@@ -2,26 +2,27 @@
 PYTHON ?= python3
 VENV ?= .venv
 PY := $(VENV)/bin/python
-# pip's own progress lines stay; its per-package chatter does not
-PIP := $(PY) -m pip --disable-pip-version-check --progress-bar off
+PIP := $(PY) -m pip --disable-pip-version-check
+# pip prints each package it collects and installs; no progress bars in logs
+INSTALL := $(PIP) install --progress-bar off
 
 .PHONY: demo test lint format install install-test bench clean
 
 $(VENV)/bin/python:
 	@echo "==> creating the virtual environment $(VENV)"
 	$(PYTHON) -m venv $(VENV)
-	$(PIP) install --quiet --upgrade pip
+	$(INSTALL) --quiet --upgrade pip
 
 $(VENV)/.installed-demo: pyproject.toml | $(VENV)/bin/python
 	@echo "==> installing fncall-graph[demo]: the package, mcp-server-sqlite and llama-cpp-python"
 	@echo "    (the first time, llama-cpp-python compiles llama.cpp: about 5 minutes on 2 cores)"
-	$(PIP) install -e '.[demo]'
+	$(INSTALL) -e '.[demo]'
 	touch $@
 
 $(VENV)/.installed-test: pyproject.toml | $(VENV)/bin/python
 	@echo "==> installing fncall-graph with the test, postgres, demo and studio extras"
 	@echo "    (the first time, llama-cpp-python compiles llama.cpp: about 5 minutes on 2 cores)"
-	$(PIP) install -e '.[test,postgres,demo,studio]'
+	$(INSTALL) -e '.[test,postgres,demo,studio]'
 	touch $@
 
 install: $(VENV)/.installed-demo

@@ -29,6 +29,7 @@ interrupt can be answered again.
 
 from __future__ import annotations
 
+import difflib
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Annotated, Any, Literal
 
@@ -112,6 +113,20 @@ def normalize_interrupt_on(
         out[name] = dict(config)  # type: ignore[assignment]
         out[name]["allowed_decisions"] = list(dict.fromkeys(allowed))
     return out
+
+
+def _check_names(configs: Mapping[str, Any], tool_names: frozenset[str]) -> None:
+    """Refuse gates that name no tool: they would gate nothing, silently."""
+    for name in configs:
+        if name in tool_names:
+            continue
+        close = difflib.get_close_matches(name, tool_names, n=1, cutoff=0.5)
+        close += [t for t in sorted(tool_names) if t.endswith(f"-{name}")][:1]
+        hint = f"; did you mean {close[-1]!r}?" if close else ""
+        raise ValueError(
+            f"interrupt_on names {name!r}, which is not one of the graph's tools"
+            f"{hint} Tools: {', '.join(sorted(tool_names))}"
+        )
 
 
 def last_ai_message(messages: Sequence[AnyMessage]) -> AIMessage | None:
@@ -258,6 +273,8 @@ class ApproveNode:
     ) -> None:
         self.configs = normalize_interrupt_on(interrupt_on)
         self.tool_names = frozenset(tool_names)
+        if self.tool_names:
+            _check_names(self.configs, self.tool_names)
 
     def gated(self, calls: Iterable[ToolCall]) -> list[ToolCall]:
         """The calls among ``calls`` that need a decision, in order."""

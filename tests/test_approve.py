@@ -345,3 +345,23 @@ def test_sync_sqlite_saver_keeps_the_pause(tmp_path):
         assert state.interrupts[0].value["action_requests"][0]["name"] == "sqlite-write_query"
         r = graph.invoke(Command(resume={"decisions": [{"type": "approve"}]}), CFG)
     assert r["messages"][-1].content == FINAL
+
+
+def test_a_gate_that_names_no_tool_is_refused_with_a_suggestion() -> None:
+    from langchain_core.tools import tool
+
+    @tool("sqlite-write_query")
+    def write_query(query: str) -> str:
+        """Write."""
+        return "ok"
+
+    with pytest.raises(ValueError) as info:
+        create_fncall_graph(
+            ReplayChatModel(["x"]),
+            [write_query],
+            interrupt_on={"write_query": True},
+            checkpointer=InMemorySaver(),
+        )
+    message = str(info.value)
+    assert "'write_query'" in message and "did you mean 'sqlite-write_query'?" in message
+    assert "Tools: sqlite-write_query" in message

@@ -554,3 +554,22 @@ def test_back_to_back_ai_turns_are_one_assistant_message(hermes: HermesDialect) 
         ("assistant", '先说明一下。\n<tool_call>\n{"name": "f", "arguments": {}}\n</tool_call>'),
         ("user", "<tool_response>\nok\n</tool_response>"),
     ]
+
+
+@pytest.mark.parametrize(
+    ("arguments", "error"),
+    [
+        ('{"x": NaN}', "arguments.x is nan, which is not a JSON number"),
+        ('{"x": Infinity}', "arguments.x is inf"),
+        ('{"x": {"y": [1e400]}}', "arguments.x.y[0] is inf"),
+        ('{"x": ' + "[" * 10_000 + "]" * 10_000 + "}", "nests deeper than Python can read"),
+        ('{"x": ' + "[" * 70 + "]" * 70 + "}", "arguments nest deeper than 64 levels"),
+    ],
+    ids=["nan", "infinity", "overflow", "10k-deep", "70-deep"],
+)
+def test_arguments_json_cannot_carry_make_the_call_invalid(
+    hermes: HermesDialect, arguments: str, error: str
+) -> None:
+    message = hermes.parse(f'<tool_call>\n{{"name": "f", "arguments": {arguments}}}\n</tool_call>')
+    assert message.tool_calls == []
+    assert error in message.invalid_tool_calls[0]["error"]

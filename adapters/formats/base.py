@@ -17,6 +17,7 @@ of ``text`` give the same message by construction.
 from __future__ import annotations
 
 import json
+import math
 import re
 import uuid
 from abc import ABC, abstractmethod
@@ -98,8 +99,12 @@ def loads_lenient(text: str) -> Any:
         return json.loads(text)
     except ValueError:
         pass
+    except RecursionError:
+        raise ValueError(f"JSON nested deeper than Python can read: {_clip(text)}") from None
     try:
         value = json_repair.repair_json(text, return_objects=True, skip_json_loads=True)
+    except RecursionError:
+        raise ValueError(f"JSON nested deeper than Python can read: {_clip(text)}") from None
     except Exception as exc:  # json-repair is best effort; anything it throws is "unreadable"
         raise ValueError(f"unreadable JSON: {exc}") from exc
     if value == "" or value is None:
@@ -121,7 +126,26 @@ def coerce_args(value: Any) -> dict[str, Any]:
             value = loads_lenient(value)
     if not isinstance(value, dict):
         raise ValueError(f"arguments must be a JSON object, got {type(value).__name__}")
+    _check_plain(value, "arguments", 0)
     return value
+
+
+#: How deep call arguments may nest; deeper is refused as unreadable, not recursed into.
+MAX_ARGS_DEPTH = 64
+
+
+def _check_plain(value: Any, where: str, depth: int) -> None:
+    """Refuse what JSON cannot carry to a tool: NaN, infinities, absurd nesting."""
+    if depth > MAX_ARGS_DEPTH:
+        raise ValueError(f"arguments nest deeper than {MAX_ARGS_DEPTH} levels")
+    if isinstance(value, float) and not math.isfinite(value):
+        raise ValueError(f"{where} is {value!r}, which is not a JSON number")
+    if isinstance(value, dict):
+        for key, item in value.items():
+            _check_plain(item, f"{where}.{key}", depth + 1)
+    elif isinstance(value, list):
+        for i, item in enumerate(value):
+            _check_plain(item, f"{where}[{i}]", depth + 1)
 
 
 def call_from_object(
@@ -439,6 +463,8 @@ class MarkupStreamParser(StreamParser):
         events: list[ParseEvent] = []
         try:
             produced = list(self._dialect.read_call(raw, closed=closed))
+        except RecursionError:  # JSON's own readers recurse per bracket
+            produced = [invalid(raw, "the call's JSON nests deeper than Python can read")]
         except Exception as exc:  # a dialect bug must not lose the reply: report it as a bad call
             produced = [invalid(raw, f"could not read tool call: {exc!r}")]
         for ev in produced:
