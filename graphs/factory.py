@@ -116,6 +116,7 @@ def create_fncall_graph(
     max_iterations: int = 20,
     max_concurrency: int = 8,
     tool_timeout: float | None = None,
+    max_result_chars: int | None = 100_000,
     unparsed_limit: int = 2,
     constrained: bool | Literal["first_call"] | None = None,
     keep_model_input: bool = False,
@@ -175,6 +176,9 @@ def create_fncall_graph(
             ends with an assistant message saying so (never ``GraphRecursionError``).
         max_concurrency: tool calls of one turn running at once.
         tool_timeout: seconds one tool call may take before it is answered with an error.
+        max_result_chars: longest tool result the model sees; a longer one is cut with a
+            note saying how much was left out, and the whole result is kept in the
+            ``ToolMessage``'s ``artifact`` (``None``: no limit).
         unparsed_limit: replies in a row whose calls cannot be read before a prompt
             dialect gives way to ``"react"``.
         constrained: constrained decoding for the prompt dialects: each model call
@@ -226,6 +230,8 @@ def create_fncall_graph(
         raise ValueError(f"max_iterations must be at least 1, got {max_iterations}")
     if max_concurrency < 1:
         raise ValueError(f"max_concurrency must be at least 1, got {max_concurrency}")
+    if max_result_chars is not None and max_result_chars < 1:
+        raise ValueError(f"max_result_chars must be at least 1 or None, got {max_result_chars}")
     if tool_timeout is not None and tool_timeout <= 0:
         raise ValueError(f"tool_timeout must be positive seconds or None, got {tool_timeout}")
 
@@ -259,7 +265,9 @@ def create_fncall_graph(
     if constrained is None:
         constrained = "first_call" if accepts_grammar(chat_model) else False
     model_node = ModelNode(chat_model, plan, max_iterations=max_iterations, constrained=constrained)
-    tools_node = ToolDispatchNode(tool_list, timeout=tool_timeout)
+    tools_node = ToolDispatchNode(
+        tool_list, timeout=tool_timeout, max_result_chars=max_result_chars
+    )
     approve_node = (
         ApproveNode(interrupt_on, tool_names=[t.name for t in tool_list]) if interrupt_on else None
     )

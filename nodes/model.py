@@ -27,6 +27,7 @@ from langchain_core.runnables import Runnable, RunnableConfig
 from langgraph.types import Command, Send
 
 from fncall_graph.adapters import Dialect
+from fncall_graph.adapters.formats.base import text_of
 from fncall_graph.adapters.models import is_tools_unsupported_error, unreachable_server
 from fncall_graph.adapters.models.chat_model import MARKUP_FORMAT_KEY, with_dialect
 from fncall_graph.adapters.models.constrained import grammar_max_bytes
@@ -59,6 +60,24 @@ def _room_for(grammar: str, model: BaseChatModel) -> dict[str, Any]:
     if isinstance(limit, int) and need is not None and limit < need:
         return {"max_tokens": need}
     return {}
+
+
+def _says_nothing(message: AIMessage) -> bool:
+    return not (
+        text_of(message.content).strip() or message.tool_calls or message.invalid_tool_calls
+    )
+
+
+def empty_reply_message(reply: AIMessage) -> AIMessage:
+    """What the turn ends with when the model's reply was empty twice (reasoning kept)."""
+    return AIMessage(
+        content=(
+            "The model returned an empty reply twice, so this turn has no answer. Ask again, "
+            "perhaps in other words, or try another model or dialect."
+        ),
+        additional_kwargs={**reply.additional_kwargs, STOP_REASON_KEY: "empty_reply"},
+        response_metadata=reply.response_metadata,
+    )
 
 
 class ModelNode:
@@ -124,6 +143,8 @@ class ModelNode:
         dialect, runnable, history = call
         try:
             reply = runnable.invoke(history, config)
+            if _says_nothing(reply):  # a second try often says something
+                reply = runnable.invoke(history, config)
         except Exception as exc:
             return self._failed(dialect, exc)
         return self._finish(dialect, reply, state)
@@ -135,6 +156,8 @@ class ModelNode:
         dialect, runnable, history = call
         try:
             reply = await runnable.ainvoke(history, config)
+            if _says_nothing(reply):  # a second try often says something
+                reply = await runnable.ainvoke(history, config)
         except Exception as exc:
             return self._failed(dialect, exc)
         return self._finish(dialect, reply, state)
@@ -163,6 +186,8 @@ class ModelNode:
         raise exc
 
     def _finish(self, dialect: Dialect, message: AIMessage, state: dict[str, Any]) -> Any:
+        if _says_nothing(message):
+            message = empty_reply_message(message)
         markup = message.response_metadata.get(MARKUP_FORMAT_KEY)
         if dialect.native and markup:
             # the server has no tool parser and the model writes calls as text:

@@ -75,6 +75,10 @@ class ToolDispatchNode:
     Args:
         tools: the tools the model may call.
         timeout: seconds one call may take, or ``None`` for no limit.
+        max_result_chars: longest result text the model is shown; a longer one is cut
+            with a note saying how much, and the whole text is kept in the message's
+            ``artifact`` (``{"full_content": ..., "artifact": <the tool's own>}``).
+            ``None``: no limit.
 
     ``ToolNode`` does the execution (argument injection, ``Command`` results, content
     conversion); this node adds what it lacks: JSON-schema validation for dict schemas
@@ -82,8 +86,15 @@ class ToolDispatchNode:
     answers to unreadable calls, and error messages for every exception type.
     """
 
-    def __init__(self, tools: Sequence[BaseTool], *, timeout: float | None = None) -> None:
+    def __init__(
+        self,
+        tools: Sequence[BaseTool],
+        *,
+        timeout: float | None = None,
+        max_result_chars: int | None = 100_000,
+    ) -> None:
         self.timeout = timeout
+        self.max_result_chars = max_result_chars
         self.tool_node = ToolNode(
             list(tools),
             handle_tool_errors=tool_error_message,
@@ -150,22 +161,42 @@ class ToolDispatchNode:
     def _wrap(self, request: ToolCallRequest, execute: Callable[[ToolCallRequest], Any]) -> Any:
         self._check_args(request)
         if self.timeout is None:
-            return execute(request)
+            return self._bounded(execute(request))
         try:
-            return _in_daemon_thread(execute, request).result(timeout=self.timeout)
+            result = _in_daemon_thread(execute, request).result(timeout=self.timeout)
         except concurrent.futures.TimeoutError:
             raise self._timeout_error(request.tool_call) from None
+        return self._bounded(result)
 
     async def _awrap(
         self, request: ToolCallRequest, execute: Callable[[ToolCallRequest], Awaitable[Any]]
     ) -> Any:
         self._check_args(request)
         if self.timeout is None:
-            return await execute(request)
+            return self._bounded(await execute(request))
         try:
-            return await asyncio.wait_for(execute(request), self.timeout)
+            result = await asyncio.wait_for(execute(request), self.timeout)
         except TimeoutError:
             raise self._timeout_error(request.tool_call) from None
+        return self._bounded(result)
+
+    def _bounded(self, result: Any) -> Any:
+        """A result too long for the model, cut with a note; the whole of it stays attached."""
+        if self.max_result_chars is None or not isinstance(result, ToolMessage):
+            return result
+        text = result.content if isinstance(result.content, str) else None
+        if text is None or len(text) <= self.max_result_chars:
+            return result
+        cut = len(text) - self.max_result_chars
+        note = (
+            f"\n\n[result truncated: {cut:,} of {len(text):,} characters left out; the "
+            "full result is kept with this tool message. Ask for less, e.g. with a filter "
+            "or a limit.]"
+        )
+        artifact = {"full_content": text, "artifact": result.artifact}
+        return result.model_copy(
+            update={"content": text[: self.max_result_chars] + note, "artifact": artifact}
+        )
 
 
 def _in_daemon_thread(fn: Callable[..., Any], *args: Any) -> concurrent.futures.Future[Any]:

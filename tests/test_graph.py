@@ -23,6 +23,7 @@ from sqlite_tools import SqliteTools
 
 from fncall_graph import create_fncall_graph
 from fncall_graph.adapters import get_dialect
+from fncall_graph.nodes.model import STOP_REASON_KEY
 from fncall_graph.testing import ReplayChatModel
 
 AGE_QUERY = "SELECT age FROM students WHERE name = '韩梅梅'"
@@ -548,3 +549,38 @@ def test_factory_refuses_bad_arguments() -> None:
         create_fncall_graph(model, [flaky], dialect="klingon")
     with pytest.raises(ValueError, match="fallback must be a prompt dialect"):
         create_fncall_graph(model, [flaky], fallback="native")
+
+
+def test_a_huge_tool_result_is_cut_for_the_model_and_kept_whole() -> None:
+    from langchain_core.tools import tool
+
+    @tool
+    def dump() -> str:
+        """Everything."""
+        return "x" * 250_000
+
+    model = ReplayChatModel(
+        ['<tool_call>\n{"name": "dump", "arguments": {}}\n</tool_call>', "done"]
+    )
+    graph = create_fncall_graph(model, [dump], dialect="hermes", max_result_chars=1_000)
+    messages = graph.invoke({"messages": [("user", "dump it")]})["messages"]
+    result = messages[2]
+    assert result.content.startswith("x" * 1_000)
+    assert "[result truncated: 249,000 of 250,000 characters left out" in result.content
+    assert result.artifact["full_content"] == "x" * 250_000
+    # the model saw the cut text, not the whole
+    assert len(model.inputs[1][-1].content) < 2_000
+
+
+def test_an_empty_reply_is_tried_again_then_answered_with_a_notice() -> None:
+    model = ReplayChatModel(["", "三张表"])
+    graph = create_fncall_graph(model, [], dialect="hermes")
+    assert graph.invoke({"messages": [("user", "q")]})["messages"][-1].content == "三张表"
+
+    model = ReplayChatModel(["", "  "])
+    last = create_fncall_graph(model, [], dialect="hermes").invoke({"messages": [("user", "q")]})[
+        "messages"
+    ][-1]
+    assert last.additional_kwargs[STOP_REASON_KEY] == "empty_reply"
+    assert "empty reply twice" in last.content
+    assert model.position == 2
