@@ -236,3 +236,51 @@ def test_chunks_become_messages() -> None:
     msg = normalize(raw, "hermes")
     assert type(msg) is AIMessage
     assert _calls(msg) == [("image_gen", IMAGE_GEN_ARGS)]
+
+
+CALL = '<tool_call>\n{"name": "sqlite-write_query", "arguments": {"query": "DROP TABLE log"}}\n</tool_call>'
+QWEN_CALL = '✿FUNCTION✿: sqlite-write_query\n✿ARGS✿: {"query": "DROP TABLE log"}'
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        f"Write a call like this:\n```\n{CALL}\n```\nand the tool runs.",
+        f"Write a call like this:\n```xml\n{CALL}\n```",
+        f"The syntax is `{CALL}` in one line.",
+        f"You would write {CALL} to drop it.",
+        f"{CALL}\nThat is how a call looks; I did not make one.",
+        f"Qwen models write:\n```\n{QWEN_CALL}\n```",
+        f"The ✿ format is `{QWEN_CALL}`.",
+    ],
+    ids=[
+        "fenced",
+        "fenced-lang",
+        "inline",
+        "mid-sentence",
+        "prose-after",
+        "qwen-fenced",
+        "qwen-inline",
+    ],
+)
+def test_markup_a_native_reply_quotes_runs_nothing(text: str) -> None:
+    message = normalize(AIMessage(content=text), None)
+    assert message.tool_calls == [] and message.invalid_tool_calls == []
+    assert message.content == text
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        CALL,
+        f"I'll write that down.\n{CALL}",
+        f"{CALL}\n{CALL.replace('DROP TABLE log', 'SELECT 1')}\n",
+        f"<think>The user asked.</think>\n{CALL}",
+        QWEN_CALL,
+    ],
+    ids=["bare", "words-before", "two-calls", "after-thinking", "qwen"],
+)
+def test_markup_that_is_the_reply_s_own_calls_is_read(text: str) -> None:
+    message = normalize(AIMessage(content=text), None)
+    assert message.tool_calls and message.tool_calls[0]["name"] == "sqlite-write_query"
+    assert "<tool_call>" not in str(message.content) and "✿" not in str(message.content)

@@ -180,8 +180,45 @@ def markup_dialect(message: BaseMessage | str) -> str | None:
     True
     """
     text = message if isinstance(message, str) else _split_content(message.content)[0]
-    found = [(text.find(marker), name) for marker, name in _AUTO_MARKERS if marker in text]
-    return min(found)[1] if found else None
+    text = _without_thinking(text)  # calls written while thinking are not calls
+    found = [(text.find(marker), marker, name) for marker, name in _AUTO_MARKERS if marker in text]
+    if not found:
+        return None
+    at, marker, name = min(found)
+    return name if _own_call_syntax(text, at, marker) else None
+
+
+def _without_thinking(text: str) -> str:
+    """``text`` less its ``<think>`` blocks (and all before a ``</think>`` never opened)."""
+    close = text.rfind(THINK.close[0])
+    if close < 0:
+        return text
+    return text[close + len(THINK.close[0]) :]
+
+
+# What closes the last call of each format, where it has a closing marker.
+_CLOSERS = {"<tool_call>": "</tool_call>"}
+
+
+def _own_call_syntax(text: str, at: int, marker: str) -> bool:
+    """Whether the markup at ``at`` is the reply's own calls, not markup it quotes.
+
+    The rule: the first call marker starts a line, outside any code fence or inline
+    code, and after the last closed call nothing but white space follows. An answer
+    that shows the syntax (in a code block, in backticks, or with prose after it)
+    runs nothing; a reply made of calls, with or without words before them, does.
+    """
+    line_start = text.rfind("\n", 0, at) + 1
+    if text[line_start:at].strip():
+        return False  # mid-sentence: quoted
+    if text.count("```", 0, at) % 2 == 1:
+        return False  # inside a fenced code block
+    closer = _CLOSERS.get(marker)
+    if closer is not None:
+        last_open, last_close = text.rfind(marker), text.rfind(closer)
+        if last_close > last_open and text[last_close + len(closer) :].strip():
+            return False  # prose after the calls: an explanation that quotes them
+    return True
 
 
 # --------------------------------------------------------------------------- helpers
