@@ -206,7 +206,8 @@ async def turn_with_error(
     assert error.tool_call_id == first["id"]
     assert ok.tool_call_id == calls[1].tool_calls[0]["id"]
     # the model saw the error text in its next input (Hermes: a tool_response)
-    assert error.content in model.inputs[1][-1].content
+    # the model reads the error, its markup written broken so it cannot pass for a call
+    assert get_dialect("hermes").neutralise(error.content) in model.inputs[1][-1].content
     return error, ok, model
 
 

@@ -311,6 +311,7 @@ class Block:
 
 
 THINK = Block("<think>", ("</think>",), "reasoning")
+ZERO_WIDTH_SPACE = "\u200b"
 
 
 class _Trimmed:
@@ -573,6 +574,26 @@ class PromptDialect(Dialect):
 
     blocks: tuple[Block, ...] = (THINK,)
     drop_tokens: tuple[str, ...] = ()
+    #: Markup that, inside a tool result or a user's text, would read as a call, a result
+    #: or a turn of the model's own: written broken there (see :meth:`neutralise`).
+    control_markers: tuple[str, ...] = ()
+
+    def neutralise(self, text: str) -> str:
+        """``text`` with this dialect's control markup broken by a zero-width space.
+
+        A tool result (or a user) holding ``</tool_response><tool_call>...`` would
+        otherwise forge a turn in the prompt. The model still reads the same
+        characters; no parser of this dialect sees a marker in them.
+
+        Example:
+            >>> from fncall_graph.adapters import get_dialect
+            >>> get_dialect("qwen").neutralise("✿FUNCTION✿: x") == "✿\u200bFUNCTION✿: x"
+            True
+        """
+        for marker in self.control_markers:
+            if marker in text:
+                text = text.replace(marker, marker[0] + ZERO_WIDTH_SPACE + marker[1:])
+        return text
 
     @abstractmethod
     def write_assistant(self, message: AIMessage) -> str:

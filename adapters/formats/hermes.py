@@ -32,7 +32,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar, Literal
 
@@ -119,6 +119,16 @@ class HermesDialect(PromptDialect):
     blocks: tuple[Block, ...] = (THINK, TOOL_CALL)
     # closing tags with no opening one are markup, never answer text
     drop_tokens: tuple[str, ...] = ("</tool_call>", "</think>")
+    control_markers: tuple[str, ...] = (
+        "<tool_call>",
+        "</tool_call>",
+        "<tool_response>",
+        "</tool_response>",
+        "<think>",
+        "</think>",
+        "<|im_start|>",
+        "<|im_end|>",
+    )
 
     def __init__(self, *, lang: Literal["en", "zh"] = "en") -> None:
         if lang not in HISTORY_WORDING:
@@ -166,7 +176,8 @@ class HermesDialect(PromptDialect):
         for item in group_tool_results(messages):
             if isinstance(item, list):
                 for result in item:
-                    block = f"<tool_response>\n{text_of(result.content)}\n</tool_response>"
+                    text = self.neutralise(text_of(result.content))
+                    block = f"<tool_response>\n{text}\n</tool_response>"
                     if out and isinstance(out[-1], HumanMessage):
                         out[-1] = _with_text(out[-1], "\n" + block)
                     else:
@@ -180,7 +191,7 @@ class HermesDialect(PromptDialect):
                 else:
                     out.append(_assistant(text, reasoning_of(item)))
             else:
-                out.append(_plain(item))
+                out.append(_plain(item, self.neutralise if item.type == "human" else None))
 
         tool_descs = "\n".join(dumps(spec.as_openai()) for spec in specs)
         system = TOOLS_PROMPT.format(tool_descs=tool_descs)
@@ -305,8 +316,9 @@ def _assistant(text: str, reasoning: str) -> AIMessage:
     return AIMessage(content=text, additional_kwargs=kwargs)
 
 
-def _plain(message: BaseMessage) -> BaseMessage:
-    """System and user turns as plain text; content with images etc. is kept as it is."""
+def _plain(message: BaseMessage, clean: Callable[[str], str] | None = None) -> BaseMessage:
+    """System and user turns as plain text (``clean`` applied); content with images etc. is
+    kept as it is."""
     content = message.content
     if isinstance(content, list) and any(
         not (isinstance(b, str) or (isinstance(b, dict) and b.get("type", "text") == "text"))
@@ -316,7 +328,7 @@ def _plain(message: BaseMessage) -> BaseMessage:
     if isinstance(message, SystemMessage):
         return SystemMessage(text_of(content))
     if isinstance(message, HumanMessage):
-        return HumanMessage(text_of(content))
+        return HumanMessage(clean(text_of(content)) if clean else text_of(content))
     return message.model_copy(update={"content": text_of(content)})
 
 

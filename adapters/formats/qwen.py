@@ -326,6 +326,7 @@ class QwenDialect(PromptDialect):
 
     name = "qwen"
     stop: tuple[str, ...] = (FN_RESULT, FN_EXIT)
+    control_markers: tuple[str, ...] = (*_MARKERS, "<think>", "</think>")
     blocks: tuple[Block, ...] = (
         THINK,
         # A call ends at a marker that starts a line: JSON strings cannot hold a raw
@@ -424,7 +425,7 @@ class QwenDialect(PromptDialect):
             elif isinstance(item, SystemMessage):
                 turns.append(["system", text_of(item.content)])
             else:
-                turns.append(["user", text_of(item.content)])
+                turns.append(["user", self.neutralise(text_of(item.content))])
 
         if tools:
             lang = self.language(messages)
@@ -453,8 +454,7 @@ class QwenDialect(PromptDialect):
         else:
             turns.append(["ai", text])
 
-    @staticmethod
-    def _write_results(turns: list[list[Any]], results: list[ToolMessage]) -> None:
+    def _write_results(self, turns: list[list[Any]], results: list[ToolMessage]) -> None:
         if not turns or turns[-1][0] != "ai":
             turns.append(["ai", ""])  # results without their call: keep them readable
         exit_ = f"\n{FN_EXIT}: "
@@ -462,7 +462,8 @@ class QwenDialect(PromptDialect):
             text = turns[-1][1]
             if text.endswith(exit_):  # parallel results share one ✿RETURN✿
                 text = text[: -len(exit_)]
-            turns[-1][1] = f"{text}\n{FN_RESULT}: {text_of(result.content)}{exit_}"
+            result_text = self.neutralise(text_of(result.content))
+            turns[-1][1] = f"{text}\n{FN_RESULT}: {result_text}{exit_}"
 
     @staticmethod
     def _fold_last(turns: list[list[Any]]) -> None:

@@ -184,6 +184,16 @@ class ReActDialect(PromptDialect):
     blocks: tuple[Block, ...] = (THINK, THOUGHT, ACTION, OBSERVATION)
     # "Final Answer:" only introduces the answer; a stray "</think>" is markup
     drop_tokens: tuple[str, ...] = ("Final Answer:", "</think>")
+    control_markers: tuple[str, ...] = (
+        "Question:",
+        "Thought:",
+        "Action:",
+        "Action Input:",
+        STOP,
+        "Final Answer:",
+        "<think>",
+        "</think>",
+    )
 
     def grammar(
         self, tools: Sequence[ToolLike] | None, *, require_call: bool = False
@@ -238,7 +248,7 @@ class ReActDialect(PromptDialect):
         out: list[BaseMessage] = [SystemMessage(system)]
         for turn in _turns(messages):
             scratchpad, final = self._scratchpad(turn.steps)
-            question = "\n".join(turn.question)
+            question = self.neutralise("\n".join(turn.question))
             out.append(HumanMessage(f"Question: {question}\n\n{scratchpad}"))
             if final is not None:
                 out.append(AIMessage(final))
@@ -251,7 +261,7 @@ class ReActDialect(PromptDialect):
         final: str | None = None
         for i, item in enumerate(items):
             if isinstance(item, list):  # results whose call is not in this turn
-                parts += [f"{STOP} {text_of(r.content)}\n" for r in item]
+                parts += [f"{STOP} {self.neutralise(text_of(r.content))}\n" for r in item]
             elif isinstance(item, AIMessage):
                 text = self.write_assistant(item)
                 has_calls = bool(item.tool_calls or item.invalid_tool_calls)
@@ -264,7 +274,8 @@ class ReActDialect(PromptDialect):
                     items[i + 1] = []  # written here, next to the calls they answer
                 elif not text:
                     continue
-                parts.append(text + "".join(f"\n{STOP} {text_of(r.content)}" for r in results))
+                observed = (f"\n{STOP} {self.neutralise(text_of(r.content))}" for r in results)
+                parts.append(text + "".join(observed))
                 parts.append("\n")
         return "".join(parts), final
 
