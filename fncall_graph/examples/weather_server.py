@@ -14,6 +14,7 @@ Over HTTP the MCP endpoint is ``http://127.0.0.1:<port>/mcp``; the server logs
 from __future__ import annotations
 
 import argparse
+import logging
 from collections.abc import Sequence
 
 from mcp.server.fastmcp import FastMCP
@@ -56,6 +57,9 @@ def main(argv: Sequence[str] | None = None, server: FastMCP = mcp) -> None:
     parser.add_argument("--host", default="127.0.0.1", help="HTTP interface (default: loopback)")
     args = parser.parse_args(argv)
     if args.port is None:
+        # over stdio its stderr is the client's: one log line per request is noise there
+        logging.getLogger().setLevel(logging.WARNING)
+        server.settings.log_level = "WARNING"
         server.run("stdio")
     else:
         server.settings.host = args.host
