@@ -7,7 +7,7 @@
 """
 
 from ..formats.schema import clean_schema
-from .config import ConfigSource, parse_mcp_config
+from .config import ConfigSource, RemoteServer, StdioServer, parse_mcp_config
 from .errors import MCPConfigError, MCPServerError, MCPToolTimeoutError
 from .toolkit import MCPArtifact, MCPToolkit, load_mcp_tools
 
@@ -18,6 +18,8 @@ __all__ = [
     "MCPServerError",
     "MCPToolTimeoutError",
     "MCPToolkit",
+    "RemoteServer",
+    "StdioServer",
     "clean_schema",
     "load_mcp_tools",
     "parse_mcp_config",

@@ -1,7 +1,9 @@
 """MCP configs: ``{"mcpServers": {...}}`` (Claude Desktop, Qwen-Agent) and
 langchain-mcp-adapters' connection dicts, checked before anything starts.
 
-Every problem is reported as :class:`MCPConfigError` naming the server and the field.
+Each server entry is read into a typed model (:class:`StdioServer`, :class:`RemoteServer`);
+every problem is reported as :class:`MCPConfigError` naming the server and the field, in
+the words of the config file, not of the validator.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 from urllib.parse import urlsplit
 
+import pydantic
 from langchain_mcp_adapters.sessions import (
     Connection,
     SSEConnection,
@@ -22,12 +25,13 @@ from langchain_mcp_adapters.sessions import (
     StreamableHttpConnection,
     WebsocketConnection,
 )
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from .errors import MCPConfigError
 
 logger = logging.getLogger(__name__)
 
-T = TypeVar("T")
+M = TypeVar("M", bound=BaseModel)
 
 ConfigSource = str | os.PathLike[str] | Mapping[str, Any] | Sequence[Mapping[str, Any]]
 """A config: a path to a JSON file, a dict, or Qwen-Agent's list of such dicts."""
@@ -72,86 +76,83 @@ def _expand(value: str, where: str) -> str:
     return _VAR_RE.sub(sub, value)
 
 
-def _get_str(
-    spec: Mapping[str, Any], key: str, where: str, *, required: bool = False
-) -> str | None:
-    if key not in spec or spec[key] is None:
-        if required:
-            raise MCPConfigError(f"{where}.{key}", "is required")
-        return None
-    value = spec[key]
-    if not isinstance(value, str):
-        raise MCPConfigError(f"{where}.{key}", f"must be a string, got {type(value).__name__}")
-    if required and not value.strip():
-        raise MCPConfigError(f"{where}.{key}", "must not be empty")
-    return _expand(value, f"{where}.{key}")
+class _Fields(BaseModel):
+    """Typed fields shared by both config formats; unknown keys are the caller's business."""
+
+    model_config = ConfigDict(strict=True, extra="ignore")
+
+    @field_validator("command", "url", check_fields=False)
+    @classmethod
+    def _not_empty(cls, value: str) -> str:
+        if not value.strip():
+            raise ValueError("must not be empty")
+        return value
 
 
-def _get_str_list(spec: Mapping[str, Any], key: str, where: str) -> list[str]:
-    value = spec.get(key)
-    if value is None:
-        return []
-    if not isinstance(value, list):
-        raise MCPConfigError(
-            f"{where}.{key}", f"must be a list of strings, got {type(value).__name__}"
-        )
-    out = []
-    for i, item in enumerate(value):
-        if not isinstance(item, str):
-            raise MCPConfigError(
-                f"{where}.{key}[{i}]", f"must be a string, got {type(item).__name__}"
-            )
-        out.append(_expand(item, f"{where}.{key}[{i}]"))
-    return out
+class StdioServer(_Fields):
+    """A server started as a subprocess that speaks MCP over stdin/stdout."""
+
+    command: str
+    args: list[str] | None = None
+    env: dict[str, str] | None = None
+    cwd: str | None = None
 
 
-def _get_str_dict(spec: Mapping[str, Any], key: str, where: str) -> dict[str, str] | None:
-    value = spec.get(key)
-    if value is None:
-        return None
-    if not isinstance(value, Mapping):
-        raise MCPConfigError(
-            f"{where}.{key}", f"must be an object of strings, got {type(value).__name__}"
-        )
-    out = {}
-    for k, v in value.items():
-        if not isinstance(v, str):
-            raise MCPConfigError(f"{where}.{key}.{k}", f"must be a string, got {type(v).__name__}")
-        out[str(k)] = _expand(v, f"{where}.{key}.{k}")
-    return out
+class RemoteServer(_Fields):
+    """A server reached over HTTP (SSE or streamable HTTP) or a websocket."""
+
+    url: str
+    headers: dict[str, str] | None = None
+    timeout: float | None = Field(default=None, gt=0)
+    sse_read_timeout: float | None = Field(default=None, gt=0)
 
 
-def _get_seconds(spec: Mapping[str, Any], key: str, where: str) -> float | None:
-    value = spec.get(key)
-    if value is None:
-        return None
-    if isinstance(value, bool) or not isinstance(value, int | float) or value <= 0:
-        raise MCPConfigError(
-            f"{where}.{key}", f"must be a positive number of seconds, got {value!r}"
-        )
-    return float(value)
+def _checked(model: type[M], spec: Mapping[str, Any], where: str) -> M:
+    """``spec`` as ``model``, or an :class:`MCPConfigError` naming the first bad field."""
+    try:
+        return model.model_validate(dict(spec))
+    except pydantic.ValidationError as exc:
+        error = exc.errors()[0]
+        path = where + "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in error["loc"])
+        raise MCPConfigError(path, _problem(error)) from None
+
+
+def _problem(error: Any) -> str:
+    value, kind = error.get("input"), error["type"]
+    got = type(value).__name__
+    if kind == "missing":
+        return "is required"
+    if kind == "string_type":
+        return f"must be a string, got {got}"
+    if kind == "list_type":
+        return f"must be a list of strings, got {got}"
+    if kind == "dict_type":
+        return f"must be an object of strings, got {got}"
+    if kind in ("greater_than", "float_type", "float_parsing"):
+        return f"must be a positive number of seconds, got {value!r}"
+    return str(error["msg"]).removeprefix("Value error, ")
 
 
 def _stdio_connection(spec: Mapping[str, Any], where: str) -> dict[str, Any]:
+    server = _checked(StdioServer, spec, where)
     conn: dict[str, Any] = {
         "transport": "stdio",
-        "command": _get_str(spec, "command", where, required=True),
-        "args": _get_str_list(spec, "args", where),
+        "command": _expand(server.command, f"{where}.command"),
+        "args": [_expand(a, f"{where}.args[{i}]") for i, a in enumerate(server.args or [])],
     }
-    env = _get_str_dict(spec, "env", where)
-    if env is not None:
+    if server.env is not None:
+        env = {k: _expand(v, f"{where}.env.{k}") for k, v in server.env.items()}
         # The MCP SDK would otherwise start the server with a bare environment
         # plus `env`, so PATH, HOME, virtualenv settings etc. would be lost.
         conn["env"] = {**os.environ, **env}
-    cwd = _get_str(spec, "cwd", where)
-    if cwd is not None:
-        conn["cwd"] = cwd
+    if server.cwd is not None:
+        conn["cwd"] = _expand(server.cwd, f"{where}.cwd")
     return conn
 
 
 def _url_connection(spec: Mapping[str, Any], where: str, transport: str) -> dict[str, Any]:
-    url = _get_str(spec, "url", where, required=True)
-    assert url is not None
+    server = _checked(RemoteServer, spec, where)
+    url = _expand(server.url, f"{where}.url")
     schemes = ("ws", "wss") if transport == "websocket" else ("http", "https")
     parts = urlsplit(url)
     if parts.scheme not in schemes or not parts.netloc:
@@ -159,13 +160,12 @@ def _url_connection(spec: Mapping[str, Any], where: str, transport: str) -> dict
     conn: dict[str, Any] = {"transport": transport, "url": url}
     if transport == "websocket":
         return conn
-    headers = _get_str_dict(spec, "headers", where)
-    if headers is not None:
-        conn["headers"] = headers
+    if server.headers is not None:
+        conn["headers"] = {k: _expand(v, f"{where}.headers.{k}") for k, v in server.headers.items()}
     for key in ("timeout", "sse_read_timeout"):
-        seconds = _get_seconds(spec, key, where)
+        seconds = getattr(server, key)
         if seconds is not None:
-            conn[key] = seconds
+            conn[key] = float(seconds)
     return conn
 
 
