@@ -2,7 +2,7 @@
 
 1. Overhead: one user turn = a model call that asks for one tool, the tool, a model call
    that answers. The same replayed model and the same tool run through
-   (a) LangGraph's ``create_react_agent`` (native tool calls),
+   (a) LangGraph's ``create_react_agent`` and LangChain's ``create_agent`` (native tool calls),
    (b) ``create_fncall_graph(dialect="native")`` (the same replies),
    (c) ``create_fncall_graph(dialect="hermes")`` (the replies as Hermes text, parsed).
    Turns are interleaved so all see the same load; medians over many turns.
@@ -75,10 +75,14 @@ def overhead(turns: int, warmup: int = 20) -> dict[str, float]:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         agent = create_react_agent(replay(native_turn(), total), [WEATHER])
+    from langchain.agents import create_agent
+
+    v1_agent = create_agent(replay(native_turn(), total), [WEATHER])
     native = create_fncall_graph(replay(native_turn(), total), [WEATHER], dialect="native")
     hermes = create_fncall_graph(replay(hermes_turn(), total), [WEATHER], dialect="hermes")
     graphs = {
         "create_react_agent": lambda: agent.invoke(QUESTION),
+        "create_agent": lambda: v1_agent.invoke(QUESTION),
         "fncall native": lambda: native.invoke(QUESTION),
         "fncall hermes": lambda: hermes.invoke(QUESTION),
     }
@@ -178,12 +182,12 @@ def main() -> None:
         return
 
     per_turn = overhead(args.turns)
-    base = per_turn["create_react_agent"]
+    base, v1 = per_turn["create_react_agent"], per_turn["create_agent"]
     print(f"Per-turn time (one tool call + final answer), median of {args.turns} turns")
-    print(f"{'graph':<22}{'ms/turn':>10}{'÷ react_agent':>16}")
+    print(f"{'graph':<22}{'ms/turn':>10}{'÷ react_agent':>16}{'÷ create_agent':>16}")
     for name, seconds in per_turn.items():
-        print(f"{name:<22}{seconds * 1e3:>10.2f}{seconds / base:>16.2f}")
-    print("goal: fncall ÷ react_agent <= 1.1\n")
+        print(f"{name:<22}{seconds * 1e3:>10.2f}{seconds / base:>16.2f}{seconds / v1:>16.2f}")
+    print("(history_scaling.py measures the same as the history grows)\n")
 
     wall = parallel(args.parallel_turns)
     print(f"Three tools sleeping {SLEEP * 1e3:.0f} ms in one turn, median of {args.parallel_turns}")

@@ -262,6 +262,10 @@ class ReplayChatModel(BaseChatModel):
     def _identifying_params(self) -> dict[str, Any]:
         return {"model": self.model, "source": self.source, "outputs": len(self.outputs)}
 
+    def __repr_args__(self) -> Any:
+        # LangChain puts a model's repr in every run's start event: a summary, not every output
+        return [("model", self.model), ("outputs", len(self.outputs)), ("position", self.position)]
+
     def _generate(
         self,
         messages: list[BaseMessage],

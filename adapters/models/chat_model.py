@@ -92,6 +92,11 @@ class DialectChatModel(BaseChatModel):
     def _identifying_params(self) -> dict[str, Any]:
         return {"dialect": repr(self.dialect), "model": self.model.get_name()}
 
+    def __repr_args__(self) -> Any:
+        # LangChain puts a model's repr in every run's start event; the wrapped model's
+        # full repr (a long replay, say) would be rebuilt on every call
+        return [("model", self.model.get_name()), ("dialect", self.dialect)]
+
     # ------------------------------------------------------------------ tools
 
     def bind_tools(
