@@ -32,6 +32,7 @@ from langgraph.prebuilt.tool_node import ToolCallRequest
 from langgraph.types import Send
 
 from fncall_graph._compat import has_own_async
+from fncall_graph.adapters.mcp import MCPServerError
 
 
 class ToolTimeoutError(TimeoutError):
@@ -46,6 +47,12 @@ def tool_error_message(error: Exception) -> str:
     """The text the model sees for a failed call: what failed and what to do."""
     if isinstance(error, ToolTimeoutError | ToolArgumentsError):
         return f"Error: {error}"
+    if isinstance(error, MCPServerError):
+        # nothing about the call can be fixed: say so, or the model retries in a loop
+        return (
+            f"Error: the tool is unavailable: {error}. The call itself may be fine; do not "
+            "retry it now. Answer without this tool, or tell the user it is unavailable."
+        )
     message = str(getattr(error, "message", None) or error) or type(error).__name__
     text = f"Error: {type(error).__name__}: {message}"
     # LangChain's argument errors already end with this advice; say it once

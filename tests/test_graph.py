@@ -585,3 +585,12 @@ def test_an_empty_reply_is_tried_again_then_answered_with_a_notice() -> None:
     assert last.additional_kwargs[STOP_REASON_KEY] == "empty_reply"
     assert "empty reply twice" in last.content
     assert model.position == 2
+
+
+def test_a_server_that_stays_down_is_not_the_call_s_fault() -> None:
+    from fncall_graph.adapters.mcp import MCPServerError
+    from fncall_graph.nodes.tools import tool_error_message
+
+    text = tool_error_message(MCPServerError("sqlite", "died and could not be restarted"))
+    assert "the tool is unavailable: MCP server 'sqlite'" in text
+    assert "do not retry it now" in text and "fix the call" not in text

@@ -607,3 +607,10 @@ def test_sync_start_failure_leaves_nothing_behind(tmp_path: Path) -> None:
     with pytest.raises(MCPServerError, match="'sqlite'"):
         MCPToolkit.from_config(config).start_sync()
     assert threading.active_count() == threads
+
+
+def test_a_missing_working_directory_is_named_as_such(tmp_path: Path) -> None:
+    missing = tmp_path / "no-such-dir"
+    config = {"mcpServers": {"s": {"command": sys.executable, "args": ["-V"], "cwd": str(missing)}}}
+    with pytest.raises(MCPServerError, match=r"working directory .*no-such-dir' does not exist"):
+        MCPToolkit.from_config(config).start_sync()

@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Awaitable, Callable, Mapping
+from pathlib import Path
 from typing import Any, TypeVar
 
 import anyio
@@ -54,6 +55,9 @@ def _startup_cause(exc: BaseException, connection: Mapping[str, Any]) -> str:
     err = leaves[0]
     command = connection.get("command")
     url = connection.get("url")
+    cwd = connection.get("cwd")
+    if isinstance(err, FileNotFoundError | NotADirectoryError) and cwd and not Path(cwd).is_dir():
+        return f"failed to start: working directory {cwd!r} does not exist"
     if isinstance(err, FileNotFoundError) and command:
         return f"failed to start: command {command!r} not found"
     if isinstance(err, PermissionError) and command:
