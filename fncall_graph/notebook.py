@@ -26,6 +26,7 @@ import subprocess
 from collections.abc import Iterable, Sequence
 from typing import Any
 
+from fncall_graph.adapters.formats.base import text_of
 from fncall_graph.trace import ModelCallRecord
 
 __all__ = ["graph_dot", "graph_picture", "transcript"]
@@ -73,12 +74,6 @@ def graph_picture(graph: Any) -> Any:
     return SVG(done.stdout)
 
 
-def _text(content: Any) -> str:
-    if isinstance(content, list):
-        return "".join(p.get("text", "") for p in content if isinstance(p, dict))
-    return content or ""
-
-
 def _calls(output: dict[str, Any]) -> str:
     calls = [
         f"<code>{html.escape(c['function']['name'])}</code> "
@@ -108,7 +103,7 @@ def _fold(summary: str, body: str) -> str:
 def _input_text(messages: Sequence[dict[str, Any]], shown: set[str]) -> str:
     parts = []
     for m in messages:
-        body = _text(m.get("content"))
+        body = text_of(m.get("content"))
         if m["role"] == "system":
             if body in shown:
                 body = "(the system prompt with the tools, shown above)"
@@ -130,7 +125,7 @@ def transcript(records: Iterable[ModelCallRecord]) -> Any:
     shown: set[str] = set()
     for r in records:
         output = r.processed_output
-        answer = _text(output.get("content"))
+        answer = text_of(output.get("content"))
         raw = r.raw_output if isinstance(r.raw_output, str) else json.dumps(r.raw_output)
         details = _fold(
             f"model input ({len(r.processed_input)} messages)",

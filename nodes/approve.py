@@ -52,6 +52,7 @@ __all__ = [
     "last_ai_message",
     "normalize_interrupt_on",
     "unanswered_calls",
+    "unknown_tool",
 ]
 
 DecisionType = Literal["approve", "edit", "reject", "respond"]
@@ -115,18 +116,25 @@ def normalize_interrupt_on(
     return out
 
 
-def _check_names(configs: Mapping[str, Any], tool_names: frozenset[str]) -> None:
-    """Refuse gates that name no tool: they would gate nothing, silently."""
-    for name in configs:
-        if name in tool_names:
+def unknown_tool(names: Iterable[str], tool_names: Iterable[str]) -> str | None:
+    """The first of ``names`` that names no tool, said with a close match and the tools.
+
+    A gate on a name that is no tool would gate nothing, silently.
+
+    Example:
+        >>> unknown_tool(["write_query"], ["sqlite-write_query"])
+        "'write_query', which is not one of the graph's tools; did you mean 'sqlite-write_query'? Tools: sqlite-write_query"
+    """
+    tools = sorted(set(tool_names))
+    for name in names:
+        if name in tools:
             continue
-        close = difflib.get_close_matches(name, tool_names, n=1, cutoff=0.5)
-        close += [t for t in sorted(tool_names) if t.endswith(f"-{name}")][:1]
+        close = difflib.get_close_matches(name, tools, n=1, cutoff=0.5)
+        close += [t for t in tools if t.endswith(f"-{name}")][:1]
         hint = f"; did you mean {close[-1]!r}?" if close else ""
-        raise ValueError(
-            f"interrupt_on names {name!r}, which is not one of the graph's tools"
-            f"{hint} Tools: {', '.join(sorted(tool_names))}"
-        )
+        listed = ", ".join(tools) or "none"
+        return f"{name!r}, which is not one of the graph's tools{hint} Tools: {listed}"
+    return None
 
 
 def last_ai_message(messages: Sequence[AnyMessage]) -> AIMessage | None:
@@ -273,8 +281,9 @@ class ApproveNode:
     ) -> None:
         self.configs = normalize_interrupt_on(interrupt_on)
         self.tool_names = frozenset(tool_names)
-        if self.tool_names:
-            _check_names(self.configs, self.tool_names)
+        problem = unknown_tool(self.configs, self.tool_names) if self.tool_names else None
+        if problem:
+            raise ValueError(f"interrupt_on names {problem}")
 
     def gated(self, calls: Iterable[ToolCall]) -> list[ToolCall]:
         """The calls among ``calls`` that need a decision, in order."""

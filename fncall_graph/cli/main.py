@@ -58,22 +58,17 @@ def _trace_output(path: str | None) -> Iterator[IO[str] | None]:
         yield handle
 
 
-def _check_gated(names: Sequence[str], tools: Sequence[BaseTool]) -> None:
-    known = {t.name for t in tools}
-    unknown = [n for n in names if n not in known]
-    if unknown:
-        listed = ", ".join(sorted(known)) or "none (give --mcp)"
-        raise CLIError(f"--approve {unknown[0]}: no such tool; tools: {listed}")
-
-
 def _build_graph(
     args: argparse.Namespace, ui: UI, model: BaseChatModel, tools: list[BaseTool], saver: Any
 ) -> Any:
     from fncall_graph.graphs import create_fncall_graph
     from fncall_graph.graphs.factory import initial_dialect
+    from fncall_graph.nodes.approve import unknown_tool
 
     gated = list(dict.fromkeys(getattr(args, "approve", None) or []))
-    _check_gated(gated, tools)
+    problem = unknown_tool(gated, [t.name for t in tools])
+    if problem:
+        raise CLIError(f"--approve names {problem}" + ("" if tools else " (give --mcp)"))
     options: dict[str, Any] = {}
     if gated:
         options["interrupt_on"] = dict.fromkeys(gated, True)
