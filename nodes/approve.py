@@ -131,7 +131,7 @@ def unknown_tool(names: Iterable[str], tool_names: Iterable[str]) -> str | None:
             continue
         close = difflib.get_close_matches(name, tools, n=1, cutoff=0.5)
         close += [t for t in tools if t.endswith(f"-{name}")][:1]
-        hint = f"; did you mean {close[-1]!r}?" if close else ""
+        hint = f"; did you mean {close[-1]!r}?" if close else "."
         listed = ", ".join(tools) or "none"
         return f"{name!r}, which is not one of the graph's tools{hint} Tools: {listed}"
     return None
