@@ -5,7 +5,9 @@ The public face:
 * :func:`create_fncall_graph` — a compiled LangGraph graph for any chat model and tools;
 * :func:`get_dialect` — the model-boundary dialects (native, hermes, qwen, react);
 * :func:`normalize` and :func:`with_dialect` — canonical replies from any provider, and
-  prompt-dialect tool calling for models without native function calling.
+  prompt-dialect tool calling for models without native function calling;
+* :class:`ToolCallClaimed` and its kinds — what a run is told when another run of the
+  same thread already holds a tool call (each call runs at most once per id).
 """
 
 from __future__ import annotations
@@ -27,6 +29,10 @@ _EXPORTS = {
     "ModelServerUnreachable": "fncall_graph.adapters.models",
     "MCPToolkit": "fncall_graph.adapters.mcp",
     "load_mcp_tools": "fncall_graph.adapters.mcp",
+    "ToolCallClaimed": "fncall_graph.adapters.checkpoint.claims",
+    "ThreadAlreadyResumed": "fncall_graph.adapters.checkpoint.claims",
+    "ToolCallInProgress": "fncall_graph.adapters.checkpoint.claims",
+    "ToolCallAlreadyRan": "fncall_graph.adapters.checkpoint.claims",
 }
 
 

@@ -16,7 +16,13 @@ from langchain_openai import ChatOpenAI
 # no ``durability=``; ``compile()`` and ``with_config`` have no public setting for it.
 from langgraph._internal._constants import CONFIG_KEY_DURABILITY
 
-__all__ = ["CONFIG_KEY_DURABILITY", "ChatOpenAIMaxTokens", "has_own_async"]
+__all__ = [
+    "CONFIG_KEY_CHECKPOINTER",
+    "CONFIG_KEY_DURABILITY",
+    "ChatOpenAIMaxTokens",
+    "has_own_async",
+    "task_position",
+]
 
 
 def has_own_async(tool: BaseTool) -> bool:
@@ -48,3 +54,28 @@ class ChatOpenAIMaxTokens(ChatOpenAI):
         if "max_completion_tokens" in payload:
             payload["max_tokens"] = payload.pop("max_completion_tokens")
         return payload
+
+
+# The checkpointer a running graph saves to: the compiled graph's own, or the one a
+# LangGraph server gives it at run time. Nodes read it from their config under this key.
+from langgraph._internal._constants import CONFIG_KEY_CHECKPOINTER  # noqa: E402
+
+
+def task_position(config: Any) -> tuple[str, str, str] | None:
+    """Where a node's task runs: (thread id, the graph's namespace, the id of the
+    checkpoint its step runs from), or ``None`` outside a thread.
+
+    LangGraph gives each task ``checkpoint_ns`` = ``<graph ns>|<node>:<task id>`` (no
+    graph ns at the root) and ``checkpoint_map`` = graph ns → the step's checkpoint id.
+    """
+    configurable = (config or {}).get("configurable") or {}
+    thread_id = configurable.get("thread_id")
+    task_ns = configurable.get("checkpoint_ns")
+    steps = configurable.get("checkpoint_map") or {}
+    if thread_id is None or task_ns is None:
+        return None
+    namespace = task_ns.rpartition("|")[0]
+    step = steps.get(namespace)
+    if step is None:
+        return None
+    return str(thread_id), namespace, str(step)

@@ -20,7 +20,12 @@ from fncall_graph.adapters import Dialect, get_dialect
 from fncall_graph.adapters.models import resolve_model
 from fncall_graph.nodes._plan import DialectPlan
 from fncall_graph.nodes.adapter import AdapterNode
-from fncall_graph.nodes.approve import ApproveNode, InterruptOnConfig, unanswered_calls
+from fncall_graph.nodes.approve import (
+    ApproveNode,
+    InterruptOnConfig,
+    unanswered_calls,
+    unknown_tool,
+)
 from fncall_graph.nodes.model import ModelNode
 from fncall_graph.nodes.react_fallback import ReactFallbackNode
 from fncall_graph.nodes.tools import ToolDispatchNode
@@ -117,6 +122,7 @@ def create_fncall_graph(
     max_concurrency: int = 8,
     tool_timeout: float | None = None,
     max_result_chars: int | None = 100_000,
+    idempotent_tools: Sequence[str] = (),
     unparsed_limit: int = 2,
     constrained: bool | Literal["first_call"] | None = None,
     keep_model_input: bool = False,
@@ -166,8 +172,8 @@ def create_fncall_graph(
             Needs a checkpointer.
         durability: when a step's checkpoint is saved (LangGraph's ``durability``):
             ``"sync"`` (default) saves it before the next step starts, so after a crash
-            only the step that was running re-runs (a tool call in flight: at-least-once,
-            see docs/pause-and-resume.md); ``"async"`` saves while the next step runs
+            only the step that was running re-runs (a tool call in flight is not run
+            again, see ``idempotent_tools``); ``"async"`` saves while the next step runs
             (faster; a crash can lose finished steps, whose model and tool calls then run
             again); ``"exit"`` saves only when the run ends. ``invoke(..., durability=)``
             overrides it per run.
@@ -179,6 +185,12 @@ def create_fncall_graph(
         max_result_chars: longest tool result the model sees; a longer one is cut with a
             note saying how much was left out, and the whole result is kept in the
             ``ToolMessage``'s ``artifact`` (``None``: no limit).
+        idempotent_tools: tools whose calls may run again when the process running them
+            died mid-call (the outcome of such a call is unknown). Every other call runs
+            at most once per call id, across processes: a resumed thread answers it
+            "outcome unknown" instead (see docs/pause-and-resume.md). Tools marked
+            ``metadata={"idempotent": True}``, and MCP tools annotated ``readOnlyHint``
+            or ``idempotentHint``, count as listed.
         unparsed_limit: replies in a row whose calls cannot be read before a prompt
             dialect gives way to ``"react"``.
         constrained: constrained decoding for the prompt dialects: each model call
@@ -265,8 +277,14 @@ def create_fncall_graph(
     if constrained is None:
         constrained = "first_call" if accepts_grammar(chat_model) else False
     model_node = ModelNode(chat_model, plan, max_iterations=max_iterations, constrained=constrained)
+    problem = unknown_tool(idempotent_tools, [t.name for t in tool_list])
+    if problem:
+        raise ValueError(f"idempotent_tools names {problem}")
     tools_node = ToolDispatchNode(
-        tool_list, timeout=tool_timeout, max_result_chars=max_result_chars
+        tool_list,
+        timeout=tool_timeout,
+        max_result_chars=max_result_chars,
+        idempotent_tools=idempotent_tools,
     )
     approve_node = (
         ApproveNode(interrupt_on, tool_names=[t.name for t in tool_list]) if interrupt_on else None
@@ -307,7 +325,7 @@ def create_fncall_graph(
     builder.add_edge(START, "model")
     after_model = ["tools", "react_fallback", END]
     if approve_node is not None:
-        builder.add_node("approve", approve_node)
+        builder.add_node("approve", _Node("approve", approve_node.invoke, approve_node.ainvoke))
         builder.add_conditional_edges("approve", route_after_approve, ["tools", *NEXT_CALL])
         after_model.insert(0, "approve")
     builder.add_conditional_edges("model", route_after_model, after_model)

@@ -41,8 +41,12 @@ from langchain.agents.middleware.human_in_the_loop import (
 )
 from langchain_core.messages import AIMessage, AnyMessage, ToolMessage
 from langchain_core.messages.tool import ToolCall
+from langchain_core.runnables import RunnableConfig
 from langgraph.types import interrupt
 from pydantic import BaseModel, ConfigDict, Discriminator, model_validator
+
+from fncall_graph._compat import CONFIG_KEY_CHECKPOINTER, task_position
+from fncall_graph.adapters.checkpoint.claims import CallClaims, ClaimKey, claims_for
 
 __all__ = [
     "DEFAULT_DECISIONS",
@@ -322,14 +326,37 @@ class ApproveNode:
             ],
         )
 
-    def __call__(self, state: Mapping[str, Any]) -> dict[str, Any]:
+    def invoke(self, state: Mapping[str, Any], config: RunnableConfig) -> dict[str, Any]:
+        asked = self._ask(state)
+        if asked is None:
+            return {}
+        ai, calls, decisions = asked
+        claim = self._claim(calls, config)
+        if claim is not None:
+            claim[0].review(claim[1], claim[2])
+        return self._apply(ai, calls, decisions)
+
+    async def ainvoke(self, state: Mapping[str, Any], config: RunnableConfig) -> dict[str, Any]:
+        asked = self._ask(state)
+        if asked is None:
+            return {}
+        ai, calls, decisions = asked
+        claim = self._claim(calls, config)
+        if claim is not None:
+            await claim[0].areview(claim[1], claim[2])
+        return self._apply(ai, calls, decisions)
+
+    def _ask(
+        self, state: Mapping[str, Any]
+    ) -> tuple[AIMessage, list[ToolCall], Sequence[_Decision]] | None:
+        """Interrupt for the open gated calls; on resume, the decisions that came back."""
         pending = unanswered_calls(state["messages"])
         if pending is None:
-            return {}
+            return None
         ai, open_calls = pending
         calls = self.gated(open_calls)
         if not calls:
-            return {}
+            return None
         value = self.request(calls, state)
         schema = _response_schema(
             calls,
@@ -338,7 +365,20 @@ class ApproveNode:
         )
         # nothing above has effects: on resume the node runs again from the top
         response = interrupt(value, response_schema=schema)
-        return self._apply(ai, calls, response.decisions)  # type: ignore[attr-defined]
+        return ai, calls, response.decisions  # type: ignore[attr-defined]
+
+    @staticmethod
+    def _claim(
+        calls: Sequence[ToolCall], config: RunnableConfig
+    ) -> tuple[CallClaims, ClaimKey, str] | None:
+        """The claim on answering this approval: two runs resuming it, one goes on."""
+        position = task_position(config)
+        saver = (config.get("configurable") or {}).get(CONFIG_KEY_CHECKPOINTER)
+        if position is None or saver is None:
+            return None
+        thread_id, namespace, step = position
+        key = ClaimKey(thread_id, namespace, f"approval:{calls[0]['id']}")
+        return claims_for(saver), key, step
 
     def _apply(
         self, ai: AIMessage, calls: Sequence[ToolCall], decisions: Sequence[_Decision]

@@ -27,7 +27,7 @@ from langchain_core.runnables import Runnable, RunnableConfig
 from langgraph.types import Command, Send
 
 from fncall_graph.adapters import Dialect
-from fncall_graph.adapters.formats.base import text_of
+from fncall_graph.adapters.formats.base import new_call_id, text_of
 from fncall_graph.adapters.models import is_tools_unsupported_error, unreachable_server
 from fncall_graph.adapters.models.chat_model import MARKUP_FORMAT_KEY, with_dialect
 from fncall_graph.adapters.models.constrained import grammar_max_bytes
@@ -77,6 +77,34 @@ def empty_reply_message(reply: AIMessage) -> AIMessage:
         ),
         additional_kwargs={**reply.additional_kwargs, STOP_REASON_KEY: "empty_reply"},
         response_metadata=reply.response_metadata,
+    )
+
+
+def unique_call_ids(message: AIMessage, history: list[Any]) -> AIMessage:
+    """``message`` with call ids the thread already used replaced by new ones.
+
+    A call id names one call in a thread: its result, and its claim (a call runs at most
+    once per id). Models that number their calls ``call_0``, ``call_1`` in every reply
+    would otherwise repeat them.
+    """
+    if not (message.tool_calls or message.invalid_tool_calls):
+        return message
+    used = {
+        c["id"] for m in history if isinstance(m, AIMessage) for c in m.tool_calls if c.get("id")
+    }
+    if not any(c.get("id") in used for c in [*message.tool_calls, *message.invalid_tool_calls]):
+        return message
+
+    def fresh(calls: list[Any]) -> list[Any]:
+        return [{**c, "id": new_call_id()} if c.get("id") in used else c for c in calls]
+
+    kwargs = {k: v for k, v in message.additional_kwargs.items() if k != "tool_calls"}
+    return message.model_copy(
+        update={
+            "tool_calls": fresh(message.tool_calls),
+            "invalid_tool_calls": fresh(message.invalid_tool_calls),
+            "additional_kwargs": kwargs,
+        }
     )
 
 
@@ -188,6 +216,7 @@ class ModelNode:
     def _finish(self, dialect: Dialect, message: AIMessage, state: dict[str, Any]) -> Any:
         if _says_nothing(message):
             message = empty_reply_message(message)
+        message = unique_call_ids(message, state["messages"])
         markup = message.response_metadata.get(MARKUP_FORMAT_KEY)
         if dialect.native and markup:
             # the server has no tool parser and the model writes calls as text:

@@ -14,11 +14,14 @@ a turn of K calls does not checkpoint K copies of the history.
 
 from __future__ import annotations
 
+import ast
 import asyncio
 import concurrent.futures
 import contextvars
 import json
+import re
 import threading
+import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any
 
@@ -27,11 +30,13 @@ from langchain_core.messages import AIMessage, ToolMessage
 from langchain_core.messages.tool import InvalidToolCall, ToolCall
 from langchain_core.runnables import RunnableConfig
 from langchain_core.tools import BaseTool
+from langgraph.errors import GraphBubbleUp
 from langgraph.prebuilt import ToolNode
 from langgraph.prebuilt.tool_node import ToolCallRequest
 from langgraph.types import Send
 
-from fncall_graph._compat import has_own_async
+from fncall_graph._compat import CONFIG_KEY_CHECKPOINTER, has_own_async, task_position
+from fncall_graph.adapters.checkpoint.claims import CallClaims, ClaimKey, ClaimRow, claims_for
 from fncall_graph.adapters.mcp import MCPServerError
 
 
@@ -61,6 +66,41 @@ def tool_error_message(error: Exception) -> str:
     return text
 
 
+def unknown_outcome_message(call: ToolCall, claim: ClaimRow) -> ToolMessage:
+    """Answer a call whose process died while it ran: it may or may not have happened."""
+    when = time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime(claim.created_at))
+    who = claim.owner.split("|")
+    return ToolMessage(
+        content=(
+            f"Outcome unknown: the process running this call (pid {who[-3]}, started the call "
+            f"at {when}) stopped before the call finished. It may or may not have taken "
+            "effect, and it was not run again. Check its effect (for example with a read) "
+            "before repeating it, or tell the user."
+        ),
+        name=call["name"],
+        tool_call_id=call["id"] or "",
+        status="error",
+        artifact={"outcome": "unknown", "started_at": claim.created_at},
+    )
+
+
+def is_idempotent(tool: BaseTool | None, names: frozenset[str]) -> bool:
+    """Whether a call of ``tool`` may run again when its outcome is unknown.
+
+    Named in ``idempotent_tools``, marked ``metadata={"idempotent": True}``, or an MCP
+    tool its server annotates as read-only or idempotent.
+    """
+    if tool is None:
+        return False
+    meta = tool.metadata or {}
+    return (
+        tool.name in names
+        or meta.get("idempotent") is True
+        or meta.get("readOnlyHint") is True
+        or meta.get("idempotentHint") is True
+    )
+
+
 def invalid_call_message(call: InvalidToolCall) -> ToolMessage:
     """Answer a call the parser could not read, so the model sees why and can retry."""
     raw = call.get("args") or ""
@@ -86,6 +126,13 @@ class ToolDispatchNode:
             with a note saying how much, and the whole text is kept in the message's
             ``artifact`` (``{"full_content": ..., "artifact": <the tool's own>}``).
             ``None``: no limit.
+        idempotent_tools: tools that may run again when a process died during their
+            call (see :func:`is_idempotent`); other calls then get an "outcome unknown"
+            answer.
+
+    In a thread with a checkpointer, each call is claimed in the checkpointer's database
+    before it runs (:mod:`fncall_graph.adapters.checkpoint.claims`), so a call id runs at
+    most once, whichever processes resume the thread.
 
     ``ToolNode`` does the execution (argument injection, ``Command`` results, content
     conversion); this node adds what it lacks: JSON-schema validation for dict schemas
@@ -99,9 +146,13 @@ class ToolDispatchNode:
         *,
         timeout: float | None = None,
         max_result_chars: int | None = 100_000,
+        idempotent_tools: Sequence[str] = (),
     ) -> None:
         self.timeout = timeout
         self.max_result_chars = max_result_chars
+        self.idempotent_tools = frozenset(idempotent_tools)
+        # a claim made on another machine is abandoned once no call could still run
+        self.stale_after = None if timeout is None else 2 * timeout + 60
         self.tool_node = ToolNode(
             list(tools),
             handle_tool_errors=tool_error_message,
@@ -128,20 +179,92 @@ class ToolDispatchNode:
     # -- node
 
     def invoke(self, payload: list[Any], config: RunnableConfig) -> Any:
-        if payload[-1].get("type") == "invalid_tool_call":
-            return {"messages": [invalid_call_message(payload[-1])]}
-        return self.tool_node.invoke(payload, config)
+        call = payload[-1]
+        if call.get("type") == "invalid_tool_call":
+            return {"messages": [invalid_call_message(call)]}
+        claim = self._claim(call, config)
+        if claim is None:
+            return self.tool_node.invoke(payload, config)
+        claims, key, step = claim
+        started = claims.start(key, call["name"], step, idempotent=self._idempotent(call))
+        if not started.run:
+            return self._settled(claims, key, call, started)
+        try:
+            out = self.tool_node.invoke(payload, config)
+        except GraphBubbleUp:  # paused inside the tool: it runs again on resume
+            claims.release(key, started.holder)
+            raise
+        except BaseException:
+            claims.abandon(started.holder)
+            raise
+        claims.finish(key, started.holder, out)
+        return out
 
     async def ainvoke(self, payload: list[Any], config: RunnableConfig) -> Any:
-        if payload[-1].get("type") == "invalid_tool_call":
-            return {"messages": [invalid_call_message(payload[-1])]}
+        call = payload[-1]
+        if call.get("type") == "invalid_tool_call":
+            return {"messages": [invalid_call_message(call)]}
+        claim = self._claim(call, config)
+        if claim is None:
+            return await self._arun(payload, config)
+        claims, key, step = claim
+        started = await claims.astart(key, call["name"], step, idempotent=self._idempotent(call))
+        if not started.run:
+            return await self._asettled(claims, key, call, started)
+        try:
+            out = await self._arun(payload, config)
+        except GraphBubbleUp:
+            await claims.arelease(key, started.holder)
+            raise
+        except BaseException:
+            claims.abandon(started.holder)
+            raise
+        await claims.afinish(key, started.holder, out)
+        return out
+
+    async def _arun(self, payload: list[Any], config: RunnableConfig) -> Any:
         tool = self.tools_by_name.get(payload[-1].get("name"))
         if self.timeout is not None and tool is not None and not has_own_async(tool):
             # A sync tool's ainvoke runs in the event loop's default executor, and a call
             # stuck there would hold up the loop's shutdown (asyncio.run never returns).
             # Run the sync path in a thread nothing waits for; it applies the timeout.
-            return await asyncio.wrap_future(_in_daemon_thread(self.invoke, payload, config))
+            return await asyncio.wrap_future(
+                _in_daemon_thread(self.tool_node.invoke, payload, config)
+            )
         return await self.tool_node.ainvoke(payload, config)
+
+    # -- at most once per call id
+
+    def _idempotent(self, call: ToolCall) -> bool:
+        return is_idempotent(self.tools_by_name.get(call["name"]), self.idempotent_tools)
+
+    def _claim(
+        self, call: ToolCall, config: RunnableConfig
+    ) -> tuple[CallClaims, ClaimKey, str] | None:
+        """The claim store, key and step of this call; ``None`` outside a saved thread."""
+        position = task_position(config)
+        saver = (config.get("configurable") or {}).get(CONFIG_KEY_CHECKPOINTER)
+        if position is None or saver is None or not call.get("id"):
+            return None
+        thread_id, namespace, step = position
+        claims = claims_for(saver, stale_after=self.stale_after)
+        return claims, ClaimKey(thread_id, namespace, call["id"]), step
+
+    def _settled(self, claims: CallClaims, key: ClaimKey, call: ToolCall, started: Any) -> Any:
+        if started.unknown is None:
+            return started.output  # it ran; the process stopped before the thread saved it
+        out = {"messages": [unknown_outcome_message(call, started.unknown)]}
+        claims.finish(key, started.holder, out, status="unknown")
+        return out
+
+    async def _asettled(
+        self, claims: CallClaims, key: ClaimKey, call: ToolCall, started: Any
+    ) -> Any:
+        if started.unknown is None:
+            return started.output
+        out = {"messages": [unknown_outcome_message(call, started.unknown)]}
+        await claims.afinish(key, started.holder, out, status="unknown")
+        return out
 
     # -- wrappers around ToolNode's execution of one call
 
@@ -188,8 +311,14 @@ class ToolDispatchNode:
         return self._bounded(result)
 
     def _bounded(self, result: Any) -> Any:
-        """A result too long for the model, cut with a note; the whole of it stays attached."""
-        if self.max_result_chars is None or not isinstance(result, ToolMessage):
+        """A result too long for the model, cut with a note; the whole of it stays attached.
+
+        Bytes become their text when they decode as UTF-8, else a short note.
+        """
+        if not isinstance(result, ToolMessage):
+            return result
+        result = binary_as_text(result)
+        if self.max_result_chars is None:
             return result
         text = result.content if isinstance(result.content, str) else None
         if text is None or len(text) <= self.max_result_chars:
@@ -204,6 +333,32 @@ class ToolDispatchNode:
         return result.model_copy(
             update={"content": text[: self.max_result_chars] + note, "artifact": artifact}
         )
+
+
+_BYTES_REPR = re.compile(r"""b(?:'[^\n]*'|"[^\n]*")""", re.DOTALL)
+
+
+def binary_as_text(message: ToolMessage) -> ToolMessage:
+    """A result that was ``bytes``: its text, or ``[binary: N bytes]`` with the bytes kept.
+
+    LangChain turns a tool's non-text return value into ``str(value)`` before any hook
+    sees it, so bytes arrive as their repr (``b'...'``); read them back from it.
+    """
+    text = message.content
+    if not isinstance(text, str) or not _BYTES_REPR.fullmatch(text):
+        return message
+    try:
+        raw = ast.literal_eval(text)
+    except (ValueError, SyntaxError):
+        return message
+    if not isinstance(raw, bytes):
+        return message
+    try:
+        return message.model_copy(update={"content": raw.decode("utf-8")})
+    except UnicodeDecodeError:
+        note = f"[binary: {len(raw):,} bytes; not shown]"
+        artifact = {"bytes": raw, "artifact": message.artifact}
+        return message.model_copy(update={"content": note, "artifact": artifact})
 
 
 def _in_daemon_thread(fn: Callable[..., Any], *args: Any) -> concurrent.futures.Future[Any]:

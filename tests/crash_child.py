@@ -1,4 +1,4 @@
-"""One process of the crash-resume tests: run, resume or approve seed 000's serial task.
+"""One process of the crash-resume tests: run, resume or approve the database assistant's serial task.
 
 The task "查询韩梅梅的年龄,然后在log表里记录下" runs through create_fncall_graph with the
 real mcp-server-sqlite (MCPToolkit), the Hermes dialect, a SqliteSaver on a file and a
@@ -23,6 +23,8 @@ Usage: ``python crash_child.py MODE DB CHECKPOINTS THREAD RESULT``
               but the result was never stored;
   ``c``       right after the saver committed the checkpoint that holds the
               write_query result, before the next step (and the final model call).
+
+``FNCALL_IDEMPOTENT=1`` declares write_query idempotent (``idempotent_tools``).
 
 With the graph's default ``durability="sync"`` the run waits for each checkpoint to be
 saved before its next step, so a kill inside ``put`` stops the thread exactly there.
@@ -138,6 +140,7 @@ def main() -> None:
             system_prompt=SYSTEM,
             checkpointer=saver,
             interrupt_on=gated,
+            idempotent_tools=["sqlite-write_query"] if os.environ.get("FNCALL_IDEMPOTENT") else (),
         )
         run_cfg = {**cfg, "callbacks": [tools_run]}
         if mode in ("run", "pause"):

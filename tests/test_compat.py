@@ -9,12 +9,19 @@ from __future__ import annotations
 import asyncio
 
 import pytest
+from langchain_core.runnables import RunnableConfig
 from langchain_core.tools import BaseTool, StructuredTool, tool
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.graph import START, StateGraph
 from typing_extensions import TypedDict
 
-from fncall_graph._compat import CONFIG_KEY_DURABILITY, ChatOpenAIMaxTokens, has_own_async
+from fncall_graph._compat import (
+    CONFIG_KEY_CHECKPOINTER,
+    CONFIG_KEY_DURABILITY,
+    ChatOpenAIMaxTokens,
+    has_own_async,
+    task_position,
+)
 
 
 class _State(TypedDict):
@@ -85,3 +92,37 @@ def test_async_implementations_are_told_apart() -> None:
     assert has_own_async(async_tool)
     assert has_own_async(OwnAsync())
     assert not has_own_async(SyncOnly())
+
+
+def test_a_task_knows_its_thread_step_and_checkpointer() -> None:
+    """task_position and CONFIG_KEY_CHECKPOINTER: what the tools node claims calls by."""
+    seen: list[tuple[object, object]] = []
+
+    def node(state: _State, config: RunnableConfig) -> _State:
+        seen.append((task_position(config), config["configurable"].get(CONFIG_KEY_CHECKPOINTER)))
+        return {"n": state["n"] + 1}
+
+    saver = InMemorySaver()
+    inner = StateGraph(_State)
+    inner.add_node("leaf", node)
+    inner.add_edge(START, "leaf")
+    outer = StateGraph(_State)
+    outer.add_node("root", node)
+    outer.add_node("sub", inner.compile())
+    outer.add_edge(START, "root")
+    outer.add_edge("root", "sub")
+    graph = outer.compile(checkpointer=saver)
+    config = {"configurable": {"thread_id": "t"}}
+    graph.invoke({"n": 0}, config)
+
+    (root, root_saver), (leaf, leaf_saver) = seen
+    assert root_saver is saver and leaf_saver is saver
+    steps = {c.config["configurable"]["checkpoint_id"]: c for c in saver.list(config)}
+    # the root task runs from the checkpoint of its step (step 0: the input applied)
+    assert root[:2] == ("t", "")
+    assert steps[root[2]].metadata["step"] == 0
+    thread, namespace, step = leaf
+    assert thread == "t" and namespace.startswith("sub:") and "|" not in namespace
+    sub_steps = saver.list({"configurable": {"thread_id": "t", "checkpoint_ns": namespace}})
+    assert step in [c.config["configurable"]["checkpoint_id"] for c in sub_steps]
+    assert task_position({"configurable": {}}) is None

@@ -1,21 +1,19 @@
 """Crash and resume: a process killed mid-task, a new process finishes the thread.
 
-Seed 000's serial task (read 韩梅梅's age, then log it) runs in a child process
+The database assistant's serial task (read 韩梅梅's age, then log it) runs in a child process
 (tests/crash_child.py) with the real mcp-server-sqlite and a SqliteSaver on a file.
 The child kills itself with SIGKILL at an exact point chosen by ``FNCALL_KILL_AT``;
 then a new process resumes the thread with ``graph.invoke(None, cfg)``.
 
 Kill points (see crash_child.py):
-  a  after the read_query result is committed to the checkpoint file;
-  b  inside the write_query call, before the request reaches the server;
-  c  after the write_query result is committed, before the final answer.
-In each case the answer says 韩梅梅 is 6, the log table gets exactly one row, and the
-history holds each tool call once with one ToolMessage.
-
-``b_after`` shows the other side of the contract (docs/pause-and-resume.md): a call
-whose effect happened but whose result was never stored runs again on resume
-(at-least-once), so a non-idempotent write lands twice — while the history still
-holds the call once.
+  a        after the read_query result is committed to the checkpoint file;
+  b        inside the write_query call, before the request reaches the server;
+  b_after  inside the write_query call, after the server committed the row;
+  c        after the write_query result is committed, before the final answer.
+In each case the answer says 韩梅梅 is 6 and the history holds each tool call once with
+one ToolMessage. No call runs twice (docs/pause-and-resume.md): a call the process died
+inside (b, b_after) is answered "outcome unknown" and not run again, so the log holds
+the row only if the server got the request. A tool declared idempotent runs again.
 """
 
 from __future__ import annotations
@@ -69,11 +67,11 @@ def _stop_leftovers(marker: str) -> None:
 
 
 def run_child(
-    mode: str, db: Path, checkpoints: Path, kill_at: str = ""
+    mode: str, db: Path, checkpoints: Path, kill_at: str = "", *, idempotent: bool = False
 ) -> tuple[int, dict[str, Any] | None, str]:
     result = checkpoints.with_suffix(f".{mode}.json")
     result.unlink(missing_ok=True)
-    env = {**os.environ, "FNCALL_KILL_AT": kill_at}
+    env = {**os.environ, "FNCALL_KILL_AT": kill_at, "FNCALL_IDEMPOTENT": "1" if idempotent else ""}
     proc = subprocess.run(
         [sys.executable, str(CHILD), mode, str(db), str(checkpoints), "thread-1", str(result)],
         env=env,
@@ -112,18 +110,27 @@ def files(tmp_path: Path) -> tuple[Path, Path]:
     return make_database(tmp_path / "test.db"), tmp_path / "checkpoints.db"
 
 
-# kill point -> (rows logged when the process died, tools the resuming process runs)
+# kill point -> (rows logged when the process died, tools the resuming process runs,
+#                rows logged in the end, whether the write is answered "outcome unknown")
 POINTS = {
-    "a": (0, ["sqlite-write_query"]),
-    "b": (0, ["sqlite-write_query"]),
-    "c": (1, []),
+    "a": (0, ["sqlite-write_query"], 1, False),
+    "b": (0, [], 0, True),
+    "b_after": (1, [], 1, True),
+    "c": (1, [], 1, False),
 }
+
+
+def write_result(messages: list[Any]) -> ToolMessage:
+    [result] = [
+        m for m in messages if isinstance(m, ToolMessage) and m.name.endswith("write_query")
+    ]
+    return result
 
 
 @pytest.mark.parametrize("kill_at", list(POINTS))
 def test_killed_process_resumes_in_a_new_one(files, kill_at):
     db, checkpoints = files
-    rows_at_crash, resumed_tools = POINTS[kill_at]
+    rows_at_crash, resumed_tools, rows_in_the_end, unknown = POINTS[kill_at]
 
     code, result, err = run_child("run", db, checkpoints, kill_at)
     assert code == -signal.SIGKILL, f"the child was not killed at {kill_at}: {code}\n{err}"
@@ -134,24 +141,30 @@ def test_killed_process_resumes_in_a_new_one(files, kill_at):
     assert code == 0, err
     assert "韩梅梅" in result["final"] and "6" in result["final"]
     assert result["tools_run"] == resumed_tools
-    assert logged_rows(db) == 1
-    assert_each_call_once(history(checkpoints))
+    assert logged_rows(db) == rows_in_the_end
+    messages = history(checkpoints)
+    assert_each_call_once(messages)
+    written = write_result(messages)
+    assert written.content.startswith("Outcome unknown") == unknown, written.content
+    if unknown:
+        assert written.status == "error" and "it was not run again" in written.content
 
 
-def test_call_whose_effect_was_not_stored_runs_again(files):
-    """At-least-once: the server committed the row, the process died before the result
-    was stored, so the resumed thread runs the write again. The history is still clean;
-    the duplicate is in the database, which is why writes should be idempotent."""
+@pytest.mark.parametrize(("kill_at", "rows"), [("b", 1), ("b_after", 2)])
+def test_a_tool_declared_idempotent_runs_again(files, kill_at, rows):
+    """``idempotent_tools``: the call the process died inside runs again on resume, so a
+    write that is not really idempotent lands twice when the server had done it."""
     db, checkpoints = files
-    code, _, err = run_child("run", db, checkpoints, "b_after")
+    code, _, err = run_child("run", db, checkpoints, kill_at, idempotent=True)
     assert code == -signal.SIGKILL, err
-    assert logged_rows(db) == 1  # the effect happened before the crash
 
-    code, result, err = run_child("resume", db, checkpoints)
+    code, result, err = run_child("resume", db, checkpoints, idempotent=True)
     assert code == 0, err
     assert result["tools_run"] == ["sqlite-write_query"]
-    assert logged_rows(db) == 2
-    assert_each_call_once(history(checkpoints))
+    assert logged_rows(db) == rows
+    messages = history(checkpoints)
+    assert_each_call_once(messages)
+    assert not write_result(messages).content.startswith("Outcome unknown")
 
 
 def test_approval_in_a_fresh_process_finishes_the_task(files):

@@ -573,6 +573,40 @@ def test_a_huge_tool_result_is_cut_for_the_model_and_kept_whole() -> None:
     assert len(model.inputs[1][-1].content) < 2_000
 
 
+@pytest.mark.parametrize(
+    ("returned", "shown", "kept"),
+    [
+        ("价格: 5 元".encode(), "价格: 5 元", None),
+        (
+            b"\x89PNG\r\n\x1a\n\x00\x00\xff",
+            "[binary: 11 bytes; not shown]",
+            b"\x89PNG\r\n\x1a\n\x00\x00\xff",
+        ),
+        (
+            "b'not bytes, a string that looks like them",
+            "b'not bytes, a string that looks like them",
+            None,
+        ),
+    ],
+)
+def test_bytes_results_reach_the_model_as_text_or_a_note(returned, shown, kept) -> None:
+    from langchain_core.tools import tool
+
+    @tool
+    def fetch() -> Any:
+        """Fetch a file."""
+        return returned
+
+    model = ReplayChatModel(['<tool_call>\n{"name": "fetch", "arguments": {}}\n</tool_call>', "ok"])
+    messages = create_fncall_graph(model, [fetch], dialect="hermes").invoke(
+        {"messages": [("user", "fetch")]}
+    )["messages"]
+    assert messages[2].content == shown
+    assert shown in model.inputs[1][-1].content
+    if kept is not None:
+        assert messages[2].artifact["bytes"] == kept
+
+
 def test_an_empty_reply_is_tried_again_then_answered_with_a_notice() -> None:
     model = ReplayChatModel(["", "三张表"])
     graph = create_fncall_graph(model, [], dialect="hermes")

@@ -1,0 +1,139 @@
+"""At most once per call id, inside the graph: ids, pauses inside tools, options.
+
+The cross-process cases are in test_concurrent_resume.py (two processes approving at
+once) and test_crash_resume.py (a process killed inside a tool).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import pytest
+from langchain_core.messages import AIMessage, ToolMessage
+from langchain_core.tools import tool
+from langgraph.checkpoint.memory import InMemorySaver
+from langgraph.types import Command, interrupt
+
+from fncall_graph import create_fncall_graph
+from fncall_graph.adapters.checkpoint import async_sqlite_saver, sqlite_saver
+from fncall_graph.testing import ReplayChatModel
+
+
+def call(name: str, args: dict[str, Any], call_id: str) -> AIMessage:
+    return AIMessage(content="", tool_calls=[{"name": name, "args": args, "id": call_id}])
+
+
+def test_a_model_that_repeats_call_ids_gets_each_call_run(tmp_path):
+    """Models that number calls call_0, call_1 in every reply: ids are made unique in the
+    thread, so the second turn's call is a new call, not a claimed one."""
+    runs: list[str] = []
+
+    @tool
+    def note(text: str) -> str:
+        """Write a note."""
+        runs.append(text)
+        return "noted"
+
+    outputs = [
+        call("note", {"text": "one"}, "call_0"),
+        "done",
+        call("note", {"text": "two"}, "call_0"),
+        "done",
+    ]
+    with sqlite_saver(tmp_path / "c.db") as saver:
+        graph = create_fncall_graph(
+            ReplayChatModel(outputs), [note], dialect="native", checkpointer=saver
+        )
+        cfg = {"configurable": {"thread_id": "t"}}
+        graph.invoke({"messages": [("user", "first")]}, cfg)
+        out = graph.invoke({"messages": [("user", "second")]}, cfg)
+    assert runs == ["one", "two"]
+    ids = [c["id"] for m in out["messages"] if isinstance(m, AIMessage) for c in m.tool_calls]
+    assert ids[0] == "call_0" and ids[1] != "call_0" and len(set(ids)) == 2
+    answered = [m.tool_call_id for m in out["messages"] if isinstance(m, ToolMessage)]
+    assert answered == ids
+
+
+def confirming_tool(runs: list[str]) -> Any:
+    @tool
+    def transfer(amount: int) -> str:
+        """Transfer money, after the user confirms."""
+        answer = interrupt(f"transfer {amount}?")  # the tool runs again from the top on resume
+        runs.append(f"{amount}:{answer}")
+        return f"transferred {amount}" if answer == "yes" else "cancelled"
+
+    return transfer
+
+
+def test_a_tool_that_pauses_runs_when_resumed(tmp_path):
+    """A claim is given up when the tool pauses with interrupt(): on resume it runs."""
+    runs: list[str] = []
+    outputs = [call("transfer", {"amount": 5}, "c1"), "ok"]
+    with sqlite_saver(tmp_path / "c.db") as saver:
+        graph = create_fncall_graph(
+            ReplayChatModel(outputs), [confirming_tool(runs)], dialect="native", checkpointer=saver
+        )
+        cfg = {"configurable": {"thread_id": "t"}}
+        paused = graph.invoke({"messages": [("user", "send 5")]}, cfg)
+        assert paused["__interrupt__"][0].value == "transfer 5?"
+        assert runs == []
+        out = graph.invoke(Command(resume="yes"), cfg)
+    assert runs == ["5:yes"]
+    assert [m.content for m in out["messages"] if isinstance(m, ToolMessage)] == ["transferred 5"]
+
+
+def test_async_graphs_claim_calls_too(tmp_path):
+    runs: list[str] = []
+    outputs = [call("transfer", {"amount": 7}, "c1"), "ok"]
+
+    async def scenario() -> list[Any]:
+        async with async_sqlite_saver(tmp_path / "c.db") as saver:
+            graph = create_fncall_graph(
+                ReplayChatModel(outputs),
+                [confirming_tool(runs)],
+                dialect="native",
+                checkpointer=saver,
+            )
+            cfg = {"configurable": {"thread_id": "t"}}
+            await graph.ainvoke({"messages": [("user", "send 7")]}, cfg)
+            out = await graph.ainvoke(Command(resume="yes"), cfg)
+            return out["messages"]
+
+    messages = asyncio.run(scenario())
+    assert runs == ["7:yes"]
+    assert isinstance(messages[-1], AIMessage) and messages[-1].content == "ok"
+
+
+def test_idempotent_tools_must_name_tools():
+    @tool
+    def write_query(query: str) -> str:
+        """Run a write."""
+        return "ok"
+
+    with pytest.raises(
+        ValueError, match=r"idempotent_tools names 'write'.*did you mean 'write_query'"
+    ):
+        create_fncall_graph(
+            ReplayChatModel(["x"]),
+            [write_query],
+            checkpointer=InMemorySaver(),
+            idempotent_tools=["write"],
+        )
+
+
+def test_without_a_checkpointer_nothing_is_claimed():
+    runs: list[str] = []
+
+    @tool
+    def note(text: str) -> str:
+        """Write a note."""
+        runs.append(text)
+        return "noted"
+
+    outputs = [call("note", {"text": "a"}, "c1"), "done"]
+    graph = create_fncall_graph(ReplayChatModel(outputs), [note], dialect="native")
+    graph.invoke({"messages": [("user", "go")]})
+    graph2 = create_fncall_graph(ReplayChatModel(outputs), [note], dialect="native")
+    graph2.invoke({"messages": [("user", "go")]})
+    assert runs == ["a", "a"]  # two separate runs, no thread: two calls

@@ -1,0 +1,287 @@
+"""Tool call claims on every saver kind: what a run finds when a call is already claimed.
+
+Other processes are stood in for by claim owners: this machine's pid 1 (alive), this
+process with a start time it never had (a process that is gone), and another machine.
+The PostgreSQL cases run against a real server (tests/pg_server.py).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from collections.abc import AsyncIterator, Iterator
+from contextlib import asynccontextmanager, contextmanager
+from typing import Any
+
+import pytest
+from langchain_core.messages import ToolMessage
+from langgraph.checkpoint.memory import InMemorySaver
+from langgraph.graph import START, StateGraph
+from pg_server import postgres_url  # noqa: F401  (the fixture)
+from typing_extensions import TypedDict
+
+from fncall_graph.adapters.checkpoint import (
+    async_postgres_saver,
+    async_sqlite_saver,
+    postgres_saver,
+    sqlite_saver,
+)
+from fncall_graph.adapters.checkpoint import claims as claims_module
+from fncall_graph.adapters.checkpoint.claims import (
+    ClaimKey,
+    Owner,
+    ThreadAlreadyResumed,
+    ToolCallAlreadyRan,
+    ToolCallInProgress,
+    claims_for,
+)
+
+
+class _State(TypedDict):
+    n: int
+
+
+def _head(saver: Any, thread: str) -> str:
+    """Give ``thread`` a checkpoint in ``saver`` and return the latest one's id."""
+    builder = StateGraph(_State)
+    builder.add_node("a", lambda s: {"n": s["n"] + 1})
+    builder.add_edge(START, "a")
+    graph = builder.compile(checkpointer=saver)
+    cfg = {"configurable": {"thread_id": thread}}
+    graph.invoke({"n": 0}, cfg)
+    return graph.get_state(cfg).config["configurable"]["checkpoint_id"]
+
+
+async def _ahead(saver: Any, thread: str) -> str:
+    builder = StateGraph(_State)
+    builder.add_node("a", lambda s: {"n": s["n"] + 1})
+    builder.add_edge(START, "a")
+    graph = builder.compile(checkpointer=saver)
+    cfg = {"configurable": {"thread_id": thread}}
+    await graph.ainvoke({"n": 0}, cfg)
+    return (await graph.aget_state(cfg)).config["configurable"]["checkpoint_id"]
+
+
+ALIVE_ELSEWHERE = Owner(claims_module._HOST, 1, claims_module._start_time(1) or "", "t-alive")
+GONE = Owner(claims_module._HOST, os.getpid(), "0", "t-gone")  # this pid, another start
+OTHER_MACHINE = Owner("elsewhere/boot", 4242, "1", "t-far")
+
+
+def as_owner(monkeypatch: pytest.MonkeyPatch, owner: Owner) -> None:
+    monkeypatch.setattr(Owner, "here", classmethod(lambda cls: owner))
+
+
+RESULT = [ToolMessage("logged", tool_call_id="c1", name="log")]
+
+
+# -- the savers, sync and async
+
+
+@contextmanager
+def sync_saver(kind: str, tmp_path: Any, url: str | None) -> Iterator[Any]:
+    if kind == "memory":
+        yield InMemorySaver()
+    elif kind == "sqlite":
+        with sqlite_saver(tmp_path / "c.db") as saver:
+            yield saver
+    else:
+        assert url is not None
+        with postgres_saver(url) as saver:
+            yield saver
+
+
+@asynccontextmanager
+async def async_saver(kind: str, tmp_path: Any, url: str | None) -> AsyncIterator[Any]:
+    if kind == "memory":
+        yield InMemorySaver()
+    elif kind == "sqlite":
+        async with async_sqlite_saver(tmp_path / "c.db") as saver:
+            yield saver
+    else:
+        assert url is not None
+        async with async_postgres_saver(url) as saver:
+            yield saver
+
+
+KINDS = ["memory", "sqlite", pytest.param("postgres", marks=pytest.mark.slow)]
+
+
+@pytest.fixture(params=KINDS)
+def kind(request: pytest.FixtureRequest) -> str:
+    return request.param
+
+
+@pytest.fixture
+def url(kind: str, request: pytest.FixtureRequest) -> str | None:
+    return request.getfixturevalue("postgres_url") if kind == "postgres" else None
+
+
+def fresh_thread(request: pytest.FixtureRequest) -> str:
+    # PostgreSQL is shared by the session: a thread of its own per test
+    return f"{request.node.name}-{os.urandom(4).hex()}"
+
+
+def test_a_call_is_claimed_run_and_finished_once(kind, url, tmp_path, request):
+    thread = fresh_thread(request)
+    with sync_saver(kind, tmp_path, url) as saver:
+        step = _head(saver, thread)
+        claims = claims_for(saver)
+        key = ClaimKey(thread, "", "c1")
+        started = claims.start(key, "log", step, idempotent=False)
+        assert started.run and started.holder
+        # while it runs, this process's own second attempt is refused
+        with pytest.raises(ToolCallInProgress, match="c1 \\(log\\) is running"):
+            claims.start(key, "log", step, idempotent=False)
+        claims.finish(key, started.holder, RESULT)
+        # finished by a live process (this one): another run does not run it again
+        with pytest.raises(ToolCallAlreadyRan, match="already ran"):
+            claims.start(key, "log", step, idempotent=False)
+
+
+def test_a_call_running_in_a_live_process_is_not_run(kind, url, tmp_path, request, monkeypatch):
+    thread = fresh_thread(request)
+    with sync_saver(kind, tmp_path, url) as saver:
+        step = _head(saver, thread)
+        key = ClaimKey(thread, "", "c1")
+        with monkeypatch.context() as m:
+            as_owner(m, ALIVE_ELSEWHERE)
+            assert claims_for(saver).start(key, "log", step, idempotent=False).run
+        with pytest.raises(ToolCallInProgress) as raised:
+            claims_for(saver).start(key, "log", step, idempotent=True)
+        assert (raised.value.thread_id, raised.value.call_id, raised.value.tool) == (
+            thread,
+            "c1",
+            "log",
+        )
+        assert "process 1 on" in str(raised.value)
+
+
+@pytest.mark.parametrize("idempotent", [False, True])
+def test_a_call_whose_process_died_inside_it(kind, url, tmp_path, request, monkeypatch, idempotent):
+    thread = fresh_thread(request)
+    with sync_saver(kind, tmp_path, url) as saver:
+        step = _head(saver, thread)
+        key = ClaimKey(thread, "", "c1")
+        with monkeypatch.context() as m:
+            as_owner(m, GONE)
+            assert claims_for(saver).start(key, "log", step, idempotent=False).run
+        started = claims_for(saver).start(key, "log", step, idempotent=idempotent)
+        if idempotent:
+            assert started.run and started.unknown is None
+        else:
+            assert not started.run
+            assert started.unknown is not None and started.unknown.owner == str(GONE)
+            claims_for(saver).finish(key, started.holder, RESULT, status="unknown")
+            # answered once: from now on the answer is the stored one
+            with pytest.raises(ToolCallAlreadyRan):
+                claims_for(saver).start(key, "log", step, idempotent=False)
+
+
+def test_a_finished_call_whose_result_was_not_saved_gives_its_result(
+    kind, url, tmp_path, request, monkeypatch
+):
+    thread = fresh_thread(request)
+    with sync_saver(kind, tmp_path, url) as saver:
+        step = _head(saver, thread)
+        key = ClaimKey(thread, "", "c1")
+        with monkeypatch.context() as m:
+            as_owner(m, GONE)
+            started = claims_for(saver).start(key, "log", step, idempotent=False)
+            claims_for(saver).finish(key, started.holder, RESULT)
+        again = claims_for(saver).start(key, "log", step, idempotent=False)
+        assert not again.run
+        assert again.output == RESULT
+        # the thread moved on since that step: a run from the old step stops instead
+        _head(saver, thread)
+        with pytest.raises(ToolCallAlreadyRan):
+            claims_for(saver).start(key, "log", step, idempotent=False)
+
+
+def test_a_claim_made_on_another_machine(kind, url, tmp_path, request, monkeypatch):
+    thread = fresh_thread(request)
+    with sync_saver(kind, tmp_path, url) as saver:
+        step = _head(saver, thread)
+        key = ClaimKey(thread, "", "c1")
+        with monkeypatch.context() as m:
+            as_owner(m, OTHER_MACHINE)
+            claims_for(saver).start(key, "log", step, idempotent=False)
+        with pytest.raises(ToolCallInProgress):  # running, as far as anyone here knows
+            claims_for(saver).start(key, "log", step, idempotent=False)
+        # once no call could still be running there, its outcome is unknown
+        started = claims_for(saver, stale_after=0).start(key, "log", step, idempotent=False)
+        assert started.unknown is not None
+
+
+def test_a_call_paused_by_an_interrupt_is_released(kind, url, tmp_path, request):
+    thread = fresh_thread(request)
+    with sync_saver(kind, tmp_path, url) as saver:
+        step = _head(saver, thread)
+        key = ClaimKey(thread, "", "c1")
+        started = claims_for(saver).start(key, "ask", step, idempotent=False)
+        claims_for(saver).release(key, started.holder)
+        assert claims_for(saver).start(key, "ask", step, idempotent=False).run
+
+
+def test_one_run_answers_an_approval(kind, url, tmp_path, request, monkeypatch):
+    thread = fresh_thread(request)
+    with sync_saver(kind, tmp_path, url) as saver:
+        step = _head(saver, thread)
+        key = ClaimKey(thread, "", "approval:c1")
+        with monkeypatch.context() as m:
+            as_owner(m, ALIVE_ELSEWHERE)
+            claims_for(saver).review(key, step)
+        with pytest.raises(ThreadAlreadyResumed, match="already answered"):
+            claims_for(saver).review(key, step)
+
+        # a resume whose process died before the thread moved on is taken over
+        dead = ClaimKey(thread, "", "approval:c2")
+        with monkeypatch.context() as m:
+            as_owner(m, GONE)
+            claims_for(saver).review(dead, step)
+        claims_for(saver).review(dead, step)
+        # ... but not once the thread has moved on
+        late = ClaimKey(thread, "", "approval:c3")
+        with monkeypatch.context() as m:
+            as_owner(m, GONE)
+            claims_for(saver).review(late, step)
+        _head(saver, thread)
+        with pytest.raises(ThreadAlreadyResumed):
+            claims_for(saver).review(late, step)
+
+
+def test_async_savers_keep_claims_too(kind, url, tmp_path, request, monkeypatch):
+    thread = fresh_thread(request)
+
+    async def scenario() -> None:
+        async with async_saver(kind, tmp_path, url) as saver:
+            step = await _ahead(saver, thread)
+            claims = claims_for(saver)
+            key = ClaimKey(thread, "", "c1")
+            started = await claims.astart(key, "log", step, idempotent=False)
+            assert started.run
+            with pytest.raises(ToolCallInProgress):
+                await claims.astart(key, "log", step, idempotent=False)
+            await claims.afinish(key, started.holder, RESULT)
+            with pytest.raises(ToolCallAlreadyRan):
+                await claims.astart(key, "log", step, idempotent=False)
+
+            gone = ClaimKey(thread, "", "c2")
+            with monkeypatch.context() as m:
+                as_owner(m, GONE)
+                held = await claims.astart(gone, "log", step, idempotent=False)
+                await claims.afinish(gone, held.holder, RESULT)
+            assert (await claims.astart(gone, "log", step, idempotent=False)).output == RESULT
+
+            paused = ClaimKey(thread, "", "c3")
+            held = await claims.astart(paused, "ask", step, idempotent=False)
+            await claims.arelease(paused, held.holder)
+            assert (await claims.astart(paused, "ask", step, idempotent=False)).run
+
+            review = ClaimKey(thread, "", "approval:c4")
+            await claims.areview(review, step)
+            with monkeypatch.context() as m:
+                as_owner(m, ALIVE_ELSEWHERE)
+                with pytest.raises(ThreadAlreadyResumed):
+                    await claims.areview(review, step)
+
+    asyncio.run(scenario())
