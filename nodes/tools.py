@@ -36,7 +36,13 @@ from langgraph.prebuilt.tool_node import ToolCallRequest
 from langgraph.types import Send
 
 from fncall_graph._compat import CONFIG_KEY_CHECKPOINTER, has_own_async, task_position
-from fncall_graph.adapters.checkpoint.claims import CallClaims, ClaimKey, ClaimRow, claims_for
+from fncall_graph.adapters.checkpoint.claims import (
+    CallClaims,
+    ClaimKey,
+    ClaimRow,
+    Started,
+    claims_for,
+)
 from fncall_graph.adapters.mcp import MCPServerError
 
 
@@ -66,11 +72,11 @@ def tool_error_message(error: Exception) -> str:
     return text
 
 
-def unknown_outcome_message(call: ToolCall, claim: ClaimRow) -> ToolMessage:
+def unknown_outcome(call: ToolCall, claim: ClaimRow) -> dict[str, list[ToolMessage]]:
     """Answer a call whose process died while it ran: it may or may not have happened."""
     when = time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime(claim.created_at))
     who = claim.owner.split("|")
-    return ToolMessage(
+    message = ToolMessage(
         content=(
             f"Outcome unknown: the process running this call (pid {who[-3]}, started the call "
             f"at {when}) stopped before the call finished. It may or may not have taken "
@@ -82,6 +88,7 @@ def unknown_outcome_message(call: ToolCall, claim: ClaimRow) -> ToolMessage:
         status="error",
         artifact={"outcome": "unknown", "started_at": claim.created_at},
     )
+    return {"messages": [message]}
 
 
 def is_idempotent(tool: BaseTool | None, names: frozenset[str]) -> bool:
@@ -250,20 +257,20 @@ class ToolDispatchNode:
         claims = claims_for(saver, stale_after=self.stale_after)
         return claims, ClaimKey(thread_id, namespace, call["id"]), step
 
-    def _settled(self, claims: CallClaims, key: ClaimKey, call: ToolCall, started: Any) -> Any:
+    def _settled(self, claims: CallClaims, key: ClaimKey, call: ToolCall, started: Started) -> Any:
         if started.unknown is None:
             return started.output  # it ran; the process stopped before the thread saved it
-        out = {"messages": [unknown_outcome_message(call, started.unknown)]}
-        claims.finish(key, started.holder, out, status="unknown")
+        out = unknown_outcome(call, started.unknown)
+        claims.finish(key, started.holder or "", out, status="unknown")
         return out
 
     async def _asettled(
-        self, claims: CallClaims, key: ClaimKey, call: ToolCall, started: Any
+        self, claims: CallClaims, key: ClaimKey, call: ToolCall, started: Started
     ) -> Any:
         if started.unknown is None:
             return started.output
-        out = {"messages": [unknown_outcome_message(call, started.unknown)]}
-        await claims.afinish(key, started.holder, out, status="unknown")
+        out = unknown_outcome(call, started.unknown)
+        await claims.afinish(key, started.holder or "", out, status="unknown")
         return out
 
     # -- wrappers around ToolNode's execution of one call

@@ -41,23 +41,24 @@ class _State(TypedDict):
     n: int
 
 
-def _head(saver: Any, thread: str) -> str:
-    """Give ``thread`` a checkpoint in ``saver`` and return the latest one's id."""
+def _counter(saver: Any) -> Any:
     builder = StateGraph(_State)
     builder.add_node("a", lambda s: {"n": s["n"] + 1})
     builder.add_edge(START, "a")
-    graph = builder.compile(checkpointer=saver)
+    return builder.compile(checkpointer=saver)
+
+
+def _head(saver: Any, thread: str) -> str:
+    """Give ``thread`` a new checkpoint in ``saver`` and return its id (the latest)."""
     cfg = {"configurable": {"thread_id": thread}}
+    graph = _counter(saver)
     graph.invoke({"n": 0}, cfg)
     return graph.get_state(cfg).config["configurable"]["checkpoint_id"]
 
 
 async def _ahead(saver: Any, thread: str) -> str:
-    builder = StateGraph(_State)
-    builder.add_node("a", lambda s: {"n": s["n"] + 1})
-    builder.add_edge(START, "a")
-    graph = builder.compile(checkpointer=saver)
     cfg = {"configurable": {"thread_id": thread}}
+    graph = _counter(saver)
     await graph.ainvoke({"n": 0}, cfg)
     return (await graph.aget_state(cfg)).config["configurable"]["checkpoint_id"]
 
@@ -69,6 +70,13 @@ OTHER_MACHINE = Owner("elsewhere/boot", 4242, "1", "t-far")
 
 def as_owner(monkeypatch: pytest.MonkeyPatch, owner: Owner) -> None:
     monkeypatch.setattr(Owner, "here", classmethod(lambda cls: owner))
+
+
+def claimed_by(monkeypatch: pytest.MonkeyPatch, owner: Owner, claim: Any) -> Any:
+    """Run ``claim()`` as if ``owner`` (another process) made it."""
+    with monkeypatch.context() as m:
+        as_owner(m, owner)
+        return claim()
 
 
 RESULT = [ToolMessage("logged", tool_call_id="c1", name="log")]
@@ -121,132 +129,105 @@ def fresh_thread(request: pytest.FixtureRequest) -> str:
     return f"{request.node.name}-{os.urandom(4).hex()}"
 
 
-def test_a_call_is_claimed_run_and_finished_once(kind, url, tmp_path, request):
-    thread = fresh_thread(request)
+@pytest.fixture
+def thread(kind, url, tmp_path, request) -> Iterator[tuple[Any, str, str, ClaimKey]]:
+    """(saver, thread id, the thread's latest checkpoint, the key of call c1)."""
+    thread_id = fresh_thread(request)
     with sync_saver(kind, tmp_path, url) as saver:
-        step = _head(saver, thread)
-        claims = claims_for(saver)
-        key = ClaimKey(thread, "", "c1")
-        started = claims.start(key, "log", step, idempotent=False)
-        assert started.run and started.holder
-        # while it runs, this process's own second attempt is refused
-        with pytest.raises(ToolCallInProgress, match="c1 \\(log\\) is running"):
-            claims.start(key, "log", step, idempotent=False)
-        claims.finish(key, started.holder, RESULT)
-        # finished by a live process (this one): another run does not run it again
-        with pytest.raises(ToolCallAlreadyRan, match="already ran"):
-            claims.start(key, "log", step, idempotent=False)
+        yield saver, thread_id, _head(saver, thread_id), ClaimKey(thread_id, "", "c1")
 
 
-def test_a_call_running_in_a_live_process_is_not_run(kind, url, tmp_path, request, monkeypatch):
-    thread = fresh_thread(request)
-    with sync_saver(kind, tmp_path, url) as saver:
-        step = _head(saver, thread)
-        key = ClaimKey(thread, "", "c1")
-        with monkeypatch.context() as m:
-            as_owner(m, ALIVE_ELSEWHERE)
-            assert claims_for(saver).start(key, "log", step, idempotent=False).run
-        with pytest.raises(ToolCallInProgress) as raised:
-            claims_for(saver).start(key, "log", step, idempotent=True)
-        assert (raised.value.thread_id, raised.value.call_id, raised.value.tool) == (
-            thread,
-            "c1",
-            "log",
-        )
-        assert "process 1 on" in str(raised.value)
+def start(saver: Any, key: ClaimKey, step: str, *, idempotent: bool = False, **kw: Any) -> Any:
+    return claims_for(saver, **kw).start(key, "log", step, idempotent=idempotent)
+
+
+def test_a_call_is_claimed_run_and_finished_once(thread):
+    saver, _, step, key = thread
+    started = start(saver, key, step)
+    assert started.run and started.holder
+    # while it runs, this process's own second attempt is refused
+    with pytest.raises(ToolCallInProgress, match="c1 \\(log\\) is running"):
+        start(saver, key, step)
+    claims_for(saver).finish(key, started.holder, RESULT)
+    # finished by a live process (this one): another run does not run it again
+    with pytest.raises(ToolCallAlreadyRan, match="already ran"):
+        start(saver, key, step)
+
+
+def test_a_call_running_in_a_live_process_is_not_run(thread, monkeypatch):
+    saver, thread_id, step, key = thread
+    assert claimed_by(monkeypatch, ALIVE_ELSEWHERE, lambda: start(saver, key, step)).run
+    with pytest.raises(ToolCallInProgress) as raised:
+        start(saver, key, step, idempotent=True)
+    error = raised.value
+    assert (error.thread_id, error.call_id, error.tool) == (thread_id, "c1", "log")
+    assert "process 1 on" in str(error)
 
 
 @pytest.mark.parametrize("idempotent", [False, True])
-def test_a_call_whose_process_died_inside_it(kind, url, tmp_path, request, monkeypatch, idempotent):
-    thread = fresh_thread(request)
-    with sync_saver(kind, tmp_path, url) as saver:
-        step = _head(saver, thread)
-        key = ClaimKey(thread, "", "c1")
-        with monkeypatch.context() as m:
-            as_owner(m, GONE)
-            assert claims_for(saver).start(key, "log", step, idempotent=False).run
-        started = claims_for(saver).start(key, "log", step, idempotent=idempotent)
-        if idempotent:
-            assert started.run and started.unknown is None
-        else:
-            assert not started.run
-            assert started.unknown is not None and started.unknown.owner == str(GONE)
-            claims_for(saver).finish(key, started.holder, RESULT, status="unknown")
-            # answered once: from now on the answer is the stored one
-            with pytest.raises(ToolCallAlreadyRan):
-                claims_for(saver).start(key, "log", step, idempotent=False)
+def test_a_call_whose_process_died_inside_it(thread, monkeypatch, idempotent):
+    saver, _, step, key = thread
+    assert claimed_by(monkeypatch, GONE, lambda: start(saver, key, step)).run
+    started = start(saver, key, step, idempotent=idempotent)
+    if idempotent:
+        assert started.run and started.unknown is None
+        return
+    assert not started.run
+    assert started.unknown is not None and started.unknown.owner == str(GONE)
+    claims_for(saver).finish(key, started.holder, RESULT, status="unknown")
+    # answered once: from now on the answer is the stored one
+    with pytest.raises(ToolCallAlreadyRan):
+        start(saver, key, step)
 
 
-def test_a_finished_call_whose_result_was_not_saved_gives_its_result(
-    kind, url, tmp_path, request, monkeypatch
-):
-    thread = fresh_thread(request)
-    with sync_saver(kind, tmp_path, url) as saver:
-        step = _head(saver, thread)
-        key = ClaimKey(thread, "", "c1")
-        with monkeypatch.context() as m:
-            as_owner(m, GONE)
-            started = claims_for(saver).start(key, "log", step, idempotent=False)
-            claims_for(saver).finish(key, started.holder, RESULT)
-        again = claims_for(saver).start(key, "log", step, idempotent=False)
-        assert not again.run
-        assert again.output == RESULT
-        # the thread moved on since that step: a run from the old step stops instead
-        _head(saver, thread)
-        with pytest.raises(ToolCallAlreadyRan):
-            claims_for(saver).start(key, "log", step, idempotent=False)
+def test_a_finished_call_whose_result_was_not_saved_gives_its_result(thread, monkeypatch):
+    saver, thread_id, step, key = thread
+
+    def run_and_die() -> None:
+        claims_for(saver).finish(key, start(saver, key, step).holder, RESULT)
+
+    claimed_by(monkeypatch, GONE, run_and_die)
+    again = start(saver, key, step)
+    assert not again.run
+    assert again.output == RESULT
+    # the thread moved on since that step: a run from the old step stops instead
+    _head(saver, thread_id)
+    with pytest.raises(ToolCallAlreadyRan):
+        start(saver, key, step)
 
 
-def test_a_claim_made_on_another_machine(kind, url, tmp_path, request, monkeypatch):
-    thread = fresh_thread(request)
-    with sync_saver(kind, tmp_path, url) as saver:
-        step = _head(saver, thread)
-        key = ClaimKey(thread, "", "c1")
-        with monkeypatch.context() as m:
-            as_owner(m, OTHER_MACHINE)
-            claims_for(saver).start(key, "log", step, idempotent=False)
-        with pytest.raises(ToolCallInProgress):  # running, as far as anyone here knows
-            claims_for(saver).start(key, "log", step, idempotent=False)
-        # once no call could still be running there, its outcome is unknown
-        started = claims_for(saver, stale_after=0).start(key, "log", step, idempotent=False)
-        assert started.unknown is not None
+def test_a_claim_made_on_another_machine(thread, monkeypatch):
+    saver, _, step, key = thread
+    claimed_by(monkeypatch, OTHER_MACHINE, lambda: start(saver, key, step))
+    with pytest.raises(ToolCallInProgress):  # running, as far as anyone here knows
+        start(saver, key, step)
+    # once no call could still be running there, its outcome is unknown
+    assert start(saver, key, step, stale_after=0).unknown is not None
 
 
-def test_a_call_paused_by_an_interrupt_is_released(kind, url, tmp_path, request):
-    thread = fresh_thread(request)
-    with sync_saver(kind, tmp_path, url) as saver:
-        step = _head(saver, thread)
-        key = ClaimKey(thread, "", "c1")
-        started = claims_for(saver).start(key, "ask", step, idempotent=False)
-        claims_for(saver).release(key, started.holder)
-        assert claims_for(saver).start(key, "ask", step, idempotent=False).run
+def test_a_call_paused_by_an_interrupt_is_released(thread):
+    saver, _, step, key = thread
+    claims_for(saver).release(key, start(saver, key, step).holder)
+    assert start(saver, key, step).run
 
 
-def test_one_run_answers_an_approval(kind, url, tmp_path, request, monkeypatch):
-    thread = fresh_thread(request)
-    with sync_saver(kind, tmp_path, url) as saver:
-        step = _head(saver, thread)
-        key = ClaimKey(thread, "", "approval:c1")
-        with monkeypatch.context() as m:
-            as_owner(m, ALIVE_ELSEWHERE)
-            claims_for(saver).review(key, step)
-        with pytest.raises(ThreadAlreadyResumed, match="already answered"):
-            claims_for(saver).review(key, step)
+def test_one_run_answers_an_approval(thread, monkeypatch):
+    saver, thread_id, step, _ = thread
 
-        # a resume whose process died before the thread moved on is taken over
-        dead = ClaimKey(thread, "", "approval:c2")
-        with monkeypatch.context() as m:
-            as_owner(m, GONE)
-            claims_for(saver).review(dead, step)
-        claims_for(saver).review(dead, step)
-        # ... but not once the thread has moved on
-        late = ClaimKey(thread, "", "approval:c3")
-        with monkeypatch.context() as m:
-            as_owner(m, GONE)
-            claims_for(saver).review(late, step)
-        _head(saver, thread)
-        with pytest.raises(ThreadAlreadyResumed):
-            claims_for(saver).review(late, step)
+    def review(call: str) -> None:
+        claims_for(saver).review(ClaimKey(thread_id, "", f"approval:{call}"), step)
+
+    claimed_by(monkeypatch, ALIVE_ELSEWHERE, lambda: review("c1"))
+    with pytest.raises(ThreadAlreadyResumed, match="already answered"):
+        review("c1")
+    # a resume whose process died before the thread moved on is taken over
+    claimed_by(monkeypatch, GONE, lambda: review("c2"))
+    review("c2")
+    # ... but not once the thread has moved on
+    claimed_by(monkeypatch, GONE, lambda: review("c3"))
+    _head(saver, thread_id)
+    with pytest.raises(ThreadAlreadyResumed):
+        review("c3")
 
 
 def test_async_savers_keep_claims_too(kind, url, tmp_path, request, monkeypatch):
