@@ -13,16 +13,30 @@ $(VENV)/bin/python:
 	$(PYTHON) -m venv $(VENV)
 	$(INSTALL) --quiet --upgrade pip
 
-$(VENV)/.installed-demo: pyproject.toml | $(VENV)/bin/python
-	@echo "==> installing fncall-graph[demo]: the package, mcp-server-sqlite and llama-cpp-python"
-	@echo "    (the first time, llama-cpp-python compiles llama.cpp: about 5 minutes on 2 cores)"
-	$(INSTALL) -e '.[demo]'
+# llama.cpp compiled for the build machine's own CPU (pip's default, GGML_NATIVE) crashes
+# with SIGSEGV on its first prompt on some x86 CPUs (seen on AVX-512 FP16 ones). A portable
+# build (AVX2, no AVX-512) runs everywhere. It is built once, outside pip's cache (which
+# would hand back a native build), and kept for later installs.
+LLAMA_VERSION := 0.3.36
+WHEELS ?= $(HOME)/.cache/fncall-graph/wheels
+LLAMA_WHEEL := $(WHEELS)/.llama-cpp-python-$(LLAMA_VERSION)-portable
+LLAMA := --find-links $(WHEELS) 'llama-cpp-python[server]==$(LLAMA_VERSION)'
+
+$(LLAMA_WHEEL): | $(VENV)/bin/python
+	@echo "==> building llama-cpp-python $(LLAMA_VERSION) for any x86-64 CPU with AVX2 (once; kept in $(WHEELS))"
+	@echo "    (llama.cpp compiles: about 5 minutes on 2 cores)"
+	CMAKE_ARGS="-DGGML_NATIVE=OFF" $(PIP) wheel --no-deps --no-cache-dir --progress-bar off \
+		-w $(WHEELS) 'llama-cpp-python==$(LLAMA_VERSION)'
 	touch $@
 
-$(VENV)/.installed-test: pyproject.toml | $(VENV)/bin/python
+$(VENV)/.installed-demo: pyproject.toml $(LLAMA_WHEEL) | $(VENV)/bin/python
+	@echo "==> installing fncall-graph[demo]: the package, mcp-server-sqlite and llama-cpp-python"
+	$(INSTALL) -e '.[demo]' $(LLAMA)
+	touch $@
+
+$(VENV)/.installed-test: pyproject.toml $(LLAMA_WHEEL) | $(VENV)/bin/python
 	@echo "==> installing fncall-graph with the test, postgres, demo and studio extras"
-	@echo "    (the first time, llama-cpp-python compiles llama.cpp: about 5 minutes on 2 cores)"
-	$(INSTALL) -e '.[test,postgres,demo,studio]'
+	$(INSTALL) -e '.[test,postgres,demo,studio]' $(LLAMA)
 	touch $@
 
 install: $(VENV)/.installed-demo

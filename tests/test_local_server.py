@@ -249,6 +249,28 @@ def test_shared_server_backs_resolve_model_local():
         local_server.stop_shared_server()
 
 
+def test_a_crashed_local_server_is_named_with_its_signal_and_fix():
+    """A llama.cpp server that dies of SIGSEGV mid-session is reported as such, with the
+    portable reinstall, not as a server nobody started."""
+    import signal
+
+    from fncall_graph import ModelServerUnreachable, create_fncall_graph
+    from fncall_graph.adapters.models import local_server, resolve_model
+
+    try:
+        model = resolve_model("local", max_tokens=8)
+        server = local_server.shared_server()
+        server._process.send_signal(signal.SIGSEGV)
+        server._process.wait(timeout=30)
+        graph = create_fncall_graph(model, [list_tables])
+        with pytest.raises(ModelServerUnreachable) as raised:
+            graph.invoke({"messages": [("user", "hi")]})
+        assert "died of SIGSEGV" in str(raised.value)
+        assert "CMAKE_ARGS=-DGGML_NATIVE=OFF" in str(raised.value)
+    finally:
+        local_server.stop_shared_server()
+
+
 def test_server_dies_with_a_killed_parent():
     """A parent killed with SIGKILL runs no atexit hook; the server must not outlive it."""
     import signal

@@ -347,6 +347,25 @@ class LocalModelServer:
         state = self._base_url or "stopped"
         return f"LocalModelServer({state})"
 
+    def crash(self) -> str | None:
+        """Why the server is gone, if it died of a signal while it served (else ``None``)."""
+        process = self._process
+        code = process.poll() if process is not None else None
+        if code is None or code >= 0 or not self._ready.is_set():
+            return None
+        try:
+            name = signal.Signals(-code).name
+        except ValueError:
+            name = f"signal {-code}"
+        text = f"the local llama.cpp server ({self._base_url}) died of {name}"
+        if -code == signal.SIGSEGV:
+            text += (
+                ". llama.cpp built for this machine's own CPU crashes on some x86 CPUs; "
+                "reinstall it portable: CMAKE_ARGS=-DGGML_NATIVE=OFF pip install "
+                "--force-reinstall --no-cache-dir --no-deps llama-cpp-python"
+            )
+        return text
+
 
 _shared: LocalModelServer | None = None
 _shared_lock = threading.Lock()
@@ -364,6 +383,13 @@ def shared_server() -> LocalModelServer:
             _shared = LocalModelServer()
         server = _shared
     return server.start()
+
+
+def shared_server_crash() -> str | None:
+    """Why the process-wide local server died, if it did (see :meth:`LocalModelServer.crash`)."""
+    with _shared_lock:
+        server = _shared
+    return server.crash() if server is not None else None
 
 
 def stop_shared_server() -> None:

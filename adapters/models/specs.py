@@ -407,6 +407,11 @@ def unreachable_server(exc: BaseException, model: object = None) -> ModelServerU
 
 
 def _what_to_start(model: object) -> str:
+    from .local_server import shared_server_crash
+
+    crash = shared_server_crash()
+    if crash is not None and _model_url(model) and crash.find(str(_model_url(model))) >= 0:
+        return crash
     name = type(model).__name__
     if name == "ChatOllama":
         return "start Ollama (`ollama serve`, then `ollama pull MODEL`) or set OLLAMA_HOST"
