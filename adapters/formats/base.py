@@ -463,11 +463,15 @@ class MarkupStreamParser(StreamParser):
         self._block_text = []
         events: list[ParseEvent] = []
         try:
-            produced = list(self._dialect.read_call(raw, closed=closed))
+            produced = list(self._dialect.read_block(block, raw, closed=closed))
         except RecursionError:  # JSON's own readers recurse per bracket
             produced = [invalid(raw, "the call's JSON nests deeper than Python can read")]
         except Exception as exc:  # a dialect bug must not lose the reply: report it as a bad call
             produced = [invalid(raw, f"could not read tool call: {exc!r}")]
+        self._take(produced, events)
+        return events
+
+    def _take(self, produced: Iterable[ParseEvent], events: list[ParseEvent]) -> None:
         for ev in produced:
             if isinstance(ev, CallEvent):
                 self._calls.append(ev.call)
@@ -476,12 +480,17 @@ class MarkupStreamParser(StreamParser):
                 self._invalid.append(ev.call)
                 events.append(ev)
             elif isinstance(ev, ContentDelta):
-                self._emit_text(ev.text, events)
+                if self._outside_table.search and self._outside_table.search(ev.text, 0):
+                    # text a call block handed back (after Qwen's ✿RETURN✿, say) can hold
+                    # markup of its own: read it as the rest of a reply, never show it
+                    inner = MarkupStreamParser(self._dialect)
+                    self._take([*inner.feed(ev.text), *inner.close()], events)
+                else:
+                    self._emit_text(ev.text, events)
             elif isinstance(ev, ReasoningDelta):
                 delta = self._reasoning.push(ev.text)
                 if delta:
                     events.append(ReasoningDelta(delta))
-        return events
 
 
 def _find(text: str, markers: Sequence[str], final: bool) -> tuple[int, str, bool] | None:
@@ -613,6 +622,11 @@ class PromptDialect(Dialect):
 
         Yields call events, invalid-call events, or content that was not part of the call.
         """
+
+    def read_block(self, block: Block, text: str, *, closed: bool) -> Iterable[ParseEvent]:
+        """Read one call block; a dialect with one kind of call block reads it with
+        :meth:`read_call`, a reader of many formats by the block it is."""
+        return self.read_call(text, closed=closed)
 
     def stream_parser(self) -> StreamParser:
         return MarkupStreamParser(self)

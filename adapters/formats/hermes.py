@@ -30,9 +30,7 @@ Example:
 
 from __future__ import annotations
 
-import json
-import re
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar, Literal
 
@@ -46,21 +44,15 @@ from langchain_core.messages import (
 from .base import (
     THINK,
     Block,
-    ContentDelta,
     ParseEvent,
     PromptDialect,
-    brackets_closed,
-    call_from_object,
     dumps,
     group_tool_results,
-    invalid,
-    loads_lenient,
     reasoning_of,
     text_of,
 )
+from .readers.tool_call_tag import TOOL_CALL, read_tool_call
 from .schema import ToolLike, to_tool_specs
-
-TOOL_CALL = Block("<tool_call>", ("</tool_call>",), "call")
 
 #: The ``# Tools`` system text; ``{tool_descs}`` is one tool JSON per line.
 TOOLS_PROMPT = """# Tools
@@ -252,47 +244,15 @@ class HermesDialect(PromptDialect):
     # ----------------------------------------------------------------- read
 
     def read_call(self, text: str, *, closed: bool) -> Iterable[ParseEvent]:
-        """Read one ``<tool_call>`` block: one or more JSON call objects.
-
-        Strict JSON first, then the usual repairs (single quotes, trailing commas,
-        Python literals, code fences). ``arguments`` may be an object or a JSON string.
-        Prose after the JSON is answer text. If the reply ended inside the block, a
-        JSON value cut short is reported as an invalid call instead of being completed:
-        half-written arguments are never run.
-        """
-        values, rest = _strict_prefix(text)
-        for value in values:
-            yield from _calls(value, text)
-        if not rest:
-            if not values and text.strip():  # e.g. "<tool_call>\n[]\n</tool_call>"
-                yield invalid(text, "no tool call inside <tool_call>")
-            return
-        if values and rest[0] not in "{[":
-            # the scanner does not look for markup inside a block; take it out here
-            prose = _MARKUP.sub("", rest).strip()
-            if prose:
-                yield ContentDelta(prose)
-            return
-        if not closed and not brackets_closed(rest, quotes="\"'", must_open=True):
-            yield invalid(
-                text,
-                "the reply ended inside <tool_call> before its JSON was complete; "
-                "the call was not run",
-            )
-            return
-        try:
-            value = loads_lenient(rest)
-        except ValueError as exc:
-            yield invalid(text, f"<tool_call> does not hold a JSON call object: {exc}")
-            return
-        yield from _calls(value, text)
+        """Read one ``<tool_call>`` block: JSON call objects (``arguments`` or
+        ``parameters``, one or several, or a list), or the XML bodies other model families
+        put in the same tag; see :mod:`~fncall_graph.adapters.formats.readers.tool_call_tag`.
+        Prose after the JSON is answer text; a call cut short by the end of the reply is
+        reported as invalid, never completed."""
+        return read_tool_call(text, closed=closed)
 
 
 # --------------------------------------------------------------------------- helpers
-
-_MARKUP = re.compile(
-    "|".join(re.escape(m) for m in ("<tool_call>", "</tool_call>", "<think>", "</think>"))
-)
 
 
 def _call_json(name: str, args: Any) -> str:
@@ -340,38 +300,3 @@ def _with_text(message: BaseMessage, text: str) -> BaseMessage:
     else:
         new = content + text
     return message.model_copy(update={"content": new})
-
-
-_DECODER = json.JSONDecoder()
-
-
-def _strict_prefix(text: str) -> tuple[list[Any], str]:
-    """The strict JSON values at the start of ``text`` and what follows them, stripped."""
-    values: list[Any] = []
-    i, n = 0, len(text)
-    while True:
-        while i < n and text[i].isspace():
-            i += 1
-        if i >= n:
-            return values, ""
-        try:
-            value, i = _DECODER.raw_decode(text, i)
-        except ValueError:
-            return values, text[i:].strip()
-        values.append(value)
-
-
-def _calls(value: Any, raw: str) -> Iterator[ParseEvent]:
-    """Call events for a decoded value: an object, or a list of them."""
-    items = value if isinstance(value, list) else [value]
-    if not items:
-        yield invalid(raw, "no tool call inside <tool_call>")
-    for item in items:
-        # some models echo the tools' own shape: {"type": "function", "function": {...}}
-        if (
-            isinstance(item, Mapping)
-            and "name" not in item
-            and isinstance(item.get("function"), Mapping)
-        ):
-            item = item["function"]
-        yield call_from_object(item, raw=raw)

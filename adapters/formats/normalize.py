@@ -14,50 +14,24 @@ unreadable calls in ``invalid_tool_calls``, reasoning in
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Sequence
-from typing import Any, ClassVar
+import re
+from collections.abc import Iterable
+from typing import Any
 
 from langchain_core.messages import AIMessage, BaseMessage
 from langchain_core.messages.tool import InvalidToolCall, ToolCall, invalid_tool_call, tool_call
 
-from .base import THINK, Dialect, ParseEvent, PromptDialect, new_call_id
-from .schema import ToolLike
+from .base import THINK, Dialect, new_call_id
+from .readers import AUTO, NO_CALL_MARKUP
+from .readers.whole_reply import OPENERS, whole_reply_format
 
 __all__ = ["markup_dialect", "normalize"]
-
-# Markup a prompt dialect leaves in ``content``, tried in this order when no dialect is
-# named: the first one that appears in the text decides how the text is read.
-_AUTO_MARKERS: tuple[tuple[str, str], ...] = (
-    ("<tool_call>", "hermes"),
-    ("✿FUNCTION✿", "qwen"),
-)
 
 _REASONING_BLOCKS = frozenset({"reasoning", "thinking"})
 # Blocks that restate what the ``tool_calls`` field already holds.
 _CALL_BLOCKS = frozenset(
     {"tool_use", "tool_call", "tool_call_chunk", "function_call", "invalid_tool_call"}
 )
-
-
-class _ThinkOnly(PromptDialect):
-    """Reads only ``<think>`` blocks: used when there is no call markup to read."""
-
-    name: ClassVar[str] = "think"
-    blocks = (THINK,)
-
-    def render(
-        self, messages: Sequence[BaseMessage], tools: Sequence[ToolLike] | None
-    ) -> list[BaseMessage]:  # pragma: no cover - never rendered
-        return list(messages)
-
-    def write_assistant(self, message: AIMessage) -> str:  # pragma: no cover
-        return str(message.content)
-
-    def read_call(self, text: str, *, closed: bool) -> Iterable[ParseEvent]:  # pragma: no cover
-        return ()
-
-
-_THINK_ONLY = _ThinkOnly()
 
 
 def normalize(
@@ -169,23 +143,41 @@ def normalize(
 
 
 def markup_dialect(message: BaseMessage | str) -> str | None:
-    """The prompt dialect whose call markup appears first in a reply's text, if any.
+    """The format of the call markup a reply's text is written in, if it holds its own calls.
 
-    A reply that came back through a native endpoint with ``<tool_call>`` in its text
-    tells that the model speaks Hermes and its server has no tool parser.
+    The name of a prompt dialect (``"hermes"``, ``"qwen"``) when the model speaks one —
+    a native reply with ``<tool_call>`` in its text tells that the model speaks Hermes and
+    its server has no tool parser — or of another format the readers know
+    (``"mistral"``, ``"deepseek"``, ``"harmony"``, …; see
+    :mod:`fncall_graph.adapters.formats.readers`). Markup the reply only quotes (see
+    :func:`_own_call_syntax`) and calls written while thinking do not count.
 
     >>> markup_dialect('<tool_call>\n{"name": "f", "arguments": {}}\n</tool_call>')
     'hermes'
+    >>> markup_dialect('[TOOL_CALLS][{"name": "f", "arguments": {}}]')
+    'mistral'
     >>> markup_dialect("plain answer") is None
     True
     """
     text = message if isinstance(message, str) else _split_content(message.content)[0]
-    text = _without_thinking(text)  # calls written while thinking are not calls
-    found = [(text.find(marker), marker, name) for marker, name in _AUTO_MARKERS if marker in text]
-    if not found:
+    found = _first_marker(_without_thinking(text))
+    if found is not None:
+        return found[2]
+    return whole_reply_format(_without_thinking(text))
+
+
+def _first_marker(text: str) -> tuple[int, str, str] | None:
+    """``(index, marker, format)`` of the first call marker that is the reply's own."""
+    at = _MARKERS.search(text)
+    if at is None:
         return None
-    at, marker, name = min(found)
-    return name if _own_call_syntax(text, at, marker) else None
+    marker = at.group()
+    reader = AUTO.reader_of(marker)
+    name = "qwen" if marker == _QWEN_MARKER else reader.name if reader else ""
+    special = reader is not None and reader.special
+    if not _own_call_syntax(text, at.start(), marker, special=special):
+        return None
+    return at.start(), marker, name
 
 
 def _without_thinking(text: str) -> str:
@@ -196,32 +188,67 @@ def _without_thinking(text: str) -> str:
     return text[close + len(THINK.close[0]) :]
 
 
-# What closes the last call of each format, where it has a closing marker.
-_CLOSERS = {"<tool_call>": "</tool_call>"}
-
-
-def _own_call_syntax(text: str, at: int, marker: str) -> bool:
+def _own_call_syntax(text: str, at: int, marker: str, *, special: bool = False) -> bool:
     """Whether the markup at ``at`` is the reply's own calls, not markup it quotes.
 
-    The rule: the first call marker starts a line, outside any code fence or inline
-    code, and after the last closed call nothing but white space follows. An answer
-    that shows the syntax (in a code block, in backticks, or with prose after it)
-    runs nothing; a reply made of calls, with or without words before them, does.
+    The rule: the first call marker stands outside any code fence or inline code; a
+    marker in plain text (``<tool_call>``, ``✿FUNCTION✿``, ``>>>``) must also start a
+    line (a special token, ``[TOOL_CALLS]`` or ``<|tool_call|>``, cannot be quoted by
+    accident); and after the last closed call nothing but white space follows. An answer
+    that shows the syntax (in a code block, in backticks, or with prose after it) runs
+    nothing; a reply made of calls, with or without words before them, does.
     """
     line_start = text.rfind("\n", 0, at) + 1
-    if text[line_start:at].strip():
+    before = text[line_start:at]
+    if not special and before.strip():
         return False  # mid-sentence: quoted
-    if text.count("```", 0, at) % 2 == 1:
-        return False  # inside a fenced code block
-    closer = _CLOSERS.get(marker)
-    if closer is not None:
+    if _quoted(text, at):
+        return False  # inside a fenced code block or inline code
+    reader = AUTO.reader_of(marker)
+    closers = [
+        b.close[0] for b in (reader.blocks if reader else ()) if b.open == marker and b.close
+    ]
+    if closers and reader is not None and all(b.consume_close for b in reader.blocks):
+        closer = closers[0]
         last_open, last_close = text.rfind(marker), text.rfind(closer)
-        if last_close > last_open and text[last_close + len(closer) :].strip():
+        after = text[last_close + len(closer) :] if last_close > last_open else ""
+        for token in AUTO.drop_tokens:  # end-of-turn tokens and wrappers are no prose
+            after = after.replace(token, "")
+        if after.strip():
             return False  # prose after the calls: an explanation that quotes them
     return True
 
 
+def _quoted(text: str, at: int) -> bool:
+    """Whether ``at`` lies inside a fenced code block or inline code."""
+    line_start = text.rfind("\n", 0, at) + 1
+    return text.count("```", 0, at) % 2 == 1 or text[line_start:at].count("`") % 2 == 1
+
+
 # --------------------------------------------------------------------------- helpers
+
+_QWEN_MARKER = "✿FUNCTION✿"
+_MARKERS = re.compile(
+    "|".join(
+        re.escape(m)
+        for m in sorted(
+            {_QWEN_MARKER, *(b.open for b in AUTO.blocks if b.kind == "call")},
+            key=len,
+            reverse=True,
+        )
+    )
+)
+# what, without a call marker of the reply's own, still is markup
+_OTHER_MARKUP = re.compile(
+    "|".join(
+        re.escape(m)
+        for m in sorted(
+            {*(b.open for b in NO_CALL_MARKUP.blocks), *NO_CALL_MARKUP.drop_tokens},
+            key=len,
+            reverse=True,
+        )
+    )
+)
 
 
 def _resolve(dialect: Dialect | str | None) -> Dialect | None:
@@ -233,16 +260,20 @@ def _resolve(dialect: Dialect | str | None) -> Dialect | None:
 
 
 def _auto_parse(text: str) -> AIMessage | None:
-    """Read ``text`` with the prompt dialect whose markup appears first in it, if any."""
+    """Read ``text`` in the format its own call markup is written in, if any."""
     close = text.find(THINK.close[0])
     if close >= 0 and not 0 <= text.find(THINK.open) < close:
         # QwQ / DeepSeek-R1 templates put ``<think>`` in the prompt, so the reply
         # starts inside the thought and only its end marker shows.
         text = THINK.open + text
-    if name := markup_dialect(text):
-        return _resolve(name).parse(text)  # type: ignore[union-attr]
-    if THINK.open in text:
-        return _THINK_ONLY.parse(text)
+    found = _first_marker(_without_thinking(text))
+    if found is not None:
+        return (_resolve("qwen") if found[2] == "qwen" else AUTO).parse(text)  # type: ignore[union-attr]
+    other = _OTHER_MARKUP.search(text)
+    if _without_thinking(text).lstrip().startswith(OPENERS) or (
+        other is not None and not _quoted(text, other.start())
+    ):
+        return NO_CALL_MARKUP.parse(text)
     return None
 
 

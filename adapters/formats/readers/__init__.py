@@ -1,0 +1,199 @@
+"""Readers of the tool-call formats open models write into their text, auto-detected.
+
+A model served without a tool parser (vLLM without ``--tool-call-parser``, llama.cpp
+without ``--jinja``, a proxy, a fine-tune) writes its calls into ``content`` in its own
+format. :data:`READERS` knows these formats; :class:`AutoReader` reads a reply in any of
+them — one scan that looks for every format's markers at once — and its stream parser
+gives the same result for any chunking while no markup reaches the streamed text.
+
+One file per format family, one line per reader below.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from typing import Any, ClassVar
+
+from langchain_core.messages import AIMessage, BaseMessage
+
+from ..base import (
+    THINK,
+    Block,
+    CallEvent,
+    ContentDelta,
+    InvalidCallEvent,
+    MarkupStreamParser,
+    ParseEvent,
+    PromptDialect,
+    StreamParser,
+)
+from .base import Reader
+from .deepseek import DeepSeekReader
+from .functionary import FunctionaryReader
+from .harmony import HarmonyReader
+from .json_tags import JSON_TAG_FORMATS, JsonTagReader
+from .kimi import KimiReader
+from .mistral import MistralReader
+from .tool_call_tag import ToolCallTagReader
+from .whole_reply import OPENERS, read_whole_reply
+from .xml_params import FunctionTagReader, MinimaxReader
+
+__all__ = ["AUTO", "NO_CALL_MARKUP", "READERS", "AutoReader", "Reader", "reader_of_block"]
+
+READERS: tuple[Reader, ...] = (
+    ToolCallTagReader(),
+    FunctionTagReader(),
+    MinimaxReader(),
+    *(JsonTagReader(f) for f in JSON_TAG_FORMATS),
+    MistralReader(),
+    DeepSeekReader(),
+    KimiReader(),
+    HarmonyReader(),
+    FunctionaryReader(),
+)
+
+
+class AutoReader(PromptDialect):
+    """Reads a reply written in any of ``readers``' formats, and replies made only of
+    calls (bare or fenced JSON, pythonic lists); ``<think>`` is reasoning.
+
+    It renders nothing: it is the reading half of a dialect, for replies whose format is
+    not known in advance (a native endpoint whose server has no tool parser).
+    """
+
+    name: ClassVar[str] = "auto"
+
+    def __init__(self, readers: Sequence[Reader] = READERS) -> None:
+        self.readers = tuple(readers)
+        self._owner: dict[str, Reader] = {}
+        blocks: list[Block] = [THINK]
+        for reader in self.readers:
+            for block in reader.blocks:
+                if block.open not in self._owner and block.open != THINK.open:
+                    self._owner[block.open] = reader
+                    blocks.append(block)
+        self.blocks = tuple(blocks)
+        opens = {b.open for b in blocks}
+        drops = dict.fromkeys(d for r in self.readers for d in r.drop_tokens if d not in opens)
+        self.drop_tokens = (*drops, THINK.close[0])
+
+    def render(self, messages: Sequence[BaseMessage], tools: Any) -> list[BaseMessage]:
+        raise NotImplementedError("AutoReader reads replies; it renders no prompt")
+
+    def write_assistant(self, message: AIMessage) -> str:
+        raise NotImplementedError("AutoReader reads replies; it writes none")
+
+    def read_call(self, text: str, *, closed: bool) -> Iterable[ParseEvent]:
+        raise NotImplementedError("AutoReader reads each block with its own reader")
+
+    def read_block(self, block: Block, text: str, *, closed: bool) -> Iterable[ParseEvent]:
+        return self._owner[block.open].read_block(block, text, closed=closed)
+
+    def reader_of(self, marker: str) -> Reader | None:
+        return self._owner.get(marker)
+
+    def stream_parser(self) -> StreamParser:
+        return _AutoStreamParser(self)
+
+
+class _AutoStreamParser(StreamParser):
+    """The markup scanner, plus replies made only of calls.
+
+    Answer text that starts like such a reply (``{``, ``[``, a code fence) is held back
+    until the reply ends, then given out as calls or as the text it was.
+    """
+
+    def __init__(self, reader: AutoReader) -> None:
+        self._scan = MarkupStreamParser(reader)
+        self._held: list[str] | None = None
+        self._passing = False
+        self._whole: list[ParseEvent] = []
+
+    def feed(self, chunk: str) -> list[ParseEvent]:
+        return self._filter(self._scan.feed(chunk))
+
+    def close(self) -> list[ParseEvent]:
+        events = self._filter(self._scan.close())
+        if self._held is not None:
+            text = "".join(self._held)
+            calls_by_markup = any(
+                isinstance(e, CallEvent | InvalidCallEvent) for e in self._events_seen
+            )
+            whole = None if calls_by_markup else read_whole_reply(text)
+            if whole is None:
+                events.append(ContentDelta(text))
+            else:
+                self._whole = whole
+                events += whole
+        return events
+
+    def message(self) -> AIMessage:
+        message = self._scan.message()
+        if not self._whole:
+            return message
+        return AIMessage(
+            content="",
+            tool_calls=[
+                *message.tool_calls,
+                *(e.call for e in self._whole if isinstance(e, CallEvent)),
+            ],
+            invalid_tool_calls=[
+                *message.invalid_tool_calls,
+                *(e.call for e in self._whole if isinstance(e, InvalidCallEvent)),
+            ],
+            additional_kwargs=message.additional_kwargs,
+        )
+
+    @property
+    def _events_seen(self) -> list[ParseEvent]:
+        message = self._scan.message()
+        return [CallEvent(c) for c in message.tool_calls] + [
+            InvalidCallEvent(c) for c in message.invalid_tool_calls
+        ]
+
+    def _filter(self, events: list[ParseEvent]) -> list[ParseEvent]:
+        if self._passing:
+            return events
+        out: list[ParseEvent] = []
+        for ev in events:
+            if not isinstance(ev, ContentDelta) or self._passing:
+                out.append(ev)
+            elif self._held is not None:
+                self._held.append(ev.text)
+            elif _may_open(ev.text.lstrip()):
+                self._held = [ev.text]
+            else:
+                self._passing = True
+                out.append(ev)
+        return out
+
+
+def _may_open(head: str) -> bool:
+    """Whether answer text starting with ``head`` may be a reply made only of calls."""
+    return head.startswith(OPENERS) or any(o.startswith(head) for o in OPENERS)
+
+
+AUTO = AutoReader()
+
+
+class _ReasoningMarkup(Reader):
+    """The reasoning blocks and channel tokens of every format, without its call blocks."""
+
+    name: ClassVar[str] = "reasoning"
+
+    def __init__(self, readers: Sequence[Reader]) -> None:
+        with_reasoning = [r for r in readers if any(b.kind == "reasoning" for b in r.blocks)]
+        self.blocks = tuple(  # type: ignore[misc]
+            b for r in with_reasoning for b in r.blocks if b.kind == "reasoning"
+        )
+        self.drop_tokens = tuple(d for r in readers for d in r.channel_tokens)  # type: ignore[misc]
+
+
+#: Reads what needs no call marker: reasoning and channel markup, and replies made only
+#: of calls; for replies whose call markup (if any) is only quoted.
+NO_CALL_MARKUP = AutoReader(readers=(_ReasoningMarkup(READERS),))
+
+
+def reader_of_block(marker: str) -> Reader | None:
+    """The reader whose format opens with ``marker``."""
+    return AUTO.reader_of(marker)

@@ -1,0 +1,202 @@
+"""The protocol every call-format reader speaks, and the JSON reading most of them share.
+
+A *reader* knows one family of tool-call formats that open models write into their text:
+the markers that announce it (as :class:`~fncall_graph.adapters.formats.base.Block`
+rules the shared streaming scanner looks for) and how to read the text between them
+(:meth:`Reader.read_block`). Readers render nothing; the prompt dialects that also write
+prompts (Hermes, Qwen, ReAct) read with the same code.
+
+A new format is one file with one :class:`Reader` and one line in the registry
+(:data:`fncall_graph.adapters.formats.readers.READERS`).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from typing import Any, ClassVar
+
+from langchain_core.messages.tool import tool_call
+
+from ..base import (
+    Block,
+    CallEvent,
+    ContentDelta,
+    ParseEvent,
+    brackets_closed,
+    call_from_object,
+    coerce_args,
+    invalid,
+    loads_lenient,
+    new_call_id,
+)
+
+__all__ = [
+    "ARGS_KEYS",
+    "Reader",
+    "call_event",
+    "json_value",
+    "read_json_calls",
+    "strict_prefix",
+]
+
+#: Where formats put a call's arguments, tried in this order.
+ARGS_KEYS = ("arguments", "parameters", "args", "input")
+
+
+class Reader:
+    """One family of tool-call formats.
+
+    Attributes:
+        name: what the format is called (``"mistral"``, ``"deepseek"``, …); a reply read
+            in it records the name in ``response_metadata["fncall_markup_format"]``.
+        blocks: the markup stretches the scanner looks for; ``kind="call"`` blocks are
+            handed to :meth:`read_block`.
+        drop_tokens: markup that carries nothing (end-of-turn tokens, stray closers).
+        channel_tokens: those of ``drop_tokens`` that frame a reply even when it holds
+            no call (harmony's channels, Command R's response markers).
+        special: the markers are the model's special tokens, which prose cannot hold by
+            accident; plain-text markers (``<tool_call>``, ``>>>``) count as the reply's
+            own calls only at the start of a line (see ``normalize``).
+        examples: replies in this format (one call, parallel calls), for the docs and
+            the tests.
+    """
+
+    name: ClassVar[str]
+    blocks: ClassVar[tuple[Block, ...]] = ()
+    drop_tokens: ClassVar[tuple[str, ...]] = ()
+    channel_tokens: ClassVar[tuple[str, ...]] = ()
+    special: ClassVar[bool] = True
+    examples: ClassVar[tuple[str, ...]] = ()
+
+    def read_block(self, block: Block, text: str, *, closed: bool) -> Iterable[ParseEvent]:
+        """Read what stood between ``block``'s markers (``closed=False``: the reply ended
+        inside it). Yields call, invalid-call, content or reasoning events."""
+        raise NotImplementedError
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}()"
+
+
+_DECODER = json.JSONDecoder()
+
+
+def strict_prefix(text: str) -> tuple[list[Any], str]:
+    """The strict JSON values at the start of ``text`` (white space or ``;`` between
+    them) and what follows them, stripped."""
+    values: list[Any] = []
+    i, n = 0, len(text)
+    while True:
+        while i < n and (text[i].isspace() or (values and text[i] in ";,")):
+            i += 1
+        if i >= n:
+            return values, ""
+        try:
+            value, i = _DECODER.raw_decode(text, i)
+        except ValueError:
+            return values, text[i:].strip()
+        values.append(value)
+
+
+def call_event(
+    item: Any,
+    raw: str,
+    *,
+    name_keys: Sequence[str] = ("name",),
+    args_keys: Sequence[str] = ARGS_KEYS,
+) -> ParseEvent:
+    """A call event for one decoded call object, in any of the usual shapes."""
+    # some models echo the tools' own shape: {"type": "function", "function": {...}}
+    if (
+        isinstance(item, Mapping)
+        and isinstance(item.get("function"), Mapping)
+        and not any(k in item for k in name_keys)
+    ):
+        item = item["function"]
+    if isinstance(item, Mapping):
+        key = next((k for k in name_keys if k in item), name_keys[0])
+        args = next((k for k in args_keys if k in item), args_keys[0])
+        return call_from_object(item, raw=raw, name_key=key, args_key=args, args_keys=())
+    return call_from_object(item, raw=raw)
+
+
+def _calls(
+    value: Any, raw: str, where: str, name_keys: Sequence[str], args_keys: Sequence[str]
+) -> Iterator[ParseEvent]:
+    if isinstance(value, Mapping) and isinstance(value.get("tool_calls"), list):
+        value = value["tool_calls"]  # {"tool_calls": [...]}, as some fine-tunes write
+    items = value if isinstance(value, list) else [value]
+    if not items:
+        yield invalid(raw, f"no tool call inside {where}")
+    for item in items:
+        yield call_event(item, raw, name_keys=name_keys, args_keys=args_keys)
+
+
+def read_json_calls(
+    text: str,
+    *,
+    closed: bool,
+    where: str,
+    name_keys: Sequence[str] = ("name",),
+    args_keys: Sequence[str] = ARGS_KEYS,
+    prose_after: bool = True,
+) -> Iterator[ParseEvent]:
+    """Read one or more JSON call objects (or lists of them, or JSON lines).
+
+    Strict JSON first, then the usual repairs (single quotes, trailing commas, Python
+    literals). If the reply ended inside the block, a JSON value cut short is an invalid
+    call, never completed: half-written arguments are not run. With ``prose_after``,
+    text after the JSON is answer text.
+    """
+    values, rest = strict_prefix(text)
+    for value in values:
+        yield from _calls(value, text, where, name_keys, args_keys)
+    if not rest:
+        if not values and text.strip():
+            yield invalid(text, f"no tool call inside {where}")
+        return  # an empty block is nothing
+    if values and rest[0] not in "{[":
+        if prose_after:
+            yield ContentDelta(rest)
+        return
+    if not closed and not brackets_closed(rest, quotes="\"'", must_open=True):
+        yield invalid(
+            text,
+            f"the reply ended inside {where} before its JSON was complete; the call was not run",
+        )
+        return
+    try:
+        value = loads_lenient(rest)
+    except ValueError as exc:
+        yield invalid(text, f"{where} does not hold a JSON call object: {exc}")
+        return
+    yield from _calls(value, text, where, name_keys, args_keys)
+
+
+def json_value(text: str) -> Any:
+    """A parameter value written as text: its JSON value if it is one, else the text.
+
+    XML-style formats (``<parameter=x>5</parameter>``) carry no types; numbers, booleans,
+    objects and lists written as JSON are taken as such, anything else is a string.
+    """
+    stripped = text.strip()
+    if stripped and (stripped[0] in '{["-' or stripped[0].isdigit() or stripped in _LITERALS):
+        try:
+            return json.loads(stripped)
+        except ValueError:
+            pass
+    return text
+
+
+_LITERALS = ("true", "false", "null")
+
+
+def named_call(name: str, args: Any, raw: str) -> ParseEvent:
+    """A call event for a name and arguments read from markup (a dict or JSON text)."""
+    name = name.strip()
+    if not name:
+        return invalid(raw, "missing tool name")
+    try:
+        return CallEvent(tool_call(name=name, args=coerce_args(args), id=new_call_id()))
+    except ValueError as exc:
+        return invalid(raw, f"bad arguments for {name!r}: {exc}", name=name)

@@ -1,0 +1,65 @@
+"""DeepSeek V3 / R1 / V3.1 tool calls between ``<｜tool▁calls▁begin｜>`` tokens.
+
+::
+
+    <｜tool▁calls▁begin｜><｜tool▁call▁begin｜>function<｜tool▁sep｜>f
+    ```json
+    {...}
+    ```<｜tool▁call▁end｜><｜tool▁calls▁end｜>                       V3, R1
+    <｜tool▁calls▁begin｜><｜tool▁call▁begin｜>f<｜tool▁sep｜>{...}<｜tool▁call▁end｜><｜tool▁calls▁end｜>   V3.1
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Iterator
+from typing import ClassVar
+
+from ..base import Block, ParseEvent, brackets_closed, invalid
+from .base import Reader, named_call
+
+__all__ = ["DeepSeekReader"]
+
+CALLS_BEGIN, CALLS_END = "<｜tool▁calls▁begin｜>", "<｜tool▁calls▁end｜>"
+CALL_BEGIN, CALL_END, SEP = "<｜tool▁call▁begin｜>", "<｜tool▁call▁end｜>", "<｜tool▁sep｜>"
+_FENCE = re.compile(r"^\s*```(?:json)?\s*(.*?)\s*(?:```\s*)?$", re.DOTALL)
+
+
+class DeepSeekReader(Reader):
+    name: ClassVar[str] = "deepseek"
+    blocks: ClassVar[tuple[Block, ...]] = (Block(CALLS_BEGIN, (CALLS_END,), "call"),)
+    # a model that invents its tools' answers: those are dropped with what follows
+    drop_tokens: ClassVar[tuple[str, ...]] = (CALLS_END, "<｜end▁of▁sentence｜>")
+    examples: ClassVar[tuple[str, ...]] = (
+        f"{CALLS_BEGIN}{CALL_BEGIN}function{SEP}get_weather\n```json\n"
+        f'{{"city": "北京"}}\n```{CALL_END}{CALLS_END}',
+        f'{CALLS_BEGIN}{CALL_BEGIN}get_weather{SEP}{{"city": "Paris"}}{CALL_END}'
+        f'{CALL_BEGIN}get_time{SEP}{{"zone": "CET"}}{CALL_END}{CALLS_END}',
+    )
+
+    def read_block(self, block: Block, text: str, *, closed: bool) -> Iterable[ParseEvent]:
+        return _read(text, closed)
+
+
+def _read(text: str, closed: bool) -> Iterator[ParseEvent]:
+    parts = text.split(CALL_BEGIN)[1:]
+    if not parts:
+        yield invalid(CALLS_BEGIN + text, f"no {CALL_BEGIN} inside {CALLS_BEGIN}")
+    for i, part in enumerate(parts):
+        raw = CALL_BEGIN + part
+        body, ended, _ = part.partition(CALL_END)
+        head, sep, args = body.partition(SEP)
+        if not sep:
+            yield invalid(raw, f"no {SEP} in the call")
+            continue
+        name = head.strip()
+        if name == "function" and not args.lstrip().startswith("{"):  # V3/R1: type, then name
+            name, _, args = args.partition("\n")
+            name = name.strip()
+        fenced = _FENCE.match(args)
+        args = fenced.group(1) if fenced else args.strip()
+        last = i == len(parts) - 1
+        if not ended and last and not closed and not brackets_closed(args, must_open=True):
+            yield invalid(raw, f"the reply ended inside the call of {name!r}", name=name or None)
+            continue
+        yield named_call(name, args, raw)

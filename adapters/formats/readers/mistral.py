@@ -1,0 +1,61 @@
+"""Mistral ``[TOOL_CALLS]``: a JSON list (v3–v7), or ``NAME[ARGS]{…}`` per call (v11+).
+
+::
+
+    [TOOL_CALLS][{"name": "f", "arguments": {...}}, {"name": "g", "arguments": {...}}]
+    [TOOL_CALLS]f[ARGS]{...}[TOOL_CALLS]g[ARGS]{...}
+    [TOOL_CALLS]f[CALL_ID]a1b2c3d4e[ARGS]{...}
+    [TOOL_CALLS]f{...}                                   (Magistral, Devstral)
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Iterator
+from typing import ClassVar
+
+from ..base import Block, ParseEvent, brackets_closed, invalid
+from .base import Reader, named_call, read_json_calls
+
+__all__ = ["MistralReader"]
+
+_NAMED = re.compile(r"\s*([A-Za-z_][\w.\-]*)\s*(?:\[CALL_ID\]\s*\w+\s*)?(?:\[ARGS\])?\s*(?=[{\[])")
+
+
+class MistralReader(Reader):
+    name: ClassVar[str] = "mistral"
+    # the next [TOOL_CALLS] ends a call and opens the next one
+    blocks: ClassVar[tuple[Block, ...]] = (
+        Block("[TOOL_CALLS]", ("[TOOL_CALLS]", "</s>"), "call", False),
+    )
+    drop_tokens: ClassVar[tuple[str, ...]] = ("</s>",)
+    examples: ClassVar[tuple[str, ...]] = (
+        '[TOOL_CALLS][{"name": "get_weather", "arguments": {"city": "Paris"}}, '
+        '{"name": "get_time", "arguments": {"zone": "CET"}}]',
+        '[TOOL_CALLS]get_weather[ARGS]{"city": "Paris"}[TOOL_CALLS]get_time[ARGS]{"zone": "CET"}',
+        '[TOOL_CALLS]get_weather[CALL_ID]a1b2c3d4e[ARGS]{"city": "Paris"}',
+        '[TOOL_CALLS]get_weather{"city": "Paris"}',
+    )
+
+    def read_block(self, block: Block, text: str, *, closed: bool) -> Iterable[ParseEvent]:
+        return _read(text, closed)
+
+
+def _read(text: str, closed: bool) -> Iterator[ParseEvent]:
+    body = text.strip()
+    if body.startswith(("[", "{")):
+        yield from read_json_calls(body, closed=closed, where="[TOOL_CALLS]")
+        return
+    named = _NAMED.match(body)
+    if named is None:
+        yield invalid("[TOOL_CALLS]" + text, "no tool name after [TOOL_CALLS]")
+        return
+    args = body[named.end() :].strip()
+    if not closed and not brackets_closed(args, must_open=True):
+        yield invalid(
+            "[TOOL_CALLS]" + text,
+            f"the reply ended inside the arguments of {named.group(1)!r}; the call was not run",
+            name=named.group(1),
+        )
+        return
+    yield named_call(named.group(1), args, "[TOOL_CALLS]" + text)

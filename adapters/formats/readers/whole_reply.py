@@ -1,0 +1,115 @@
+"""Replies that are nothing but calls, with no markup around them.
+
+::
+
+    {"name": "f", "parameters": {...}}                          Llama 3.x (JSON tool calling)
+    [{"name": "f", "arguments": {...}}, {"name": "g", ...}]      xLAM
+    ```json
+    [{"name": "f", "arguments": {...}}]
+    ```                                                          the same, fenced
+    [get_weather(city="Paris"), get_time(zone="CET")]            Llama 3.2 / Llama 4 pythonic
+
+Such a reply is calls only when the *whole* reply (reasoning aside) is calls: an answer
+that shows a JSON object or a code block among other words stays an answer. A call
+object needs a ``name`` and its arguments (``arguments`` or ``parameters``), so JSON data
+that merely has a ``name`` field is not read as a call.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from collections.abc import Mapping
+from typing import Any
+
+from ..base import CallEvent, ParseEvent, brackets_closed, invalid
+from .base import call_event, named_call, strict_prefix
+
+__all__ = ["OPENERS", "read_whole_reply", "whole_reply_format"]
+
+#: What a reply made only of calls starts with: held back while streaming until it ends.
+OPENERS = ("{", "[", "```")
+
+_FENCE = re.compile(r"```(?:json|JSON|python|tool_code)?[ \t]*\n?(.*?)\n?```", re.DOTALL)
+_PYTHONIC = re.compile(r"\[\s*[A-Za-z_][\w.]*\s*\(")
+_JSON_CALL = re.compile(r'^\s*\[?\s*\{\s*"(?:name|function)"\s*:')
+_ARGS = ("arguments", "parameters")
+
+
+def read_whole_reply(text: str) -> list[ParseEvent] | None:
+    """The calls ``text`` consists of, or ``None`` if it is not just calls."""
+    body = text.strip()
+    fenced = _FENCE.fullmatch(body)
+    if fenced:
+        body = fenced.group(1).strip()
+    if _PYTHONIC.match(body):
+        return _pythonic(body)
+    if not body.startswith(("{", "[")):
+        return None
+    values, rest = strict_prefix(body)
+    if rest or not values:
+        if _JSON_CALL.match(body) and not brackets_closed(body, must_open=True):
+            return [
+                invalid(
+                    text,
+                    "the reply ended before its JSON tool call was complete; the call was not run",
+                )
+            ]
+        return None
+    items: list[Any] = []
+    for value in values:
+        items += value if isinstance(value, list) else [value]
+    if not items or not all(_is_call(i) for i in items):
+        return None
+    return [call_event(i, text) for i in items]
+
+
+def whole_reply_format(text: str) -> str | None:
+    """``"pythonic"`` or ``"json"`` when ``text`` is made only of readable calls, else ``None``."""
+    events = read_whole_reply(text) or []
+    if not any(isinstance(e, CallEvent) for e in events):
+        return None
+    body = text.strip()
+    fenced = _FENCE.fullmatch(body)
+    return "pythonic" if _PYTHONIC.match(fenced.group(1) if fenced else body) else "json"
+
+
+def _is_call(item: Any) -> bool:
+    if isinstance(item, Mapping) and isinstance(item.get("function"), Mapping):
+        item = item["function"]
+    return (
+        isinstance(item, Mapping)
+        and isinstance(item.get("name"), str)
+        and any(k in item for k in _ARGS)
+        and set(item) <= {"name", "id", "type", *_ARGS}
+    )
+
+
+def _pythonic(body: str) -> list[ParseEvent] | None:
+    try:
+        tree = ast.parse(body, mode="eval").body
+    except SyntaxError:
+        if not brackets_closed(body, quotes="\"'", must_open=True):
+            return [
+                invalid(body, "the reply ended inside a pythonic tool call; the call was not run")
+            ]
+        return None
+    if not isinstance(tree, ast.List) or not tree.elts:
+        return None
+    if not all(isinstance(e, ast.Call) and not e.args for e in tree.elts):
+        return None
+    events: list[ParseEvent] = []
+    for call in tree.elts:
+        assert isinstance(call, ast.Call)
+        name = ast.unparse(call.func)
+        try:
+            args = {kw.arg: ast.literal_eval(kw.value) for kw in call.keywords if kw.arg}
+        except ValueError as exc:
+            events.append(
+                invalid(
+                    ast.unparse(call), f"arguments of {name!r} are not literals: {exc}", name=name
+                )
+            )
+            continue
+        events.append(named_call(name, args, ast.unparse(call)))
+    return events
