@@ -8,6 +8,13 @@ flat as replies grow (no work proportional to what came before). Garbage collect
 held off while timing, as ``timeit`` does, so a collection triggered by other objects in
 the process is not charged to whichever parse happens to be running.
 
+It then prints what reading an unknown format costs (``normalize(message, None)`` and a
+native reply's stream): a 20k-character Hermes reply streamed through auto-detection,
+which looks for every known format's markers at once, divided by the Hermes-only reader
+(goal: at most 1.1×); and a 20k-character reply with no markup at all streamed through
+auto-detection, divided by a plain ``str`` scan of the same chunks (one ``str.find`` per
+chunk for each character a marker can start with; goal: within 1.2×).
+
 Run: ``.venv/bin/python bench/parse_stream.py`` (``--quick`` for fewer repeats).
 """
 
@@ -25,6 +32,7 @@ from pathlib import Path
 from langchain_core.messages import AIMessage
 
 from fncall_graph.adapters import PromptDialect, get_dialect
+from fncall_graph.adapters.formats.readers import AUTO
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 from dialect_variants import PROMPT_VARIANTS
@@ -204,6 +212,50 @@ def main() -> None:
         cpu = "".join(f"{row[f'parse {s} cpu'] * 1e3:>8.2f}" for s in SIZES)
         calls = "/".join(str(row[f"calls {s}"]) for s in SIZES)
         print(f"{row['dialect']:<22}{wall}  |{cpu}   {calls}")
+    auto_detection(rng, repeats[20_000])
+
+
+def plain_scan(chunks: list[str], firsts: str) -> int:
+    """The least any reader does: look in each chunk for a character a marker starts with."""
+    found = 0
+    for chunk in chunks:
+        for ch in firsts:
+            if chunk.find(ch) >= 0:
+                found += 1
+    return found
+
+
+def auto_detection(rng: random.Random, repeats: int) -> None:
+    hermes = get_dialect("hermes")
+    assert isinstance(hermes, PromptDialect)
+    text = reply(hermes, 20_000, rng)
+    chunks = split(text, rng, 1, 8)
+    assert len(stream(AUTO, chunks).tool_calls) == len(stream(hermes, chunks).tool_calls) > 0
+    auto_s, auto_cpu = median_time(lambda: stream(AUTO, chunks), repeats)
+    only_s, only_cpu = median_time(lambda: stream(hermes, chunks), repeats)
+
+    plain = " ".join(rng.choice(WORDS) for _ in range(5_000))[:20_000]
+    plain_chunks = split(plain, rng, 1, 8)
+    assert stream(AUTO, plain_chunks).content == plain.strip()
+    firsts = "".join(sorted({b.open[0] for b in AUTO.blocks} | {d[0] for d in AUTO.drop_tokens}))
+    none_s, none_cpu = median_time(lambda: stream(AUTO, plain_chunks), repeats)
+    scan_s, scan_cpu = median_time(lambda: plain_scan(plain_chunks, firsts), repeats)
+
+    print()
+    print("reading an unknown format: auto-detection over every known format (chunks of 1-8)")
+    print(f"{'':<44}{'wall':>8}{'cpu':>8}   goal")
+    print(
+        f"{'20k Hermes reply: auto ÷ Hermes-only reader':<44}"
+        f"{auto_s / only_s:>8.2f}{auto_cpu / only_cpu:>8.2f}   ≤ 1.1"
+    )
+    print(
+        f"{'20k reply, no markup: auto ÷ plain str scan':<44}"
+        f"{none_s / scan_s:>8.2f}{none_cpu / scan_cpu:>8.2f}   ≤ 1.2"
+    )
+    print(
+        f"{'(ms: auto Hermes / Hermes-only / auto plain / scan)':<44}"
+        f"  {auto_s * 1e3:.2f} / {only_s * 1e3:.2f} / {none_s * 1e3:.2f} / {scan_s * 1e3:.2f}"
+    )
 
 
 if __name__ == "__main__":

@@ -35,6 +35,8 @@ from fncall_graph.adapters.models.constrained import grammar_max_bytes
 from ._plan import DialectPlan, model_calls_this_turn, unparsed_streak
 
 STOP_REASON_KEY = "fncall_stop_reason"
+# formats read in native replies that are also prompt dialects the thread can switch to
+PROMPT_DIALECTS = frozenset({"hermes", "qwen"})
 
 
 def iteration_limit_message(limit: int) -> AIMessage:
@@ -216,11 +218,13 @@ class ModelNode:
     def _finish(self, dialect: Dialect, message: AIMessage, state: dict[str, Any]) -> Any:
         if _says_nothing(message):
             message = empty_reply_message(message)
-        message = unique_call_ids(message, state["messages"])
+        message = unique_call_ids(dialect.fit_to_tools(message, self.plan.tools), state["messages"])
         markup = message.response_metadata.get(MARKUP_FORMAT_KEY)
-        if dialect.native and markup:
+        if dialect.native and markup in PROMPT_DIALECTS:
             # the server has no tool parser and the model writes calls as text:
-            # speak that model's own prompt dialect from now on, and say why
+            # speak that model's own prompt dialect from now on, and say why. Other
+            # formats are read from every reply (the reply records which); there is no
+            # prompt dialect of theirs to switch to.
             reason = f"the model wrote its calls into content as {markup} markup"
             return {"messages": [message], "dialect": markup, "fallback_reason": reason}
         update: dict[str, Any] = {"messages": [message]}

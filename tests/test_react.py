@@ -549,3 +549,65 @@ def test_non_ascii_tool_descriptions_stay_readable() -> None:
     prompt = react.system_prompt([tool])
     assert '"description": "获取指定城市的天气信息"' in prompt
     assert 'The only values that should be in the "action" field are: get_weather\n' in prompt
+
+
+# -- leniency where LangChain's own ReAct parsers accept
+
+
+def _weather_tool():
+    from langchain_core.tools import tool
+
+    @tool
+    def get_weather(city: str) -> str:
+        """Weather of a city."""
+        return f"{city}: 晴"
+
+    return get_weather
+
+
+def test_a_fenced_action_blob_without_action_line_is_a_call():
+    from fncall_graph.adapters import get_dialect
+
+    react = get_dialect("react")
+    tools = [_weather_tool()]
+    for reply in (
+        '```json\n{"action": "get_weather", "action_input": {"city": "Paris"}}\n```',
+        'Thought: I should look it up.\n```json\n{"action": "get_weather", '
+        '"action_input": {"city": "Paris"}}\n```',
+    ):
+        message = react.fit_to_tools(react.parse(reply), tools)
+        assert [(c["name"], c["args"]) for c in message.tool_calls] == [
+            ("get_weather", {"city": "Paris"})
+        ], reply
+        assert "```" not in str(message.content)
+    # a fence of other JSON stays an answer
+    data = react.fit_to_tools(react.parse('Final Answer: ```json\n{"rows": 3}\n```'), tools)
+    assert data.tool_calls == [] and "rows" in str(data.content)
+
+
+def test_a_bare_action_input_goes_to_the_one_required_parameter():
+    from fncall_graph.adapters import get_dialect
+
+    react = get_dialect("react")
+    tools = [_weather_tool()]
+    for reply in (
+        'Action: {"action": "get_weather", "action_input": "Paris"}',
+        "Action: get_weather\nAction Input: Paris",
+        'Action: get_weather\nAction Input: "Paris"',
+        'I will check.\nAction: ```json\n{"action": "get_weather", "action_input": "Paris"}\n```',
+    ):
+        message = react.fit_to_tools(react.parse(reply), tools)
+        assert [(c["name"], c["args"]) for c in message.tool_calls] == [
+            ("get_weather", {"city": "Paris"})
+        ], reply
+
+
+def test_a_bare_action_input_reaches_the_tool_through_the_graph():
+    from fncall_graph import create_fncall_graph
+    from fncall_graph.testing import ReplayChatModel
+
+    model = ReplayChatModel(["Thought: look it up\nAction: get_weather\nAction Input: 上海", "晴"])
+    graph = create_fncall_graph(model, [_weather_tool()], dialect="react")
+    messages = graph.invoke({"messages": [("user", "上海天气?")]})["messages"]
+    assert messages[1].tool_calls[0]["args"] == {"city": "上海"}
+    assert messages[2].content == "上海: 晴"

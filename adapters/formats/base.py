@@ -275,6 +275,11 @@ class Dialect(ABC):
     def stream_parser(self) -> StreamParser:
         """A fresh incremental parser, equivalent to :meth:`parse` for any chunking."""
 
+    def fit_to_tools(self, message: AIMessage, tools: Sequence[ToolLike] | None) -> AIMessage:
+        """``message`` with calls written in this dialect's loose forms fitted to ``tools``
+        (ReAct's bare ``action_input`` string); as it is for most dialects."""
+        return message
+
     def grammar(
         self, tools: Sequence[ToolLike] | None, *, require_call: bool = False
     ) -> str | None:
@@ -372,6 +377,7 @@ class MarkupStreamParser(StreamParser):
         self._calls: list[ToolCall] = []
         self._invalid: list[InvalidToolCall] = []
         self._closed = False
+        self._reread = True  # False in a parser reading text a call block handed back
 
     # -- public
 
@@ -471,7 +477,9 @@ class MarkupStreamParser(StreamParser):
         self._take(produced, events)
         return events
 
-    def _take(self, produced: Iterable[ParseEvent], events: list[ParseEvent]) -> None:
+    def _take(
+        self, produced: Iterable[ParseEvent], events: list[ParseEvent], *, reread: bool = True
+    ) -> None:
         for ev in produced:
             if isinstance(ev, CallEvent):
                 self._calls.append(ev.call)
@@ -480,11 +488,13 @@ class MarkupStreamParser(StreamParser):
                 self._invalid.append(ev.call)
                 events.append(ev)
             elif isinstance(ev, ContentDelta):
-                if self._outside_table.search and self._outside_table.search(ev.text, 0):
+                search = self._outside_table.search
+                if reread and self._reread and search is not None and search(ev.text, 0):
                     # text a call block handed back (after Qwen's ✿RETURN✿, say) can hold
-                    # markup of its own: read it as the rest of a reply, never show it
+                    # markup of its own: read it (once) as the rest of a reply
                     inner = MarkupStreamParser(self._dialect)
-                    self._take([*inner.feed(ev.text), *inner.close()], events)
+                    inner._reread = False
+                    self._take([*inner.feed(ev.text), *inner.close()], events, reread=False)
                 else:
                     self._emit_text(ev.text, events)
             elif isinstance(ev, ReasoningDelta):

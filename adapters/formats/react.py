@@ -309,6 +309,9 @@ class ReActDialect(PromptDialect):
 
     # ----------------------------------------------------------------- read
 
+    def fit_to_tools(self, message: AIMessage, tools: Sequence[ToolLike] | None) -> AIMessage:
+        return single_input(fenced_action(message), tools)
+
     def read_call(self, text: str, *, closed: bool) -> Iterable[ParseEvent]:
         """Read one ``Action:`` block: a JSON blob (or several), fenced or not.
 
@@ -474,6 +477,64 @@ def _from_blob(value: Any, raw: str) -> Iterator[ParseEvent]:
             yield invalid(raw, f"Action: bad action_input for {name!r}: {exc}", name=name)
             continue
         yield CallEvent(tool_call(name=name, args=args, id=new_call_id()))
+
+
+_FENCED_BLOB = re.compile(r"```[A-Za-z]*[ \t]*\n(.*?)\n?```", re.DOTALL)
+
+
+def fenced_action(message: AIMessage) -> AIMessage:
+    """A reply with no ``Action:`` whose text or thought holds a fenced action blob:
+    that blob is its call (LangChain's ReAct JSON parser reads these too).
+
+    Only a blob that is an action (``{"action": ..., "action_input": ...}``) counts; a
+    fence of other JSON stays what it was.
+    """
+    if message.tool_calls or message.invalid_tool_calls:
+        return message
+    for where in (text_of(message.content), reasoning_of(message)):
+        for body in _FENCED_BLOB.findall(where):
+            try:
+                value = loads_lenient(body)
+            except ValueError:
+                continue
+            items = value if isinstance(value, list) else [value]
+            if not items or not all(isinstance(i, dict) and "action" in i for i in items):
+                continue
+            events = list(_from_blob(value, body))
+            calls = [e.call for e in events if isinstance(e, CallEvent)]
+            if not calls:
+                continue
+            answer = text_of(message.content)
+            content = "" if where == answer else answer
+            if where == answer:
+                content = answer.replace(_FENCED_BLOB.search(answer).group(0), "").strip()  # type: ignore[union-attr]
+            return message.model_copy(update={"tool_calls": calls, "content": content})
+    return message
+
+
+def single_input(message: AIMessage, tools: Sequence[ToolLike] | None) -> AIMessage:
+    """``message`` with a bare ``action_input`` string given to the tool's one parameter.
+
+    A ReAct model often writes ``"action_input": "Paris"`` for a tool that takes one
+    argument; it is read as ``{"input": "Paris"}``. Where the tool has exactly one
+    required parameter (and none called ``input``), the string becomes that parameter,
+    as LangChain's single-input tools do.
+    """
+    if not tools or not any(set(c["args"]) == {BARE_INPUT_KEY} for c in message.tool_calls):
+        return message
+    params = {}
+    for spec in to_tool_specs(tools):
+        schema = spec.parameters or {}
+        required = schema.get("required") or []
+        if len(required) == 1 and BARE_INPUT_KEY not in (schema.get("properties") or {}):
+            params[spec.name] = required[0]
+    calls = [
+        {**c, "args": {params[c["name"]]: c["args"][BARE_INPUT_KEY]}}
+        if set(c["args"]) == {BARE_INPUT_KEY} and c["name"] in params
+        else c
+        for c in message.tool_calls
+    ]
+    return message.model_copy(update={"tool_calls": calls})
 
 
 def _arguments(value: Any) -> dict[str, Any]:

@@ -32,7 +32,7 @@ class HarmonyReader(Reader):
     blocks: ClassVar[tuple[Block, ...]] = (
         Block("<|channel|>analysis<|message|>", ("<|end|>",), "reasoning"),
         Block("<|channel|>commentary to=", (CALL,), "call"),
-        Block(" to=functions.", (CALL,), "call"),
+        Block("<|start|>assistant to=", (CALL,), "call"),
         Block("<|channel|>analysis to=", (CALL,), "call"),
     )
     channel_tokens: ClassVar[tuple[str, ...]] = (
