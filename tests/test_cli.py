@@ -320,3 +320,19 @@ def test_an_interrupted_run_resumes_in_a_later_process(tmp_path: Path, mcp_json:
     messages = messages_from_dict(document["messages"])
     assert [m.type for m in messages] == ["human", "ai", "tool", "ai"]
     assert messages[-1].content == "三张表"
+
+
+def test_a_running_call_shows_its_servers_progress() -> None:
+    import io
+
+    from fncall_graph.cli.terminal import UI
+
+    ui = UI(io.StringIO())
+    ui.call_started("c1", "weather-forecast", {"city": "北京"}, waiting=False)
+    ui.call_progress("c1", 2, 3, "day 2")
+    assert "[#######---] 2/3 day 2" in ui.calls["c1"].line()
+    ui.call_progress("c1", 5, None, None)
+    assert "[5]" in ui.calls["c1"].line()
+    ui.call_finished("c1", "done")
+    assert "[5]" not in ui.calls["c1"].line()  # a finished call shows its outcome
+    ui.call_progress("unknown", 1, 2, None)  # a report for no call shown is ignored

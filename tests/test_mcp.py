@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 import os
 import signal
 import sys
@@ -17,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from langchain_core.messages import ToolMessage
+from langchain_core.messages import AIMessage, ToolMessage
 from langchain_core.utils.function_calling import convert_to_openai_tool
 
 from fncall_graph.adapters.mcp import (
@@ -614,3 +615,66 @@ def test_a_missing_working_directory_is_named_as_such(tmp_path: Path) -> None:
     config = {"mcpServers": {"s": {"command": sys.executable, "args": ["-V"], "cwd": str(missing)}}}
     with pytest.raises(MCPServerError, match=r"working directory .*no-such-dir' does not exist"):
         MCPToolkit.from_config(config).start_sync()
+
+
+# -- prompts, progress and server logs
+
+
+async def test_prompts_are_listed_and_open_a_thread() -> None:
+    async with MCPToolkit.from_config(weather_stdio_config()) as toolkit:
+        [prompt] = toolkit.prompts
+        assert (prompt.name, prompt.server, prompt.prompt) == (
+            "weather-weather_report",
+            "weather",
+            "weather_report",
+        )
+        assert prompt.arguments[0]["name"] == "city" and prompt.arguments[0]["required"]
+        [message] = await toolkit.aget_prompt("weather-weather_report", {"city": "北京"})
+        assert message.type == "human" and "北京" in message.content
+        with pytest.raises(ValueError, match="needs the argument"):
+            await toolkit.aget_prompt("weather-weather_report")
+        with pytest.raises(KeyError, match="prompts: weather-weather_report"):
+            await toolkit.aget_prompt("weather-nope")
+
+
+def test_prompts_from_sync_code() -> None:
+    with MCPToolkit.from_config(weather_stdio_config()) as toolkit:
+        [message] = toolkit.get_prompt("weather-weather_report", {"city": "上海"})
+        assert "上海" in message.content
+
+
+@pytest.mark.parametrize("mode", ["sync", "async"])
+def test_progress_streams_as_custom_events_and_logs_go_to_python_logging(mode, caplog) -> None:
+    from fncall_graph import create_fncall_graph
+    from fncall_graph.testing import ReplayChatModel
+
+    outputs = [
+        AIMessage(
+            content="",
+            tool_calls=[
+                {"name": "weather-forecast", "args": {"city": "北京", "days": 3}, "id": "c7"}
+            ],
+        ),
+        "晴",
+    ]
+    caplog.set_level(logging.INFO, logger="fncall_graph.mcp")
+    with MCPToolkit.from_config(weather_stdio_config()) as toolkit:
+        graph = create_fncall_graph(ReplayChatModel(outputs), toolkit.tools, dialect="native")
+        payload = {"messages": [("user", "北京三天预报")]}
+        if mode == "sync":
+            events = list(graph.stream(payload, stream_mode="custom"))
+        else:
+
+            async def run() -> list[Any]:
+                return [e async for e in graph.astream(payload, stream_mode="custom")]
+
+            events = asyncio.run(run())
+    progress = [e["mcp_progress"] for e in events if "mcp_progress" in e]
+    assert [(p["progress"], p["total"], p["message"]) for p in progress] == [
+        (1, 3, "day 1"),
+        (2, 3, "day 2"),
+        (3, 3, "day 3"),
+    ]
+    assert {(p["tool_call_id"], p["tool"]) for p in progress} == {("c7", "weather-forecast")}
+    logged = [r for r in caplog.records if r.name == "fncall_graph.mcp.weather"]
+    assert any("forecasting 3 days for 北京" in r.getMessage() for r in logged)

@@ -9,12 +9,13 @@
 from ..formats.schema import clean_schema
 from .config import ConfigSource, RemoteServer, StdioServer, parse_mcp_config
 from .errors import MCPConfigError, MCPServerError, MCPToolTimeoutError
-from .toolkit import MCPArtifact, MCPToolkit, load_mcp_tools
+from .toolkit import MCPArtifact, MCPPrompt, MCPToolkit, load_mcp_tools
 
 __all__ = [
     "ConfigSource",
     "MCPArtifact",
     "MCPConfigError",
+    "MCPPrompt",
     "MCPServerError",
     "MCPToolTimeoutError",
     "MCPToolkit",

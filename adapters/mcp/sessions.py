@@ -7,6 +7,8 @@ start is reported at once with its cause (:class:`MCPServerError`).
 from __future__ import annotations
 
 import asyncio
+import contextvars
+import json
 import logging
 from collections.abc import Awaitable, Callable, Mapping
 from pathlib import Path
@@ -15,6 +17,7 @@ from typing import Any, TypeVar
 import anyio
 import httpx
 from langchain_core.tools import ToolException
+from langchain_mcp_adapters.callbacks import CallbackContext, Callbacks
 from langchain_mcp_adapters.sessions import (
     Connection,
     create_session,
@@ -153,11 +156,17 @@ class Server:
             await asyncio.gather(owner, return_exceptions=True)
             raise
 
+    def _callbacks(self) -> Any:
+        """What the server may send unasked: its log messages go to Python logging."""
+        return Callbacks(on_logging_message=log_server_message).to_mcp_format(
+            context=CallbackContext(server_name=self.name)
+        )
+
     async def _own(self, ready: asyncio.Future[Link]) -> None:
         """The owner task: open the session, hand it out, close it when told."""
         link: Link | None = None
         try:
-            async with create_session(self.connection) as session:
+            async with create_session(self.connection, mcp_callbacks=self._callbacks()) as session:
                 init = await session.initialize()
                 link = Link(session, init, asyncio.current_task(), asyncio.Event())  # type: ignore[arg-type]
                 ready.set_result(link)
@@ -305,9 +314,41 @@ class SessionProxy:
     async def call_tool(
         self, name: str, arguments: dict[str, Any] | None = None, **kwargs: Any
     ) -> Any:
+        report = PROGRESS.get()
+        if report is not None:  # the call's own progress reporter (see toolkit)
+            kwargs["progress_callback"] = report
         return await self._server.request(
             f"tool {name!r}", lambda s: s.call_tool(name, arguments, **kwargs)
         )
+
+
+#: The progress reporter of the tool call running in this task, if it has one.
+PROGRESS: contextvars.ContextVar[Callable[..., Awaitable[None]] | None] = contextvars.ContextVar(
+    "fncall_mcp_progress", default=None
+)
+
+_LEVELS = {
+    "debug": logging.DEBUG,
+    "info": logging.INFO,
+    "notice": logging.INFO,
+    "warning": logging.WARNING,
+    "error": logging.ERROR,
+    "critical": logging.CRITICAL,
+    "alert": logging.CRITICAL,
+    "emergency": logging.CRITICAL,
+}
+
+
+async def log_server_message(params: Any, context: CallbackContext) -> None:
+    """An MCP ``notifications/message`` as a record of the ``fncall_graph.mcp.<server>``
+    logger (the server's own logger name, if it gives one, is kept in the text)."""
+    data = params.data
+    text = data if isinstance(data, str) else json.dumps(data, ensure_ascii=False, default=str)
+    if params.logger:
+        text = f"{params.logger}: {text}"
+    logging.getLogger(f"fncall_graph.mcp.{context.server_name}").log(
+        _LEVELS.get(str(params.level), logging.INFO), "%s", text
+    )
 
 
 async def paginate(fetch: Callable[[str | None], Awaitable[Any]], field: str) -> list[Any]:

@@ -44,17 +44,21 @@ from __future__ import annotations
 
 import asyncio
 import atexit
+import contextvars
 import json
 import logging
 import threading
 from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine, Mapping, Sequence
 from contextlib import asynccontextmanager
+from dataclasses import dataclass
 from types import TracebackType
 from typing import Any, Self, TypedDict, TypeVar
 
 import pydantic
+from langchain_core.messages import AIMessage, HumanMessage
 from langchain_core.messages.content import create_file_block, create_image_block
 from langchain_core.tools import BaseTool, StructuredTool, ToolException
+from langchain_mcp_adapters.prompts import load_mcp_prompt
 from langchain_mcp_adapters.sessions import (
     Connection,
 )
@@ -69,7 +73,7 @@ from mcp.types import (
 from ..formats.schema import clean_schema
 from .config import ConfigSource, parse_mcp_config
 from .errors import MCPConfigError, MCPServerError
-from .sessions import Server, SessionProxy, paginate
+from .sessions import PROGRESS, Server, SessionProxy, paginate
 
 logger = logging.getLogger(__name__)
 
@@ -151,6 +155,75 @@ class _MCPTool(StructuredTool):
     async def _arun(self, *args, **kwargs):  # type: ignore[no-untyped-def]
         assert self.coroutine is not None
         return await self.coroutine(*args, **kwargs)
+
+    # The call's progress notifications go to LangGraph's custom stream, tagged with the
+    # tool call id, which only the call's own input knows.
+    def invoke(self, input: Any, config: Any = None, **kwargs: Any) -> Any:
+        token = PROGRESS.set(_progress_reporter(self.name, input))
+        try:
+            return super().invoke(input, config, **kwargs)
+        finally:
+            PROGRESS.reset(token)
+
+    async def ainvoke(self, input: Any, config: Any = None, **kwargs: Any) -> Any:
+        token = PROGRESS.set(_progress_reporter(self.name, input))
+        try:
+            return await super().ainvoke(input, config, **kwargs)
+        finally:
+            PROGRESS.reset(token)
+
+
+def _progress_reporter(tool: str, input: Any) -> Callable[..., Awaitable[None]] | None:
+    """Report MCP progress of this call as ``{"mcp_progress": {...}}`` custom stream events.
+
+    ``None`` outside a LangGraph run (nothing streams there).
+    """
+    try:
+        from langgraph.config import get_stream_writer
+
+        writer = get_stream_writer()
+    except (RuntimeError, ImportError):
+        return None
+    call_id = input.get("id") if isinstance(input, Mapping) else None
+    # the writer reads the run's config from the context it was called in; progress
+    # arrives on the session's task (another thread, for sync code): write from here
+    context = contextvars.copy_context()
+
+    async def report(progress: float, total: float | None, message: str | None) -> None:
+        context.run(
+            writer,
+            {
+                "mcp_progress": {
+                    "tool_call_id": call_id,
+                    "tool": tool,
+                    "progress": progress,
+                    "total": total,
+                    "message": message,
+                }
+            },
+        )
+
+    return report
+
+
+async def _reporting(report: Callable[..., Awaitable[None]] | None, call: Awaitable[T]) -> T:
+    """Await ``call`` with ``report`` as its progress reporter (on the toolkit's loop)."""
+    PROGRESS.set(report)
+    return await call
+
+
+@dataclass(frozen=True)
+class MCPPrompt:
+    """A prompt a server offers: ``name`` is ``f"{server}{separator}{prompt}"``.
+
+    ``arguments`` are the server's ``{"name", "description", "required"}`` dicts.
+    """
+
+    name: str
+    server: str
+    prompt: str
+    description: str
+    arguments: tuple[dict[str, Any], ...]
 
 
 class MCPToolkit:
@@ -236,6 +309,7 @@ class MCPToolkit:
             for name, conn in self._connections.items()
         }
         self._tools: dict[str, list[BaseTool]] | None = None
+        self._prompts: dict[str, MCPPrompt] = {}
         self._loop: asyncio.AbstractEventLoop | None = None
         self._thread: threading.Thread | None = None
         self._state = "new"
@@ -314,6 +388,75 @@ class MCPToolkit:
             raise MCPServerError(server, "not running")
         return srv.link.init
 
+    @property
+    def prompts(self) -> list[MCPPrompt]:
+        """The prompts of every server that offers prompts (the toolkit must be started)."""
+        self._started_tools()
+        return list(self._prompts.values())
+
+    def get_prompt(
+        self, name: str, arguments: Mapping[str, Any] | None = None
+    ) -> list[HumanMessage | AIMessage]:
+        """The messages of prompt ``name`` filled with ``arguments``, ready to open a thread.
+
+        Example:
+            ```python
+            with MCPToolkit.from_config(config) as toolkit:
+                opening = toolkit.get_prompt("weather-weather_report", {"city": "北京"})
+                graph.invoke({"messages": opening}, cfg)
+            ```
+
+        Raises:
+            KeyError: no such prompt (the message lists them).
+            ValueError: a required argument is missing.
+            MCPServerError: the server failed or refused.
+        """
+        return self._run_sync(self.aget_prompt(name, arguments))
+
+    async def aget_prompt(
+        self, name: str, arguments: Mapping[str, Any] | None = None
+    ) -> list[HumanMessage | AIMessage]:
+        """Async :meth:`get_prompt` (langchain-mcp-adapters' ``load_mcp_prompt``)."""
+        self._started_tools()
+        prompt = self._prompts.get(name)
+        if prompt is None:
+            known = ", ".join(self._prompts) or "none"
+            raise KeyError(f"no MCP prompt named {name!r}; prompts: {known}")
+        given = dict(arguments or {})
+        missing = [
+            a["name"] for a in prompt.arguments if a.get("required") and a["name"] not in given
+        ]
+        if missing:
+            raise ValueError(f"MCP prompt {name!r} needs the argument(s) {', '.join(missing)}")
+        server = self._servers[prompt.server]
+        # MCP prompt arguments are strings
+        values = {
+            k: v if isinstance(v, str) else json.dumps(v, ensure_ascii=False)
+            for k, v in given.items()
+        }
+        return await server.request(
+            f"prompt {prompt.prompt!r}",
+            lambda session: load_mcp_prompt(session, prompt.prompt, arguments=values),
+        )
+
+    async def _list_prompts(self, server: Server) -> list[MCPPrompt]:
+        link = server.link
+        if link is None or link.init.capabilities.prompts is None:
+            return []
+        found: list[Any] = await server.request(
+            "prompts/list", lambda s: paginate(lambda c: s.list_prompts(cursor=c), "prompts")
+        )
+        return [
+            MCPPrompt(
+                name=f"{server.name}{self.separator}{p.name}",
+                server=server.name,
+                prompt=p.name,
+                description=p.description or "",
+                arguments=tuple(a.model_dump(exclude_none=True) for a in p.arguments or ()),
+            )
+            for p in found
+        ]
+
     def _started_tools(self) -> dict[str, list[BaseTool]]:
         if self._tools is None:
             raise RuntimeError(
@@ -351,6 +494,8 @@ class MCPToolkit:
             tools: dict[str, list[BaseTool]] = {}
             for server in servers:
                 tools[server.name] = await self._build_tools(server)
+                for prompt in await self._list_prompts(server):
+                    self._prompts[prompt.name] = prompt
             self._check_unique(tools)
         except BaseException:
             await asyncio.gather(*(s.close() for s in servers), return_exceptions=True)
@@ -452,7 +597,7 @@ class MCPToolkit:
         metadata: dict[str, Any],
     ) -> StructuredTool:
         def call(**kwargs: Any) -> tuple[str, Any]:
-            return self._run_sync(acall(**kwargs))
+            return self._run_sync(_reporting(PROGRESS.get(), acall(**kwargs)))
 
         return _MCPTool(
             name=name,

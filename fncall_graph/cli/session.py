@@ -117,7 +117,7 @@ class Session:
 
     def _stream(self, payload: Any) -> list[Any]:
         interrupts: list[Any] = []
-        modes = ["messages", "updates"]
+        modes = ["messages", "updates", "custom"]
         if self.tracer is not None:
             modes.append("values")
         self.ui.thinking()
@@ -128,6 +128,16 @@ class Session:
                     message, AIMessageChunk | AIMessage
                 ):
                     self.ui.token(text_of(message.content))
+                continue
+            if mode == "custom":
+                report = chunk.get("mcp_progress") if isinstance(chunk, Mapping) else None
+                if report:  # an MCP server reports a running call's progress
+                    self.ui.call_progress(
+                        report.get("tool_call_id") or "",
+                        report.get("progress") or 0,
+                        report.get("total"),
+                        report.get("message"),
+                    )
                 continue
             if self.tracer is not None:
                 for record in self.tracer.feed(mode, chunk):

@@ -50,12 +50,15 @@ class _Call:
     started: float = field(default_factory=time.monotonic)
     ended: float | None = None
     detail: str = ""
+    progress: str = ""  # the server's latest progress report, as a bar
 
     def elapsed(self) -> float:
         return (self.ended or time.monotonic()) - self.started
 
     def line(self) -> str:
         text = f"{self.name} {_short(self.args)} {self.state}"
+        if self.state == "running" and self.progress:
+            text += f" {self.progress}"
         if self.state != "waiting":
             text += f" {self.elapsed():.2f}s"
         if self.detail:
@@ -188,6 +191,22 @@ class UI:
             if call.state == "waiting":
                 call.state, call.started = "running", time.monotonic()
                 self._show(call_id)
+
+    def call_progress(
+        self, call_id: str, progress: float, total: float | None, message: str | None
+    ) -> None:
+        """An MCP server's progress report for a running call: its bar moves."""
+        call = self.calls.get(call_id)
+        if self.quiet or call is None or call.ended is not None:
+            return
+        if total:
+            filled = max(0, min(10, round(10 * progress / total)))
+            bar = f"[{'#' * filled}{'-' * (10 - filled)}] {progress:g}/{total:g}"
+        else:
+            bar = f"[{progress:g}]"
+        call.progress = f"{bar} {message}" if message else bar
+        if self.tty:
+            self._show(call_id)  # the board redraws the line in place
 
     def call_finished(self, call_id: str, state: str, detail: str = "") -> None:
         call = self.calls.get(call_id)

@@ -1,7 +1,8 @@
-"""An example FastMCP ``weather`` server: one tool and two resources, canned data.
+"""An example FastMCP ``weather`` server: one tool, two resources and a prompt, canned data.
 
 ``get_weather(city)`` (获取指定城市的天气信息) answers for 北京, 上海, 广州 and 深圳;
-the resources are ``resource://cities`` and ``resource://{city}/weather``. The ready-made
+the resources are ``resource://cities`` and ``resource://{city}/weather``; the prompt
+``weather_report(city)`` opens a conversation asking for a city's weather. The ready-made
 ``weather_assistant`` graph runs it over stdio:
 
     python -m fncall_graph.examples.weather_server              # stdio
@@ -19,7 +20,7 @@ from collections.abc import Sequence
 
 from mcp.server.fastmcp import FastMCP
 
-__all__ = ["CITIES", "get_weather", "main", "mcp"]
+__all__ = ["CITIES", "get_weather", "main", "mcp", "weather_report"]
 
 mcp = FastMCP(name="weather")
 
@@ -48,6 +49,12 @@ def get_cities() -> str:
 @mcp.resource("resource://{city}/weather")
 def get_city_weather(city: str) -> str:
     return f"Weather for {city}"
+
+
+@mcp.prompt()
+def weather_report(city: str) -> str:
+    """查询一个城市的天气并写成一句话的报告"""
+    return f"请查询{city}的天气,然后用一句话写成天气报告。"
 
 
 def main(argv: Sequence[str] | None = None, server: FastMCP = mcp) -> None:

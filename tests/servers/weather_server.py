@@ -17,7 +17,7 @@ import asyncio
 import struct
 import zlib
 
-from mcp.server.fastmcp import Image
+from mcp.server.fastmcp import Context, Image
 
 from fncall_graph.examples.weather_server import (
     get_cities,
@@ -70,6 +70,15 @@ async def slow_weather(city: str, seconds: float) -> str:
     """过一会儿才返回天气"""
     await asyncio.sleep(seconds)
     return get_weather(city)
+
+
+@mcp.tool()
+async def forecast(city: str, days: int, ctx: Context) -> str:
+    """逐日预报:每算完一天报告一次进度,并写一条日志"""
+    await ctx.info(f"forecasting {days} days for {city}")
+    for day in range(1, days + 1):
+        await ctx.report_progress(day, days, f"day {day}")
+    return f"{city}: {days} 天晴"
 
 
 if __name__ == "__main__":
