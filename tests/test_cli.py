@@ -336,3 +336,36 @@ def test_a_running_call_shows_its_servers_progress() -> None:
     ui.call_finished("c1", "done")
     assert "[5]" not in ui.calls["c1"].line()  # a finished call shows its outcome
     ui.call_progress("unknown", 1, 2, None)  # a report for no call shown is ignored
+
+
+def test_a_servers_question_is_asked_at_the_terminal() -> None:
+    import io
+    from types import SimpleNamespace
+
+    from fncall_graph.cli.approval import TerminalReview
+    from fncall_graph.cli.terminal import UI
+
+    pending = SimpleNamespace(
+        id="i1",
+        value={
+            "mcp_elicitation": {
+                "tool": "weather-book_hotel",
+                "message": "在北京订酒店吗?",
+                "requested_schema": {
+                    "properties": {"confirm": {"type": "boolean"}, "nights": {"type": "integer"}},
+                    "required": ["confirm"],
+                },
+            }
+        },
+    )
+
+    answers = iter(["y", "yes", "two", "2"])
+    ui = UI(io.StringIO())
+    ui.ask = lambda prompt: next(answers)  # type: ignore[method-assign]
+    review = TerminalReview(ui, "t")
+    assert review.decide([pending]) == {
+        "action": "accept",
+        "content": {"confirm": True, "nights": 2},
+    }
+    ui.ask = lambda prompt: "n"  # type: ignore[method-assign]
+    assert review.decide([pending]) == {"action": "decline"}

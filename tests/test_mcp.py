@@ -491,6 +491,8 @@ async def test_weather_over_streamable_http(weather_http: str) -> None:
             "weather-weather_icon",
             "weather-broken_tool",
             "weather-slow_weather",
+            "weather-forecast",
+            "weather-book_hotel",
             "weather-list_resources",
             "weather-read_resource",
         ]
@@ -678,3 +680,49 @@ def test_progress_streams_as_custom_events_and_logs_go_to_python_logging(mode, c
     assert {(p["tool_call_id"], p["tool"]) for p in progress} == {("c7", "weather-forecast")}
     logged = [r for r in caplog.records if r.name == "fncall_graph.mcp.weather"]
     assert any("forecasting 3 days for 北京" in r.getMessage() for r in logged)
+
+
+@pytest.mark.parametrize("mode", ["sync", "async"])
+@pytest.mark.parametrize(
+    ("answer", "result"),
+    [
+        ({"action": "accept", "content": {"confirm": True, "nights": 2}}, "已在北京预订 2 晚"),
+        ({"confirm": True}, "已在北京预订 1 晚"),
+        ({"action": "decline"}, "未预订 (decline)"),
+    ],
+)
+def test_a_servers_question_pauses_the_thread_until_a_person_answers(mode, answer, result) -> None:
+    from langgraph.checkpoint.memory import InMemorySaver
+    from langgraph.types import Command
+
+    from fncall_graph import create_fncall_graph
+    from fncall_graph.testing import ReplayChatModel
+
+    outputs = [
+        AIMessage(
+            content="",
+            tool_calls=[{"name": "weather-book_hotel", "args": {"city": "北京"}, "id": "b1"}],
+        ),
+        "好的",
+    ]
+    cfg = {"configurable": {"thread_id": "t"}}
+    with MCPToolkit.from_config(weather_stdio_config()) as toolkit:
+        graph = create_fncall_graph(
+            ReplayChatModel(outputs), toolkit.tools, dialect="native", checkpointer=InMemorySaver()
+        )
+        payload: Any = {"messages": [("user", "在北京订酒店")]}
+        if mode == "sync":
+            paused = graph.invoke(payload, cfg)
+        else:
+            paused = asyncio.run(graph.ainvoke(payload, cfg))
+        [pending] = paused["__interrupt__"]
+        question = pending.value["mcp_elicitation"]
+        assert question["message"] == "在北京订酒店吗?"
+        assert (question["tool_call_id"], question["tool"]) == ("b1", "weather-book_hotel")
+        assert "confirm" in question["requested_schema"]["properties"]
+        if mode == "sync":
+            done = graph.invoke(Command(resume=answer), cfg)
+        else:
+            done = asyncio.run(graph.ainvoke(Command(resume=answer), cfg))
+    results = [m.content for m in done["messages"] if isinstance(m, ToolMessage)]
+    assert results == [result]

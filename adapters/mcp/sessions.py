@@ -11,6 +11,7 @@ import contextvars
 import json
 import logging
 from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -25,6 +26,8 @@ from langchain_mcp_adapters.sessions import (
 from mcp import ClientSession, McpError
 from mcp.types import (
     CONNECTION_CLOSED,
+    ElicitRequestParams,
+    ElicitResult,
     InitializeResult,
 )
 
@@ -65,7 +68,11 @@ def _startup_cause(exc: BaseException, connection: Mapping[str, Any]) -> str:
         return f"failed to start: command {command!r} not found"
     if isinstance(err, PermissionError) and command:
         return f"failed to start: command {command!r} is not executable"
-    if isinstance(err, McpError) and err.error.code == CONNECTION_CLOSED:
+    closed = isinstance(err, McpError) and err.error.code == CONNECTION_CLOSED
+    # a process that exits at once may also break the pipe before the SDK sees it close
+    if closed or isinstance(
+        err, anyio.BrokenResourceError | anyio.ClosedResourceError | anyio.EndOfStream
+    ):
         if command:
             return (
                 f"failed to start: {command!r} closed the connection during initialization "
@@ -121,6 +128,7 @@ class Server:
         startup_timeout: float,
     ) -> None:
         self.name = name
+        self.active: list[CallHooks] = []  # hooks of the calls running now
         self.connection = connection
         self.call_timeout = call_timeout
         self.startup_timeout = startup_timeout
@@ -157,10 +165,18 @@ class Server:
             raise
 
     def _callbacks(self) -> Any:
-        """What the server may send unasked: its log messages go to Python logging."""
-        return Callbacks(on_logging_message=log_server_message).to_mcp_format(
-            context=CallbackContext(server_name=self.name)
-        )
+        """What the server may send unasked: its log messages go to Python logging; an
+        elicitation request goes to the person through the running call's thread."""
+        return Callbacks(
+            on_logging_message=log_server_message, on_elicitation=self._elicit
+        ).to_mcp_format(context=CallbackContext(server_name=self.name))
+
+    async def _elicit(self, mcp_context: Any, params: ElicitRequestParams, context: Any) -> Any:
+        # MCP does not say which running call a request belongs to: the latest one
+        hooks = next((h for h in reversed(self.active) if h.elicit is not None), None)
+        if hooks is None or hooks.elicit is None:
+            return ElicitResult(action="decline")
+        return hooks.elicit(params)
 
     async def _own(self, ready: asyncio.Future[Link]) -> None:
         """The owner task: open the session, hand it out, close it when told."""
@@ -314,17 +330,41 @@ class SessionProxy:
     async def call_tool(
         self, name: str, arguments: dict[str, Any] | None = None, **kwargs: Any
     ) -> Any:
-        report = PROGRESS.get()
-        if report is not None:  # the call's own progress reporter (see toolkit)
-            kwargs["progress_callback"] = report
-        return await self._server.request(
-            f"tool {name!r}", lambda s: s.call_tool(name, arguments, **kwargs)
-        )
+        hooks = CALL_HOOKS.get()
+        if hooks is None:
+            return await self._server.request(
+                f"tool {name!r}", lambda s: s.call_tool(name, arguments, **kwargs)
+            )
+        kwargs["progress_callback"] = hooks.progress
+        self._server.active.append(hooks)
+        try:
+            result = await self._server.request(
+                f"tool {name!r}", lambda s: s.call_tool(name, arguments, **kwargs)
+            )
+        finally:
+            self._server.active.remove(hooks)
+        if hooks.paused is not None:  # the server asked the person; the thread pauses
+            raise hooks.paused
+        return result
 
 
-#: The progress reporter of the tool call running in this task, if it has one.
-PROGRESS: contextvars.ContextVar[Callable[..., Awaitable[None]] | None] = contextvars.ContextVar(
-    "fncall_mcp_progress", default=None
+@dataclass
+class CallHooks:
+    """What one tool call does with what its server sends during it.
+
+    ``progress``: reports progress notifications; ``elicit``: answers the server's
+    elicitation requests, or records in ``paused`` the interrupt that pauses the thread
+    until a person answers.
+    """
+
+    progress: Callable[[float, float | None, str | None], Awaitable[None]] | None = None
+    elicit: Callable[[ElicitRequestParams], ElicitResult] | None = None
+    paused: BaseException | None = None
+
+
+#: The hooks of the tool call running in this task, if it has any.
+CALL_HOOKS: contextvars.ContextVar[CallHooks | None] = contextvars.ContextVar(
+    "fncall_mcp_call_hooks", default=None
 )
 
 _LEVELS = {

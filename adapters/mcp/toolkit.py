@@ -66,6 +66,8 @@ from langchain_mcp_adapters.tools import load_mcp_tools as _adapters_load_mcp_to
 from mcp import ClientSession, McpError
 from mcp.types import (
     BlobResourceContents,
+    ElicitRequestParams,
+    ElicitResult,
     InitializeResult,
     TextResourceContents,
 )
@@ -73,7 +75,7 @@ from mcp.types import (
 from ..formats.schema import clean_schema
 from .config import ConfigSource, parse_mcp_config
 from .errors import MCPConfigError, MCPServerError
-from .sessions import PROGRESS, Server, SessionProxy, paginate
+from .sessions import CALL_HOOKS, CallHooks, Server, SessionProxy, paginate
 
 logger = logging.getLogger(__name__)
 
@@ -156,59 +158,89 @@ class _MCPTool(StructuredTool):
         assert self.coroutine is not None
         return await self.coroutine(*args, **kwargs)
 
-    # The call's progress notifications go to LangGraph's custom stream, tagged with the
-    # tool call id, which only the call's own input knows.
+    # What the server sends during a call (progress, elicitation requests) goes to the
+    # call's thread, tagged with the tool call id, which only the call's own input knows.
     def invoke(self, input: Any, config: Any = None, **kwargs: Any) -> Any:
-        token = PROGRESS.set(_progress_reporter(self.name, input))
+        token = CALL_HOOKS.set(_call_hooks(self.name, input))
         try:
             return super().invoke(input, config, **kwargs)
         finally:
-            PROGRESS.reset(token)
+            CALL_HOOKS.reset(token)
 
     async def ainvoke(self, input: Any, config: Any = None, **kwargs: Any) -> Any:
-        token = PROGRESS.set(_progress_reporter(self.name, input))
+        token = CALL_HOOKS.set(_call_hooks(self.name, input))
         try:
             return await super().ainvoke(input, config, **kwargs)
         finally:
-            PROGRESS.reset(token)
+            CALL_HOOKS.reset(token)
 
 
-def _progress_reporter(tool: str, input: Any) -> Callable[..., Awaitable[None]] | None:
-    """Report MCP progress of this call as ``{"mcp_progress": {...}}`` custom stream events.
+def _call_hooks(tool: str, input: Any) -> CallHooks | None:
+    """Hooks for one call in a LangGraph run (``None`` outside one: nothing to tell).
 
-    ``None`` outside a LangGraph run (nothing streams there).
+    - progress: ``{"mcp_progress": {"tool_call_id", "tool", "progress", "total",
+      "message"}}`` custom stream events;
+    - elicitation: the thread pauses with ``interrupt({"mcp_elicitation": {...}})``; on
+      resume the call runs again, and the server's same question is answered with the
+      person's answer (see :func:`elicit_result`).
     """
     try:
         from langgraph.config import get_stream_writer
 
         writer = get_stream_writer()
-    except (RuntimeError, ImportError):
+    except (RuntimeError, ImportError, KeyError):
         return None
     call_id = input.get("id") if isinstance(input, Mapping) else None
-    # the writer reads the run's config from the context it was called in; progress
-    # arrives on the session's task (another thread, for sync code): write from here
+    # LangGraph reads the run from the context it is called in; the server's messages
+    # arrive on the session's task (another thread, for sync code): run them in this one
     context = contextvars.copy_context()
+    hooks = CallHooks()
 
-    async def report(progress: float, total: float | None, message: str | None) -> None:
-        context.run(
-            writer,
-            {
-                "mcp_progress": {
-                    "tool_call_id": call_id,
-                    "tool": tool,
-                    "progress": progress,
-                    "total": total,
-                    "message": message,
-                }
-            },
-        )
+    async def progress(done: float, total: float | None, message: str | None) -> None:
+        event = {"tool_call_id": call_id, "tool": tool, "progress": done}
+        context.run(writer, {"mcp_progress": {**event, "total": total, "message": message}})
 
-    return report
+    def elicit(params: ElicitRequestParams) -> ElicitResult:
+        from langgraph.errors import GraphInterrupt
+        from langgraph.types import interrupt
+
+        request = {
+            "tool_call_id": call_id,
+            "tool": tool,
+            "message": params.message,
+            "requested_schema": getattr(params, "requestedSchema", None),
+        }
+        try:
+            answer = context.run(interrupt, {"mcp_elicitation": request})
+        except GraphInterrupt as paused:
+            hooks.paused = paused
+            return ElicitResult(action="cancel")  # the call stops; it runs again on resume
+        return elicit_result(answer)
+
+    hooks.progress, hooks.elicit = progress, elicit
+    return hooks
 
 
-async def _reporting(report: Callable[..., Awaitable[None]] | None, call: Awaitable[T]) -> T:
-    """Await ``call`` with ``report`` as its progress reporter (on the toolkit's loop)."""
-    PROGRESS.set(report)
+def elicit_result(answer: Any) -> ElicitResult:
+    """A person's answer to an MCP elicitation, as the protocol's result.
+
+    ``{"action": "accept", "content": {...}}``, ``{"action": "decline"}`` or
+    ``{"action": "cancel"}``; a plain dict of fields is an accepted answer.
+    """
+    if isinstance(answer, Mapping) and answer.get("action") in ("accept", "decline", "cancel"):
+        content = answer.get("content") if answer["action"] == "accept" else None
+        return ElicitResult(action=answer["action"], content=dict(content or {}) or None)
+    if isinstance(answer, Mapping):
+        return ElicitResult(action="accept", content=dict(answer))
+    raise ValueError(
+        "an answer to an MCP elicitation is {'action': 'accept', 'content': {...}}, "
+        f"{{'action': 'decline'}}, {{'action': 'cancel'}} or a dict of fields; got {answer!r}"
+    )
+
+
+async def _with_hooks(hooks: CallHooks | None, call: Awaitable[T]) -> T:
+    """Await ``call`` with ``hooks`` as its call hooks (on the toolkit's loop)."""
+    CALL_HOOKS.set(hooks)
     return await call
 
 
@@ -597,7 +629,7 @@ class MCPToolkit:
         metadata: dict[str, Any],
     ) -> StructuredTool:
         def call(**kwargs: Any) -> tuple[str, Any]:
-            return self._run_sync(_reporting(PROGRESS.get(), acall(**kwargs)))
+            return self._run_sync(_with_hooks(CALL_HOOKS.get(), acall(**kwargs)))
 
         return _MCPTool(
             name=name,

@@ -35,6 +35,8 @@ class TerminalReview:
         return answers
 
     def _review(self, request: Any) -> dict[str, Any]:
+        if isinstance(request, Mapping) and isinstance(request.get("mcp_elicitation"), Mapping):
+            return self._answer(request["mcp_elicitation"])
         if not isinstance(request, Mapping) or "action_requests" not in request:
             raise CLIError(
                 f"the graph paused with a question this command cannot answer: {request!r}"
@@ -74,6 +76,33 @@ class TerminalReview:
                 f"answer later with --resume {self.thread_id}"
             ) from exc
 
+    def _answer(self, question: Mapping[str, Any]) -> dict[str, Any]:
+        """An MCP server's question during a call: the person fills in its fields."""
+        schema = question.get("requested_schema") or {}
+        fields = schema.get("properties") or {}
+        self.ui.note(f"{question.get('tool')} asks: {question.get('message')}")
+        try:
+            if self.ui.ask("answer? [y/n] ").strip().lower()[:1] != "y":
+                return {"action": "decline"}
+            content: dict[str, Any] = {}
+            for name, spec in fields.items():
+                kind = spec.get("type", "string")
+                while True:
+                    text = self.ui.ask(f"  {spec.get('title') or name} ({kind}): ").strip()
+                    if not text and name not in (schema.get("required") or []):
+                        break
+                    value = _field_value(text, kind)
+                    if value is not None:
+                        content[name] = value
+                        break
+                    self.ui.note(f"not a {kind}; try again")
+            return {"action": "accept", "content": content}
+        except EOFError as exc:
+            raise CLIError(
+                f"{question.get('tool')} asks a question and input has ended; the thread is "
+                f"saved: answer later with --resume {self.thread_id}"
+            ) from exc
+
     def _edited_args(self, current: Any) -> dict[str, Any] | None:
         text = self.ui.ask("new arguments as a JSON object (empty: keep them): ").strip()
         if not text:
@@ -87,3 +116,17 @@ class TerminalReview:
             self.ui.note("the arguments must be a JSON object; try again")
             return None
         return value
+
+
+def _field_value(text: str, kind: str) -> Any:
+    """A form field typed at the terminal, as its JSON type; ``None`` if it is not one."""
+    if kind == "boolean":
+        return {"y": True, "yes": True, "true": True, "n": False, "no": False, "false": False}.get(
+            text.lower()
+        )
+    if kind in ("integer", "number"):
+        try:
+            return int(text) if kind == "integer" else float(text)
+        except ValueError:
+            return None
+    return text

@@ -18,6 +18,7 @@ import struct
 import zlib
 
 from mcp.server.fastmcp import Context, Image
+from pydantic import BaseModel
 
 from fncall_graph.examples.weather_server import (
     get_cities,
@@ -79,6 +80,20 @@ async def forecast(city: str, days: int, ctx: Context) -> str:
     for day in range(1, days + 1):
         await ctx.report_progress(day, days, f"day {day}")
     return f"{city}: {days} 天晴"
+
+
+class Booking(BaseModel):
+    confirm: bool
+    nights: int = 1
+
+
+@mcp.tool()
+async def book_hotel(city: str, ctx: Context) -> str:
+    """预订酒店:先请用户确认并给出晚数"""
+    answer = await ctx.elicit(f"在{city}订酒店吗?", schema=Booking)
+    if answer.action == "accept" and answer.data.confirm:
+        return f"已在{city}预订 {answer.data.nights} 晚"
+    return f"未预订 ({answer.action})"
 
 
 if __name__ == "__main__":
