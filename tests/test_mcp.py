@@ -726,3 +726,35 @@ def test_a_servers_question_pauses_the_thread_until_a_person_answers(mode, answe
             done = asyncio.run(graph.ainvoke(Command(resume=answer), cfg))
     results = [m.content for m in done["messages"] if isinstance(m, ToolMessage)]
     assert results == [result]
+
+
+async def test_resource_tools_only_where_the_server_lists_resources() -> None:
+    server = Path(__file__).parent / "servers" / "tools_only_server.py"
+    config = {"mcpServers": {"plain": {"command": sys.executable, "args": [str(server)]}}}
+    async with MCPToolkit.from_config(config) as toolkit:
+        assert [t.name for t in toolkit.tools] == ["plain-echo"]
+    async with MCPToolkit.from_config(weather_stdio_config()) as toolkit:
+        assert "weather-list_resources" in [t.name for t in toolkit.tools]
+
+
+async def test_tools_that_run_only_as_tasks_are_left_out(caplog) -> None:
+    from mcp.types import ListToolsResult, Tool, ToolExecution
+
+    from fncall_graph.adapters.mcp.sessions import SessionProxy
+
+    def tool(name: str, support: str | None) -> Tool:
+        execution = ToolExecution(taskSupport=support) if support else None
+        return Tool(name=name, inputSchema={"type": "object"}, execution=execution)
+
+    class Listing:
+        name = "tasks"
+
+        async def request(self, what: str, op: Any) -> ListToolsResult:
+            return ListToolsResult(
+                tools=[tool("now", None), tool("maybe", "optional"), tool("later", "required")]
+            )
+
+    caplog.set_level(logging.INFO)
+    listed = await SessionProxy(Listing()).list_tools()  # type: ignore[arg-type]
+    assert [t.name for t in listed.tools] == ["now", "maybe"]
+    assert "'later' runs only as a task" in caplog.text

@@ -323,9 +323,19 @@ class SessionProxy:
         self._server = server
 
     async def list_tools(self, cursor: str | None = None, **kwargs: Any) -> Any:
-        return await self._server.request(
+        listed = await self._server.request(
             "tools/list", lambda s: s.list_tools(cursor=cursor, **kwargs)
         )
+        callable_tools = [t for t in listed.tools if not _task_only(t)]
+        for tool in listed.tools:
+            if _task_only(tool):
+                logger.info(
+                    "MCP server %r: tool %r runs only as a task, which this client does not "
+                    "support; left out",
+                    self._server.name,
+                    tool.name,
+                )
+        return listed.model_copy(update={"tools": callable_tools})
 
     async def call_tool(
         self, name: str, arguments: dict[str, Any] | None = None, **kwargs: Any
@@ -389,6 +399,11 @@ async def log_server_message(params: Any, context: CallbackContext) -> None:
     logging.getLogger(f"fncall_graph.mcp.{context.server_name}").log(
         _LEVELS.get(str(params.level), logging.INFO), "%s", text
     )
+
+
+def _task_only(tool: Any) -> bool:
+    execution = getattr(tool, "execution", None)
+    return getattr(execution, "taskSupport", None) == "required"
 
 
 async def paginate(fetch: Callable[[str | None], Awaitable[Any]], field: str) -> list[Any]:

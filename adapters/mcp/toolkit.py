@@ -268,6 +268,9 @@ class MCPToolkit:
     descriptions. Use it as an async context manager, or from sync code with
     `with` / `start_sync()` + `close()`.
 
+    Tools a server offers only as tasks (`execution.taskSupport: "required"`), which
+    this client cannot run, are left out with a log line.
+
     Tool results (`response_format="content_and_artifact"`):
 
     - content: the text parts joined with `"\\n\\n"`, plus a short
@@ -288,7 +291,7 @@ class MCPToolkit:
     - a server that cannot start raises `MCPServerError` from `__aenter__` /
       `start_sync()`, naming the server and the cause; the others are closed.
 
-    Resources: for every server that declares the resources capability (and
+    Resources: for every server that lists resources or resource templates (and
     `include_resources=True`), two more tools: `server-list_resources` (resources
     and resource templates, as JSON) and `server-read_resource(uri)` (text
     contents as text; binary contents as a `[file: mime, size]` line with the
@@ -656,6 +659,7 @@ class MCPToolkit:
             self.include_resources
             and link is not None
             and link.init.capabilities.resources is not None
+            and await self._lists_resources(server)
         ):
             taken = {t.name for t in tools}
             for tool in self._resource_tools(server):
@@ -666,6 +670,25 @@ class MCPToolkit:
                     continue
                 tools.append(tool)
         return tools
+
+    async def _lists_resources(self, server: Server) -> bool:
+        """Whether a server that declares resources lists any (or any template): the
+        resource tools of one that lists none could only ever answer "none"."""
+
+        async def op(session: ClientSession) -> bool:
+            if (await session.list_resources()).resources:
+                return True
+            try:
+                return bool((await session.list_resource_templates()).resourceTemplates)
+            except McpError:  # templates are optional for a server
+                return False
+
+        if await server.request("resources/list", op):
+            return True
+        logger.info(
+            "MCP server %r declares resources but lists none: no resource tools", server.name
+        )
+        return False
 
     def _wrap(self, server: Server, inner: BaseTool) -> StructuredTool:
         assert isinstance(inner, StructuredTool) and inner.coroutine is not None

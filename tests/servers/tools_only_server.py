@@ -1,0 +1,17 @@
+"""A FastMCP server with one tool and nothing else (FastMCP still declares resources)."""
+
+from __future__ import annotations
+
+from mcp.server.fastmcp import FastMCP
+
+mcp = FastMCP(name="plain")
+
+
+@mcp.tool()
+def echo(text: str) -> str:
+    """Echo the text."""
+    return text
+
+
+if __name__ == "__main__":
+    mcp.run("stdio")
