@@ -493,6 +493,7 @@ async def test_weather_over_streamable_http(weather_http: str) -> None:
             "weather-slow_weather",
             "weather-forecast",
             "weather-book_hotel",
+            "weather-summarize",
             "weather-list_resources",
             "weather-read_resource",
         ]
@@ -758,3 +759,30 @@ async def test_tools_that_run_only_as_tasks_are_left_out(caplog) -> None:
     listed = await SessionProxy(Listing()).list_tools()  # type: ignore[arg-type]
     assert [t.name for t in listed.tools] == ["now", "maybe"]
     assert "'later' runs only as a task" in caplog.text
+
+
+def test_sampling_is_answered_by_the_clients_model_only_where_allowed(caplog) -> None:
+    from fncall_graph.adapters.mcp import MCPConfigError
+    from fncall_graph.testing import ReplayChatModel
+
+    allowed = weather_stdio_config(sampling={"allow": True, "max_tokens": 64})
+    model = ReplayChatModel(["北京今天晴"])
+    caplog.set_level(logging.INFO, logger="fncall_graph.mcp")
+    with MCPToolkit.from_config(allowed, sampling_model=model) as toolkit:
+        result = toolkit.get_tool("weather-summarize").invoke(
+            call("weather-summarize", {"text": "北京:晴天,温度 22°C"})
+        )
+    assert result.content.startswith("摘要: 北京今天晴 (") and "endTurn" in result.content
+    [prompt] = model.inputs
+    assert [m.type for m in prompt] == ["system", "human"]
+    assert prompt[0].content == "用一句话总结" and "22°C" in prompt[1].content
+    assert "sampled the client's model" in caplog.text and "max 64 tokens" in caplog.text
+
+    # not allowed (the default): the server is told the client does not sample
+    with MCPToolkit.from_config(weather_stdio_config(), sampling_model=model) as toolkit:
+        refused = toolkit.get_tool("weather-summarize").invoke(
+            call("weather-summarize", {"text": "x"})
+        )
+    assert refused.status == "error" and "ampling" in refused.content
+    with pytest.raises(MCPConfigError, match="sampling: allows sampling, but the toolkit has no"):
+        MCPToolkit.from_config(allowed)

@@ -309,3 +309,43 @@ def parse_mcp_config(config: ConfigSource) -> dict[str, Connection]:
             raise MCPConfigError(where, f"must be an object, got {type(spec).__name__}")
         out[name] = parse(spec, where)  # type: ignore[assignment]
     return out
+
+
+class SamplingSettings(BaseModel):
+    """May a server have the client's model write for it (MCP sampling), and how much.
+
+    In an ``mcpServers`` entry: ``"sampling": {"allow": true, "max_tokens": 512}``.
+    """
+
+    model_config = ConfigDict(strict=True, extra="forbid")
+
+    allow: bool = False
+    max_tokens: int = Field(default=1024, gt=0)
+
+
+def sampling_settings(config: ConfigSource) -> dict[str, SamplingSettings]:
+    """The ``sampling`` settings of an ``mcpServers`` config's servers (none: not allowed).
+
+    Raises:
+        MCPConfigError: a ``sampling`` entry that is not ``{"allow": bool, "max_tokens": int}``.
+    """
+    data = _load_config(config)
+    if isinstance(data, list):
+        servers: dict[str, Any] = {}
+        for item in data:
+            if isinstance(item, Mapping) and isinstance(item.get("mcpServers"), Mapping):
+                servers.update(item["mcpServers"])
+    elif isinstance(data, Mapping) and isinstance(data.get("mcpServers"), Mapping):
+        servers = dict(data["mcpServers"])
+    else:
+        return {}
+    out: dict[str, SamplingSettings] = {}
+    for name, spec in servers.items():
+        if isinstance(spec, Mapping) and spec.get("sampling") is not None:
+            where = f"mcpServers.{name}.sampling"
+            if not isinstance(spec["sampling"], Mapping):
+                raise MCPConfigError(
+                    where, 'must be an object like {"allow": true, "max_tokens": 512}'
+                )
+            out[name] = _checked(SamplingSettings, spec["sampling"], where)
+    return out

@@ -126,8 +126,10 @@ class Server:
         *,
         call_timeout: float | None,
         startup_timeout: float,
+        sample: Callable[..., Awaitable[Any]] | None = None,
     ) -> None:
         self.name = name
+        self.sample = sample  # answers the server's sampling requests, if allowed
         self.active: list[CallHooks] = []  # hooks of the calls running now
         self.connection = connection
         self.call_timeout = call_timeout
@@ -182,7 +184,11 @@ class Server:
         """The owner task: open the session, hand it out, close it when told."""
         link: Link | None = None
         try:
-            async with create_session(self.connection, mcp_callbacks=self._callbacks()) as session:
+            connection: Any = dict(self.connection)
+            if self.sample is not None:
+                kwargs = dict(connection.get("session_kwargs") or {})
+                connection["session_kwargs"] = {**kwargs, "sampling_callback": self.sample}
+            async with create_session(connection, mcp_callbacks=self._callbacks()) as session:
                 init = await session.initialize()
                 link = Link(session, init, asyncio.current_task(), asyncio.Event())  # type: ignore[arg-type]
                 ready.set_result(link)

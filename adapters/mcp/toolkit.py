@@ -55,6 +55,7 @@ from types import TracebackType
 from typing import Any, Self, TypedDict, TypeVar
 
 import pydantic
+from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, HumanMessage
 from langchain_core.messages.content import create_file_block, create_image_block
 from langchain_core.tools import BaseTool, StructuredTool, ToolException
@@ -73,8 +74,9 @@ from mcp.types import (
 )
 
 from ..formats.schema import clean_schema
-from .config import ConfigSource, parse_mcp_config
+from .config import ConfigSource, SamplingSettings, parse_mcp_config, sampling_settings
 from .errors import MCPConfigError, MCPServerError
+from .sampling import sampler
 from .sessions import CALL_HOOKS, CallHooks, Server, SessionProxy, paginate
 
 logger = logging.getLogger(__name__)
@@ -317,6 +319,11 @@ class MCPToolkit:
         call_timeout: seconds a single call may take; `None` waits for ever.
         include_resources: add the `list_resources` / `read_resource` tools.
         startup_timeout: seconds a server may take to start and initialize.
+        sampling_model: the chat model (or model spec) that answers servers' sampling
+            requests; only servers whose config allows sampling may ask
+            (`"sampling": {"allow": true, "max_tokens": 512}`), and each answer is logged.
+        sampling: per server, `SamplingSettings` (`from_config` reads them from the
+            config's `sampling` entries).
     """
 
     def __init__(
@@ -327,6 +334,8 @@ class MCPToolkit:
         call_timeout: float | None = None,
         include_resources: bool = True,
         startup_timeout: float = 30.0,
+        sampling_model: BaseChatModel | str | None = None,
+        sampling: Mapping[str, SamplingSettings] | None = None,
     ) -> None:
         if not isinstance(separator, str) or not separator:
             raise MCPConfigError("separator", "must be a non-empty string")
@@ -340,7 +349,13 @@ class MCPToolkit:
         self.call_timeout = call_timeout
         self.include_resources = include_resources
         self._servers = {
-            name: Server(name, conn, call_timeout=call_timeout, startup_timeout=startup_timeout)
+            name: Server(
+                name,
+                conn,
+                call_timeout=call_timeout,
+                startup_timeout=startup_timeout,
+                sample=self._sampler(name, sampling_model, (sampling or {}).get(name)),
+            )
             for name, conn in self._connections.items()
         }
         self._tools: dict[str, list[BaseTool]] | None = None
@@ -348,6 +363,23 @@ class MCPToolkit:
         self._loop: asyncio.AbstractEventLoop | None = None
         self._thread: threading.Thread | None = None
         self._state = "new"
+
+    @staticmethod
+    def _sampler(
+        server: str, model: BaseChatModel | str | None, settings: SamplingSettings | None
+    ) -> Any:
+        if settings is None or not settings.allow:
+            return None  # the capability is not announced
+        if model is None:
+            raise MCPConfigError(
+                f"mcpServers.{server}.sampling",
+                "allows sampling, but the toolkit has no sampling_model to answer with",
+            )
+        if isinstance(model, str):
+            from ..models import resolve_model
+
+            model = resolve_model(model)
+        return sampler(server, model, settings)
 
     @classmethod
     def from_config(
@@ -358,6 +390,7 @@ class MCPToolkit:
         call_timeout: float | None = None,
         include_resources: bool = True,
         startup_timeout: float = 30.0,
+        sampling_model: BaseChatModel | str | None = None,
     ) -> MCPToolkit:
         """Build a toolkit from an `mcpServers` config (file path or dict).
 
@@ -377,6 +410,8 @@ class MCPToolkit:
             call_timeout=call_timeout,
             include_resources=include_resources,
             startup_timeout=startup_timeout,
+            sampling_model=sampling_model,
+            sampling=sampling_settings(config),
         )
 
     # -- introspection

@@ -18,6 +18,7 @@ import struct
 import zlib
 
 from mcp.server.fastmcp import Context, Image
+from mcp.types import SamplingMessage, TextContent
 from pydantic import BaseModel
 
 from fncall_graph.examples.weather_server import (
@@ -94,6 +95,17 @@ async def book_hotel(city: str, ctx: Context) -> str:
     if answer.action == "accept" and answer.data.confirm:
         return f"已在{city}预订 {answer.data.nights} 晚"
     return f"未预订 ({answer.action})"
+
+
+@mcp.tool()
+async def summarize(text: str, ctx: Context) -> str:
+    """请客户端的模型把一段文字总结成一句话"""
+    result = await ctx.session.create_message(
+        messages=[SamplingMessage(role="user", content=TextContent(type="text", text=text))],
+        max_tokens=2000,
+        system_prompt="用一句话总结",
+    )
+    return f"摘要: {result.content.text} ({result.model}, {result.stopReason})"
 
 
 if __name__ == "__main__":
