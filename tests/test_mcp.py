@@ -494,6 +494,7 @@ async def test_weather_over_streamable_http(weather_http: str) -> None:
             "weather-forecast",
             "weather-book_hotel",
             "weather-summarize",
+            "weather-visible_roots",
             "weather-list_resources",
             "weather-read_resource",
         ]
@@ -786,3 +787,26 @@ def test_sampling_is_answered_by_the_clients_model_only_where_allowed(caplog) ->
     assert refused.status == "error" and "ampling" in refused.content
     with pytest.raises(MCPConfigError, match="sampling: allows sampling, but the toolkit has no"):
         MCPToolkit.from_config(allowed)
+
+
+def test_roots_are_offered_only_as_configured(tmp_path: Path) -> None:
+    config = weather_stdio_config(
+        roots=[str(tmp_path), {"uri": "file:///srv/data", "name": "data"}]
+    )
+    with MCPToolkit.from_config(config) as toolkit:
+        shown = toolkit.get_tool("weather-visible_roots").invoke(call("weather-visible_roots", {}))
+    assert shown.content.splitlines() == [tmp_path.resolve().as_uri(), "data file:///srv/data"]
+    with MCPToolkit.from_config(weather_stdio_config()) as toolkit:
+        refused = toolkit.get_tool("weather-visible_roots").invoke(
+            call("weather-visible_roots", {})
+        )
+    assert refused.status == "error"
+
+
+def test_bad_roots_and_sampling_entries_name_the_field() -> None:
+    from fncall_graph.adapters.mcp import MCPConfigError
+
+    with pytest.raises(MCPConfigError, match=r"mcpServers.weather.roots\[0\]"):
+        MCPToolkit.from_config(weather_stdio_config(roots=[3]))
+    with pytest.raises(MCPConfigError, match=r"mcpServers\.weather\.sampling"):
+        MCPToolkit.from_config(weather_stdio_config(sampling={"allow": "yes"}))

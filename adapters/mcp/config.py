@@ -323,29 +323,68 @@ class SamplingSettings(BaseModel):
     max_tokens: int = Field(default=1024, gt=0)
 
 
+def _server_entries(config: ConfigSource) -> dict[str, Any]:
+    """The raw entries of an ``mcpServers`` config (``{}`` for adapters-format configs)."""
+    data = _load_config(config)
+    servers: dict[str, Any] = {}
+    if isinstance(data, list):
+        for item in data:
+            if isinstance(item, Mapping) and isinstance(item.get("mcpServers"), Mapping):
+                servers.update(item["mcpServers"])
+    elif isinstance(data, Mapping) and isinstance(data.get("mcpServers"), Mapping):
+        servers = dict(data["mcpServers"])
+    return {k: v for k, v in servers.items() if isinstance(v, Mapping)}
+
+
 def sampling_settings(config: ConfigSource) -> dict[str, SamplingSettings]:
     """The ``sampling`` settings of an ``mcpServers`` config's servers (none: not allowed).
 
     Raises:
         MCPConfigError: a ``sampling`` entry that is not ``{"allow": bool, "max_tokens": int}``.
     """
-    data = _load_config(config)
-    if isinstance(data, list):
-        servers: dict[str, Any] = {}
-        for item in data:
-            if isinstance(item, Mapping) and isinstance(item.get("mcpServers"), Mapping):
-                servers.update(item["mcpServers"])
-    elif isinstance(data, Mapping) and isinstance(data.get("mcpServers"), Mapping):
-        servers = dict(data["mcpServers"])
-    else:
-        return {}
     out: dict[str, SamplingSettings] = {}
-    for name, spec in servers.items():
-        if isinstance(spec, Mapping) and spec.get("sampling") is not None:
+    for name, spec in _server_entries(config).items():
+        if spec.get("sampling") is not None:
             where = f"mcpServers.{name}.sampling"
             if not isinstance(spec["sampling"], Mapping):
                 raise MCPConfigError(
                     where, 'must be an object like {"allow": true, "max_tokens": 512}'
                 )
             out[name] = _checked(SamplingSettings, spec["sampling"], where)
+    return out
+
+
+def root_settings(config: ConfigSource) -> dict[str, list[dict[str, str]]]:
+    """The ``roots`` each server of an ``mcpServers`` config may see (none by default).
+
+    An entry is a list of ``file://`` URIs or paths, or ``{"uri": ..., "name": ...}``;
+    paths become ``file://`` URIs.
+
+    Raises:
+        MCPConfigError: a ``roots`` entry that is not such a list.
+    """
+    out: dict[str, list[dict[str, str]]] = {}
+    for name, spec in _server_entries(config).items():
+        roots = spec.get("roots")
+        if roots is None:
+            continue
+        where = f"mcpServers.{name}.roots"
+        if not isinstance(roots, list):
+            raise MCPConfigError(where, "must be a list of file:// URIs or paths")
+        checked: list[dict[str, str]] = []
+        for i, root in enumerate(roots):
+            entry = {"uri": root} if isinstance(root, str) else root
+            uri = entry.get("uri") if isinstance(entry, Mapping) else None
+            if not isinstance(uri, str) or not uri:
+                raise MCPConfigError(
+                    f"{where}[{i}]", 'must be a URI, a path or {"uri": ..., "name": ...}'
+                )
+            uri = _expand(uri, f"{where}[{i}]")
+            if "://" not in uri:
+                uri = Path(uri).expanduser().resolve().as_uri()
+            item = {"uri": uri}
+            if isinstance(entry.get("name"), str):
+                item["name"] = entry["name"]
+            checked.append(item)
+        out[name] = checked
     return out

@@ -29,6 +29,8 @@ from mcp.types import (
     ElicitRequestParams,
     ElicitResult,
     InitializeResult,
+    ListRootsResult,
+    Root,
 )
 
 from .errors import Disconnected, MCPServerError, MCPToolTimeoutError
@@ -127,9 +129,11 @@ class Server:
         call_timeout: float | None,
         startup_timeout: float,
         sample: Callable[..., Awaitable[Any]] | None = None,
+        roots: list[dict[str, str]] | None = None,
     ) -> None:
         self.name = name
         self.sample = sample  # answers the server's sampling requests, if allowed
+        self.roots = roots  # what the server may see, if anything
         self.active: list[CallHooks] = []  # hooks of the calls running now
         self.connection = connection
         self.call_timeout = call_timeout
@@ -173,6 +177,9 @@ class Server:
             on_logging_message=log_server_message, on_elicitation=self._elicit
         ).to_mcp_format(context=CallbackContext(server_name=self.name))
 
+    async def _list_roots(self, context: Any) -> ListRootsResult:
+        return ListRootsResult(roots=[Root(**r) for r in self.roots or ()])  # type: ignore[arg-type]
+
     async def _elicit(self, mcp_context: Any, params: ElicitRequestParams, context: Any) -> Any:
         # MCP does not say which running call a request belongs to: the latest one
         hooks = next((h for h in reversed(self.active) if h.elicit is not None), None)
@@ -185,9 +192,14 @@ class Server:
         link: Link | None = None
         try:
             connection: Any = dict(self.connection)
+            extra: dict[str, Any] = {}
             if self.sample is not None:
+                extra["sampling_callback"] = self.sample
+            if self.roots is not None:
+                extra["list_roots_callback"] = self._list_roots
+            if extra:
                 kwargs = dict(connection.get("session_kwargs") or {})
-                connection["session_kwargs"] = {**kwargs, "sampling_callback": self.sample}
+                connection["session_kwargs"] = {**kwargs, **extra}
             async with create_session(connection, mcp_callbacks=self._callbacks()) as session:
                 init = await session.initialize()
                 link = Link(session, init, asyncio.current_task(), asyncio.Event())  # type: ignore[arg-type]

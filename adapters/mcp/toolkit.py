@@ -74,7 +74,13 @@ from mcp.types import (
 )
 
 from ..formats.schema import clean_schema
-from .config import ConfigSource, SamplingSettings, parse_mcp_config, sampling_settings
+from .config import (
+    ConfigSource,
+    SamplingSettings,
+    parse_mcp_config,
+    root_settings,
+    sampling_settings,
+)
 from .errors import MCPConfigError, MCPServerError
 from .sampling import sampler
 from .sessions import CALL_HOOKS, CallHooks, Server, SessionProxy, paginate
@@ -324,6 +330,9 @@ class MCPToolkit:
             (`"sampling": {"allow": true, "max_tokens": 512}`), and each answer is logged.
         sampling: per server, `SamplingSettings` (`from_config` reads them from the
             config's `sampling` entries).
+        roots: per server, the roots it may see (`[{"uri": "file:///...", "name": ...}]`;
+            `from_config` reads the config's `roots` entries); a server without any is
+            not offered roots.
     """
 
     def __init__(
@@ -336,6 +345,7 @@ class MCPToolkit:
         startup_timeout: float = 30.0,
         sampling_model: BaseChatModel | str | None = None,
         sampling: Mapping[str, SamplingSettings] | None = None,
+        roots: Mapping[str, list[dict[str, str]]] | None = None,
     ) -> None:
         if not isinstance(separator, str) or not separator:
             raise MCPConfigError("separator", "must be a non-empty string")
@@ -355,6 +365,7 @@ class MCPToolkit:
                 call_timeout=call_timeout,
                 startup_timeout=startup_timeout,
                 sample=self._sampler(name, sampling_model, (sampling or {}).get(name)),
+                roots=(roots or {}).get(name),
             )
             for name, conn in self._connections.items()
         }
@@ -412,6 +423,7 @@ class MCPToolkit:
             startup_timeout=startup_timeout,
             sampling_model=sampling_model,
             sampling=sampling_settings(config),
+            roots=root_settings(config),
         )
 
     # -- introspection

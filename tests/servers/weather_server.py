@@ -108,5 +108,12 @@ async def summarize(text: str, ctx: Context) -> str:
     return f"摘要: {result.content.text} ({result.model}, {result.stopReason})"
 
 
+@mcp.tool()
+async def visible_roots(ctx: Context) -> str:
+    """列出客户端允许本服务器看到的根目录"""
+    listed = await ctx.session.list_roots()
+    return "\n".join(f"{r.name or ''} {r.uri}".strip() for r in listed.roots) or "(none)"
+
+
 if __name__ == "__main__":
     main()
