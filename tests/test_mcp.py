@@ -495,6 +495,7 @@ async def test_weather_over_streamable_http(weather_http: str) -> None:
             "weather-book_hotel",
             "weather-summarize",
             "weather-visible_roots",
+            "weather-weather_pack",
             "weather-list_resources",
             "weather-read_resource",
         ]
@@ -810,3 +811,25 @@ def test_bad_roots_and_sampling_entries_name_the_field() -> None:
         MCPToolkit.from_config(weather_stdio_config(roots=[3]))
     with pytest.raises(MCPConfigError, match=r"mcpServers\.weather\.sampling"):
         MCPToolkit.from_config(weather_stdio_config(sampling={"allow": "yes"}))
+
+
+async def test_results_keep_the_servers_order_audience_and_resource_names() -> None:
+    async with MCPToolkit.from_config(weather_stdio_config()) as toolkit:
+        message = await toolkit.get_tool("weather-weather_pack").ainvoke(
+            call("weather-weather_pack", {"city": "北京"})
+        )
+    assert message.content.split("\n\n") == [
+        "[image: image/png, 73 bytes]",
+        "北京: 晴",
+        "[resource resource://北京/weather]\n22°C",
+        "[link: cities resource://cities]",
+        "[audio: audio/wav, 8 bytes]",
+    ]
+    assert "只给用户看" not in message.content
+    artifact = message.artifact
+    assert artifact["for_user"] == [{"type": "text", "text": "只给用户看"}]
+    assert [b["type"] for b in artifact["content"]] == ["image", "file", "audio"]
+    assert [(r["uri"], r["name"]) for r in artifact["resource_refs"]] == [
+        ("resource://%E5%8C%97%E4%BA%AC/weather", None),
+        ("resource://cities", "cities"),
+    ]

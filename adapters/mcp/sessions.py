@@ -31,6 +31,7 @@ from mcp.types import (
     InitializeResult,
     ListRootsResult,
     Root,
+    TextContent,
 )
 
 from .errors import Disconnected, MCPServerError, MCPToolTimeoutError
@@ -360,9 +361,10 @@ class SessionProxy:
     ) -> Any:
         hooks = CALL_HOOKS.get()
         if hooks is None:
-            return await self._server.request(
+            result = await self._server.request(
                 f"tool {name!r}", lambda s: s.call_tool(name, arguments, **kwargs)
             )
+            return _kept(result)
         kwargs["progress_callback"] = hooks.progress
         self._server.active.append(hooks)
         try:
@@ -373,7 +375,29 @@ class SessionProxy:
             self._server.active.remove(hooks)
         if hooks.paused is not None:  # the server asked the person; the thread pauses
             raise hooks.paused
+        return _kept(result)
+
+
+def _kept(result: Any) -> Any:
+    """Keep the server's own result for the toolkit; hand langchain-mcp-adapters one it
+    can convert (it has no conversion for audio yet)."""
+    raw = RAW_RESULTS.get()
+    if raw is not None:
+        raw.append(result)
+    content = getattr(result, "content", None) or []
+    if not any(getattr(b, "type", "") == "audio" for b in content):
         return result
+    converted = [
+        TextContent(type="text", text=f"[audio: {b.mimeType}]") if b.type == "audio" else b
+        for b in content
+    ]
+    return result.model_copy(update={"content": converted})
+
+
+#: Where the toolkit collects the raw results of the tool call running in this task.
+RAW_RESULTS: contextvars.ContextVar[list[Any] | None] = contextvars.ContextVar(
+    "fncall_mcp_raw_results", default=None
+)
 
 
 @dataclass

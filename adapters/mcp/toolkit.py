@@ -53,6 +53,7 @@ from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from types import TracebackType
 from typing import Any, Self, TypedDict, TypeVar
+from urllib.parse import unquote
 
 import pydantic
 from langchain_core.language_models import BaseChatModel
@@ -83,7 +84,7 @@ from .config import (
 )
 from .errors import MCPConfigError, MCPServerError
 from .sampling import sampler
-from .sessions import CALL_HOOKS, CallHooks, Server, SessionProxy, paginate
+from .sessions import CALL_HOOKS, RAW_RESULTS, CallHooks, Server, SessionProxy, paginate
 
 logger = logging.getLogger(__name__)
 
@@ -96,14 +97,20 @@ class MCPArtifact(TypedDict, total=False):
     """The artifact of a tool result (`ToolMessage.artifact`).
 
     Attributes:
-        content: non-text parts as LangChain content blocks
-            (`{"type": "image", "base64": ..., "mime_type": ...}`, `"file"` blocks).
+        content: non-text parts as LangChain content blocks, in the server's order
+            (`{"type": "image", "base64": ..., "mime_type": ...}`, `"audio"`, `"file"`).
         structured_content: the MCP result's `structuredContent`, when present.
+        for_user: parts the server addressed to the person only
+            (`annotations.audience == ["user"]`): kept here, not shown to the model.
+        resource_refs: the embedded resources and resource links of the result
+            (`{"uri", "name", "mime_type"}`).
         resources: for `list_resources`, the listed resources and templates.
     """
 
     content: list[dict[str, Any]]
     structured_content: dict[str, Any]
+    for_user: list[dict[str, Any]]
+    resource_refs: list[dict[str, Any]]
     resources: dict[str, Any]
 
 
@@ -133,6 +140,66 @@ def _to_content_and_artifact(
         artifact["content"] = others
     if structured is not None:
         artifact["structured_content"] = dict(structured)
+    return content, (artifact or None)
+
+
+def _block_and_text(block: Any) -> tuple[dict[str, Any], str]:
+    """An MCP content block as a LangChain block, and the text that stands for it."""
+    kind = getattr(block, "type", "")
+    if kind == "text":
+        return {"type": "text", "text": block.text}, block.text
+    if kind in ("image", "audio"):
+        lc = {"type": kind, "base64": block.data, "mime_type": block.mimeType}
+        return lc, _describe_block(lc)
+    if kind == "resource_link":
+        lc = {"type": "file", "url": str(block.uri), "mime_type": block.mimeType}
+        return lc, f"[link: {block.name} {unquote(str(block.uri))}]"
+    if kind == "resource":
+        res = block.resource
+        if getattr(res, "text", None) is not None:
+            return {
+                "type": "text",
+                "text": res.text,
+            }, f"[resource {unquote(str(res.uri))}]\n{res.text}"
+        lc = {"type": "file", "base64": res.blob, "mime_type": res.mimeType, "url": str(res.uri)}
+        mime = res.mimeType or "application/octet-stream"
+        return lc, f"[file: {unquote(str(res.uri))}, {mime}, {_b64_size(res.blob)} bytes]"
+    return {"type": "text", "text": str(block)}, f"[{kind or 'unknown'} content]"
+
+
+def result_for_model(result: Any) -> tuple[str, MCPArtifact | None]:
+    """A tool's MCP result as the model's text and the message's artifact.
+
+    The text follows the server's order of parts; a part for the person only
+    (``audience: ["user"]``) stays out of it and goes to ``artifact["for_user"]``;
+    non-text parts are described in the text and kept whole in ``artifact["content"]``;
+    embedded resources and links keep their uri and name.
+    """
+    texts: list[str] = []
+    artifact: MCPArtifact = {}
+    for block in result.content:
+        lc, text = _block_and_text(block)
+        annotations = getattr(block, "annotations", None)
+        audience = getattr(annotations, "audience", None) if annotations else None
+        if audience is not None and "assistant" not in audience:
+            artifact.setdefault("for_user", []).append(lc)
+            continue
+        texts.append(text)
+        if lc["type"] != "text":
+            artifact.setdefault("content", []).append(lc)
+        if block.type in ("resource", "resource_link"):
+            res = block.resource if block.type == "resource" else block
+            ref = {
+                "uri": str(res.uri),
+                "name": getattr(res, "name", None),
+                "mime_type": res.mimeType,
+            }
+            artifact.setdefault("resource_refs", []).append(ref)
+    if result.structuredContent is not None:
+        artifact["structured_content"] = dict(result.structuredContent)
+    content = "\n\n".join(texts)
+    if not content and artifact.get("for_user"):
+        content = "[the result is addressed to the user; it was shown to them, not to you]"
     return content, (artifact or None)
 
 
@@ -743,7 +810,15 @@ class MCPToolkit:
         raw_schema = inner.args_schema if isinstance(inner.args_schema, dict) else {}
 
         async def acall(**kwargs: Any) -> tuple[str, MCPArtifact | None]:
-            blocks, artifact = await coroutine(**kwargs)
+            # the server's own result, as it came: order, annotations, resource names
+            raw: list[Any] = []
+            token = RAW_RESULTS.set(raw)
+            try:
+                blocks, artifact = await coroutine(**kwargs)
+            finally:
+                RAW_RESULTS.reset(token)
+            if raw:
+                return result_for_model(raw[-1])
             structured = artifact.get("structured_content") if artifact else None
             return _to_content_and_artifact(blocks, structured)
 

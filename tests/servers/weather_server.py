@@ -18,7 +18,16 @@ import struct
 import zlib
 
 from mcp.server.fastmcp import Context, Image
-from mcp.types import SamplingMessage, TextContent
+from mcp.types import (
+    Annotations,
+    AudioContent,
+    EmbeddedResource,
+    ImageContent,
+    ResourceLink,
+    SamplingMessage,
+    TextContent,
+    TextResourceContents,
+)
 from pydantic import BaseModel
 
 from fncall_graph.examples.weather_server import (
@@ -113,6 +122,29 @@ async def visible_roots(ctx: Context) -> str:
     """列出客户端允许本服务器看到的根目录"""
     listed = await ctx.session.list_roots()
     return "\n".join(f"{r.name or ''} {r.uri}".strip() for r in listed.roots) or "(none)"
+
+
+@mcp.tool()
+def weather_pack(city: str) -> list:
+    """一次返回多种内容:图、给用户的话、文字、嵌入资源、链接、声音"""
+    import base64
+
+    png = base64.b64encode(make_png()).decode()
+    return [
+        ImageContent(type="image", data=png, mimeType="image/png"),
+        TextContent(type="text", text="只给用户看", annotations=Annotations(audience=["user"])),
+        TextContent(type="text", text=f"{city}: 晴"),
+        EmbeddedResource(
+            type="resource",
+            resource=TextResourceContents(
+                uri=f"resource://{city}/weather", mimeType="text/plain", text="22°C"
+            ),
+        ),
+        ResourceLink(type="resource_link", uri="resource://cities", name="cities"),
+        AudioContent(
+            type="audio", data=base64.b64encode(b"RIFF0000").decode(), mimeType="audio/wav"
+        ),
+    ]
 
 
 if __name__ == "__main__":
