@@ -54,7 +54,17 @@ format: install-test
 	$(VENV)/bin/ruff check --fix .
 	$(VENV)/bin/ruff format .
 
-test: install-test
+# MCP reference servers from npm, for the tests (node is on the machine)
+EVERYTHING_VERSION := 2026.8.31
+MCP_SERVERS := .mcp-servers
+EVERYTHING := $(MCP_SERVERS)/node_modules/.bin/mcp-server-everything
+
+$(EVERYTHING):
+	@echo "==> MCP reference servers from npm: @modelcontextprotocol/server-everything $(EVERYTHING_VERSION)"
+	npm install --no-audit --no-fund --loglevel=error --prefix $(MCP_SERVERS) \
+		'@modelcontextprotocol/server-everything@$(EVERYTHING_VERSION)'
+
+test: install-test $(EVERYTHING)
 	@echo "==> system packages the tests need (PostgreSQL server binaries)"
 	bash scripts/system-deps.sh
 	@echo "==> ruff"

@@ -10,6 +10,10 @@ mcp-server-sqlite over stdio on the database-assistant example's database, `list
 For reference it also times the adapters' tool bound to the open raw session
 (`load_mcp_tools(session)`): the cost of LangChain's `BaseTool.ainvoke` itself.
 
+Then the same raw/product comparison on the MCP reference server
+`@modelcontextprotocol/server-everything` (`echo`, node over stdio; installed by
+`make test` into .mcp-servers/, skipped with a note when missing).
+
 Prints the medians and the ratios product/raw (goal <= 1.2) and
 adapters/product (goal >= 100). Nothing is asserted.
 
@@ -103,6 +107,45 @@ async def main(iterations: int, adapter_iterations: int) -> None:
     )
     print(f"  product / raw      = {product / raw:7.2f}   (goal <= 1.2)")
     print(f"  adapters / product = {adapters / product:7.1f}   (goal >= 100)")
+    await everything_echo(iterations)
+
+
+EVERYTHING = (
+    Path(__file__).resolve().parent.parent / ".mcp-servers/node_modules/.bin/mcp-server-everything"
+)
+
+
+async def everything_echo(iterations: int) -> None:
+    if not EVERYTHING.exists():
+        print(f"\nserver-everything skipped: {EVERYTHING} is missing (make test installs it)")
+        return
+    params = StdioServerParameters(command=str(EVERYTHING), args=["stdio"])
+    config = {"mcpServers": {"everything": {"command": str(EVERYTHING), "args": ["stdio"]}}}
+    async with (
+        stdio_client(params) as (read, write),
+        ClientSession(read, write) as session,
+        MCPToolkit.from_config(config) as toolkit,
+    ):
+        await session.initialize()
+        tool = toolkit.get_tool("everything-echo")
+        [bound] = [t for t in await load_mcp_tools(session) if t.name == "echo"]
+        times = await median_latencies(
+            {
+                "raw": lambda: session.call_tool("echo", {"message": "hi"}),
+                "product": lambda: tool.ainvoke({"message": "hi"}),
+                "bound": lambda: bound.ainvoke({"message": "hi"}),
+            },
+            iterations,
+        )
+    raw, product, bound_latency = times["raw"], times["product"], times["bound"]
+    print("\n@modelcontextprotocol/server-everything over stdio, echo, median per call")
+    print(f"  (a) raw mcp.ClientSession.call_tool     {raw * 1e3:9.3f} ms  (n={iterations})")
+    print(f"  (b) fncall-graph MCPToolkit tool        {product * 1e3:9.3f} ms  (n={iterations})")
+    print(
+        f"  (-) adapters tool on the open session   {bound_latency * 1e3:9.3f} ms  (n={iterations})"
+    )
+    print(f"  product / raw      = {product / raw:7.2f}   (goal <= 1.2)")
+    print(f"  product / adapters tool on the session = {product / bound_latency:7.2f}")
 
 
 if __name__ == "__main__":

@@ -496,6 +496,7 @@ async def test_weather_over_streamable_http(weather_http: str) -> None:
             "weather-summarize",
             "weather-visible_roots",
             "weather-weather_pack",
+            "weather-freeze",
             "weather-list_resources",
             "weather-read_resource",
         ]
@@ -833,3 +834,19 @@ async def test_results_keep_the_servers_order_audience_and_resource_names() -> N
         ("resource://%E5%8C%97%E4%BA%AC/weather", None),
         ("resource://cities", "cities"),
     ]
+
+
+async def test_a_session_stuck_after_a_timeout_is_replaced_before_the_next_call(caplog) -> None:
+    others = set(server_pids(str(WEATHER_SERVER)))  # e.g. the HTTP one of other tests
+    async with MCPToolkit.from_config(weather_stdio_config(), call_timeout=1) as toolkit:
+        [before] = set(server_pids(str(WEATHER_SERVER))) - others
+        stuck = await toolkit.get_tool("weather-freeze").ainvoke(
+            call("weather-freeze", {"seconds": 600})
+        )
+        assert stuck.status == "error" and "timed out after 1 s" in stuck.content
+        answer = await toolkit.get_tool("weather-get_weather").ainvoke(
+            call("weather-get_weather", {"city": "北京"})
+        )
+        assert answer.content == "晴天,温度 22°C"
+        assert pid_gone(before)
+        assert "no answer to a ping" in caplog.text

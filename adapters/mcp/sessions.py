@@ -104,6 +104,7 @@ class Link:
         self.owner = owner
         self.stop = stop
         self.alive = True
+        self.suspect = False  # a call timed out: ping before the next one
         self.inflight: set[asyncio.Timeout] = set()
 
     def lost(self) -> None:
@@ -281,6 +282,8 @@ class Server:
                 if link is not None
                 else await self._reopen()
             )
+        if link.suspect:
+            link = await self._checked(link)
         try:
             return await self._attempt(link, what, op)
         except Disconnected as first:
@@ -291,6 +294,23 @@ class Server:
             raise MCPServerError(
                 self.name, f"connection lost during {what}, again after a restart: {second}"
             ) from second
+
+    async def _checked(self, link: Link) -> Link:
+        """After a call timed out, the session may be stuck: ping it, replace it if silent."""
+        wait = min(self.call_timeout or 5.0, 5.0)
+        try:
+            async with asyncio.timeout(wait):
+                await link.session.send_ping()
+        except (TimeoutError, McpError, *_DISCONNECT_ERRORS) as exc:
+            logger.warning(
+                "MCP server %r: no answer to a ping within %g s after a call timed out; "
+                "restarting it",
+                self.name,
+                wait,
+            )
+            return await self._restart(link, exc)
+        link.suspect = False
+        return link
 
     async def _reopen(self) -> Link:
         assert self._lock is not None
@@ -314,6 +334,7 @@ class Server:
             if not link.alive:
                 raise Disconnected("the session ended") from exc
             if self.call_timeout is not None and timeout.expired():
+                link.suspect = True  # checked before the next call
                 raise MCPToolTimeoutError(self.name, what, self.call_timeout) from None
             raise
         except McpError as exc:

@@ -283,7 +283,9 @@ def _call_hooks(tool: str, input: Any) -> CallHooks | None:
             "tool_call_id": call_id,
             "tool": tool,
             "message": params.message,
+            "mode": getattr(params, "mode", None) or "form",
             "requested_schema": getattr(params, "requestedSchema", None),
+            "url": getattr(params, "url", None),  # url mode: where the person should go
         }
         try:
             answer = context.run(interrupt, {"mcp_elicitation": request})

@@ -147,5 +147,14 @@ def weather_pack(city: str) -> list:
     ]
 
 
+@mcp.tool()
+def freeze(seconds: float) -> str:
+    """让整个服务器卡住一段时间(同步睡眠,挡住事件循环)"""
+    import time
+
+    time.sleep(seconds)
+    return "awake"
+
+
 if __name__ == "__main__":
     main()
