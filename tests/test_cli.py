@@ -369,3 +369,35 @@ def test_a_servers_question_is_asked_at_the_terminal() -> None:
     }
     ui.ask = lambda prompt: "n"  # type: ignore[method-assign]
     assert review.decide([pending]) == {"action": "decline"}
+
+
+def test_chat_lists_mcp_prompts_and_opens_a_turn_with_one(tmp_path: Path) -> None:
+    config = tmp_path / "weather.json"
+    server = {"command": sys.executable, "args": ["-m", "fncall_graph.examples.weather_server"]}
+    config.write_text(json.dumps({"mcpServers": {"weather": server}}), encoding="utf-8")
+    trace = tmp_path / "trace.jsonl"
+    child = _spawn(
+        "chat",
+        "--model",
+        "replay:weather",
+        "--mcp",
+        str(config),
+        "--db",
+        str(tmp_path / "threads.sqlite"),
+        "--trace-file",
+        str(trace),
+    )
+    child.expect("you> ")
+    child.sendline("/prompts")
+    child.expect("/prompt weather-weather_report city=…")
+    child.expect("you> ")
+    child.sendline("/prompt weather-nope")
+    child.expect("no MCP prompt named 'weather-nope'")
+    child.expect("you> ")
+    child.sendline("/prompt weather-weather_report city=北京")
+    child.expect("you> ")
+    child.sendline("/exit")
+    child.expect(pexpect.EOF)
+    child.close()
+    assert child.exitstatus == 0
+    assert "请查询北京的天气" in trace.read_text(encoding="utf-8")

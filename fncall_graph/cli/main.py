@@ -37,6 +37,7 @@ from .settings import (
     default_db_path,
     describe_error,
     load_model,
+    mcp_toolkit,
     mcp_tools,
     sqlite_checkpointer,
 )
@@ -102,10 +103,11 @@ def _open_session(
     """The model, MCP tools, checkpoints and trace output of ``chat`` and ``run``."""
     model = load_model(args.model, ui)
     with (
-        mcp_tools(args.mcp) as tools,
+        mcp_toolkit(args.mcp) as toolkit,
         sqlite_checkpointer(db) as saver,
         _trace_output(args.trace_file) as trace_file,
     ):
+        tools = toolkit.tools if toolkit is not None else []
         graph = _build_graph(args, ui, model, tools, saver)
         tracer = Tracer(args.system) if (args.trace or trace_file) else None
         session = Session(
@@ -116,6 +118,7 @@ def _open_session(
             trace_file=trace_file,
             show_trace=args.trace,
             gated=args.approve or [],
+            toolkit=toolkit,
         )
         if must_exist and not session.exists():
             raise CLIError(f"--resume {thread_id}: no such thread in {db}")
@@ -145,8 +148,24 @@ def cmd_chat(args: argparse.Namespace) -> int:
                 continue
             if question in ("/exit", "/quit", "exit", "quit"):
                 break
+            if question == "/prompts":
+                _list_prompts(ui, session)
+                continue
+            if question.startswith("/prompt "):
+                name, _, rest = question[len("/prompt ") :].strip().partition(" ")
+                _report(ui, _guarded(ui, lambda n=name, r=rest: session.open_with(n, r)))
+                continue
             _report(ui, _guarded(ui, lambda q=question: session.ask(q)))
     return 0
+
+
+def _list_prompts(ui: UI, session: Session) -> None:
+    prompts = session.toolkit.prompts if session.toolkit is not None else []
+    if not prompts:
+        ui.note("no MCP prompts (none of the servers offers any)")
+    for p in prompts:
+        names = [a["name"] + ("" if a.get("required") else "?") for a in p.arguments]
+        ui.note(f"/prompt {p.name} {' '.join(f'{n}=…' for n in names)}  {p.description}".rstrip())
 
 
 def _guarded(ui: UI, turn: Any) -> Outcome | None:

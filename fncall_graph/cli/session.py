@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import IO, Any
@@ -17,6 +18,7 @@ from fncall_graph.adapters.formats.base import text_of
 from fncall_graph.trace import ModelCallRecord, Tracer
 
 from .approval import TerminalReview
+from .settings import CLIError
 from .terminal import UI, _first_line, reports_failure
 
 
@@ -51,8 +53,10 @@ class Session:
         trace_file: IO[str] | None = None,
         show_trace: bool = False,
         gated: Sequence[str] = (),
+        toolkit: Any = None,
     ) -> None:
         self.graph = graph
+        self.toolkit = toolkit  # the MCP toolkit, for its prompts
         self.thread_id = thread_id
         self.ui = ui
         self.tracer = tracer
@@ -71,6 +75,18 @@ class Session:
         if self.tracer is not None:
             self.tracer.start_round(question)
         return self._run({"messages": [("user", question)]})
+
+    def open_with(self, prompt: str, arguments: str = "") -> Outcome:
+        """Ask with an MCP prompt's messages: ``arguments`` as ``key=value`` words or JSON."""
+        if self.toolkit is None:
+            raise CLIError("no MCP servers, so no prompts (give --mcp CONFIG)")
+        try:
+            messages = self.toolkit.get_prompt(prompt, _prompt_arguments(arguments))
+        except (KeyError, ValueError) as exc:
+            raise CLIError(str(exc).strip("'\"")) from exc
+        if self.tracer is not None:
+            self.tracer.start_round(text_of(messages[-1].content) if messages else prompt)
+        return self._run({"messages": messages})
 
     def pending(self) -> bool:
         """Whether the thread stopped before its end (an approval, or a crash)."""
@@ -180,6 +196,28 @@ class Session:
             self.trace_file.flush()
         if self.show_trace:
             self.ui.trace(record)
+
+
+def _prompt_arguments(text: str) -> dict[str, Any]:
+    """``city=北京 days=3`` or ``{"city": "北京"}``: an MCP prompt's arguments."""
+    text = text.strip()
+    if not text:
+        return {}
+    if text.startswith("{"):
+        try:
+            value = json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise CLIError(f"prompt arguments are not JSON: {exc}") from exc
+        if not isinstance(value, dict):
+            raise CLIError("prompt arguments must be a JSON object")
+        return value
+    pairs = {}
+    for word in text.split():
+        key, sep, value = word.partition("=")
+        if not sep:
+            raise CLIError(f"prompt argument {word!r}: write name=value")
+        pairs[key] = value
+    return pairs
 
 
 def _last_question(messages: Sequence[BaseMessage]) -> str:

@@ -66,13 +66,13 @@ def choose_dialect(requested: str, lang: str | None) -> Any:
 
 
 @contextlib.contextmanager
-def mcp_tools(config: str | Path | Mapping[str, Any] | None) -> Iterator[list[BaseTool]]:
-    """The tools of an MCP config over open sessions (none without a config).
+def mcp_toolkit(config: str | Path | Mapping[str, Any] | None) -> Iterator[Any]:
+    """The started ``MCPToolkit`` of an MCP config (``None`` without a config).
 
     Resources are left out, so the tool list is exactly the servers' tools.
     """
     if config is None:
-        yield []
+        yield None
         return
     from fncall_graph.adapters.mcp import MCPConfigError, MCPServerError, MCPToolkit
 
@@ -89,9 +89,16 @@ def mcp_tools(config: str | Path | Mapping[str, Any] | None) -> Iterator[list[Ba
     except MCPServerError as exc:
         raise CLIError(_first_line(str(exc))) from exc
     try:
-        yield toolkit.tools
+        yield toolkit
     finally:
         toolkit.close()
+
+
+@contextlib.contextmanager
+def mcp_tools(config: str | Path | Mapping[str, Any] | None) -> Iterator[list[BaseTool]]:
+    """The tools of an MCP config over open sessions (none without a config)."""
+    with mcp_toolkit(config) as toolkit:
+        yield toolkit.tools if toolkit is not None else []
 
 
 @contextlib.contextmanager
