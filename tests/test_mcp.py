@@ -787,8 +787,15 @@ def test_sampling_is_answered_by_the_clients_model_only_where_allowed(caplog) ->
             call("weather-summarize", {"text": "x"})
         )
     assert refused.status == "error" and "ampling" in refused.content
-    with pytest.raises(MCPConfigError, match="sampling: allows sampling, but the toolkit has no"):
+    with pytest.raises(MCPConfigError, match="sampling: allows sampling, but names no model"):
         MCPToolkit.from_config(allowed)
+    # a model named in the server's own entry
+    named = weather_stdio_config(sampling={"allow": True, "model": "replay:weather"})
+    with MCPToolkit.from_config(named) as toolkit:
+        by_name = toolkit.get_tool("weather-summarize").invoke(
+            call("weather-summarize", {"text": "x"})
+        )
+    assert by_name.status == "success" and by_name.content.startswith("摘要: ")
 
 
 def test_roots_are_offered_only_as_configured(tmp_path: Path) -> None:

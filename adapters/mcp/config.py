@@ -314,13 +314,16 @@ def parse_mcp_config(config: ConfigSource) -> dict[str, Connection]:
 class SamplingSettings(BaseModel):
     """May a server have the client's model write for it (MCP sampling), and how much.
 
-    In an ``mcpServers`` entry: ``"sampling": {"allow": true, "max_tokens": 512}``.
+    In an ``mcpServers`` entry: ``"sampling": {"allow": true, "max_tokens": 512}``, and
+    optionally ``"model": "ollama:qwen3"`` (a model spec) to answer with instead of the
+    toolkit's ``sampling_model``.
     """
 
     model_config = ConfigDict(strict=True, extra="forbid")
 
     allow: bool = False
     max_tokens: int = Field(default=1024, gt=0)
+    model: str | None = None
 
 
 def _server_entries(config: ConfigSource) -> dict[str, Any]:

@@ -450,10 +450,11 @@ class MCPToolkit:
     ) -> Any:
         if settings is None or not settings.allow:
             return None  # the capability is not announced
+        model = settings.model or model
         if model is None:
             raise MCPConfigError(
                 f"mcpServers.{server}.sampling",
-                "allows sampling, but the toolkit has no sampling_model to answer with",
+                "allows sampling, but names no model and the toolkit has no sampling_model",
             )
         if isinstance(model, str):
             from ..models import resolve_model
