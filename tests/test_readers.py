@@ -361,3 +361,66 @@ def test_a_reply_cut_anywhere_holds_only_calls_of_the_whole_reply(fmt, cs, data)
     cut = text[: data.draw(st.integers(0, len(text)))]
     for call in calls(read(cut)):
         assert call in full, (cut, call)
+
+
+# -- a native reply streamed through the graph shows no markup
+
+
+def _streamed_through_graph(reply: str) -> tuple[str, AIMessage]:
+    from langchain_core.messages import AIMessageChunk
+    from langchain_core.tools import tool
+
+    from fncall_graph import create_fncall_graph
+    from fncall_graph.testing import ReplayChatModel
+
+    @tool
+    def get_weather(city: str) -> str:
+        """Weather of a city."""
+        return f"{city}: 晴"
+
+    model = ReplayChatModel([reply, "好"])
+    graph = create_fncall_graph(model, [get_weather], dialect="native")
+    shown: list[str] = []
+    replies: list[AIMessage] = []
+    for mode, chunk in graph.stream(
+        {"messages": [("user", "q")]}, stream_mode=["messages", "updates"]
+    ):
+        if mode == "messages":
+            message, meta = chunk
+            first_call = meta.get("langgraph_node") == "model" and not replies
+            if first_call and isinstance(message, AIMessageChunk):
+                shown.append(str(message.content))
+        elif "model" in chunk:
+            replies += chunk["model"]["messages"]
+    final = replies[0]
+    return "".join(shown), final
+
+
+@pytest.mark.parametrize(
+    "reply",
+    [
+        '我来查一下。\n[TOOL_CALLS]get_weather[ARGS]{"city": "Paris"}',
+        '<tool_call>\n{"name": "get_weather", "arguments": {"city": "Paris"}}\n</tool_call>',
+        '{"name": "get_weather", "parameters": {"city": "Paris"}}',
+        "<think>the user wants weather</think>\n"
+        '<|python_tag|>{"name": "get_weather", "parameters": {"city": "Paris"}}',
+    ],
+)
+def test_a_native_reply_streams_its_answer_text_and_never_its_markup(reply):
+    shown, final = _streamed_through_graph(reply)
+    assert [c["name"] for c in final.tool_calls] == ["get_weather"]
+    assert shown.strip() == str(final.content).strip()
+    assert not any(m in shown for m in MARKERS)
+
+
+def test_a_native_answer_that_quotes_markup_streams_it_as_the_answer():
+    reply = 'Write it like this:\n```\n<tool_call>{"name": "f", "arguments": {}}</tool_call>\n```'
+    shown, final = _streamed_through_graph(reply)
+    assert final.tool_calls == [] and final.content == reply
+    assert shown == reply
+
+
+def test_a_plain_native_answer_still_streams_as_it_comes():
+    reply = "Sunny in Paris today, 22 degrees, with a light breeze from the west."
+    shown, final = _streamed_through_graph(reply)
+    assert shown == reply == final.content

@@ -12,6 +12,7 @@ the reply back into an ``AIMessage`` with ``tool_calls``; streaming yields
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import AsyncIterator, Callable, Iterator, Sequence
 from typing import Any
 
@@ -44,8 +45,18 @@ from ..formats.base import (
     text_of,
 )
 from ..formats.normalize import _key, markup_dialect, normalize
+from ..formats.readers import AUTO
+from ..formats.readers.whole_reply import OPENERS, may_be_calls_only
 
 __all__ = ["MARKUP_FORMAT_KEY", "DialectChatModel", "with_dialect"]
+
+# markup a native reply's stream stops showing at: every format's markers and tokens
+_HOLD = sorted(
+    {*(b.open for b in AUTO.blocks), *AUTO.drop_tokens, "✿FUNCTION✿"}, key=len, reverse=True
+)
+_HOLD_MARKERS = re.compile("|".join(map(re.escape, _HOLD)))
+_LONGEST = max(map(len, _HOLD)) - 1
+_MARKER_PREFIXES = frozenset(m[:j] for m in _HOLD for j in range(1, len(m)))
 
 #: ``response_metadata`` key of a native reply whose calls were read from markup in its
 #: content (the server had no tool parser): the format they were written in.
@@ -353,6 +364,7 @@ class _StreamState:
         self.dialect = dialect
         self.tools = tools
         self.parser: StreamParser | None = None if dialect.native else dialect.stream_parser()
+        self.display = _HeldMarkup() if dialect.native else None
         self.index = 0
         self.calls: list[ToolCall] = []
         self.inner: AIMessageChunk | None = None  # the model's own stream, added up
@@ -368,7 +380,7 @@ class _StreamState:
         if isinstance(reasoning, str) and reasoning:
             self._reason(out, reasoning, provider=True)
         if self.parser is None:
-            out["content"] = text
+            out["content"] = self.display.feed(text) if self.display is not None else text
             for c in getattr(piece, "tool_call_chunks", None) or []:
                 out["tool_call_chunks"].append(dict(c))
                 if c.get("index") is not None:
@@ -385,6 +397,14 @@ class _StreamState:
             extra = self._native_extra([c for c in self.calls])
         else:
             extra = self._markup_extra()
+            if self.display is not None and self.display.held:
+                # what the held markup was: the rest of the answer, and its reasoning
+                text = text_of(self.inner.content) if self.inner is not None else ""
+                read = normalize(AIMessage(content=text), None, tool_names=_names(self.tools))
+                out["content"] = self.display.rest(text_of(read.content))
+                reasoning = read.additional_kwargs.get("reasoning_content")
+                if reasoning:
+                    self._reason(out, reasoning, provider=False)
         for call in extra:
             self._call(out, call)
         meta = {}
@@ -469,6 +489,59 @@ class _StreamState:
             else:
                 extra.append(c)
         return extra
+
+
+class _HeldMarkup:
+    """What a native reply shows while it streams: its text, until markup starts.
+
+    A server without a tool parser streams a model's call markup (or ``<think>``) as
+    text. Answer text is shown as it comes; from the first marker on (or from the start,
+    for a reply that may be only calls), the text is held, and when the reply ends it
+    is read, and only what the reading leaves as answer is shown.
+    """
+
+    def __init__(self) -> None:
+        self.shown: list[str] = []
+        self.pending = ""
+        self.held = False
+        self.started = False
+
+    def feed(self, text: str) -> str:
+        if self.held:
+            return ""
+        buf = self.pending + text
+        if not self.started:
+            head = buf.lstrip()
+            if not head or may_be_calls_only(head[: len(OPENERS[-1])]):
+                if head.startswith(OPENERS):
+                    self.held = True  # a reply that may be only calls: decided at the end
+                self.pending = "" if self.held else buf
+                return ""
+            self.started = True
+        hit = _HOLD_MARKERS.search(buf)
+        if hit is not None:
+            self.held = True
+            return self._show(buf[: hit.start()])
+        keep = next(
+            (j for j in range(min(_LONGEST, len(buf)), 0, -1) if buf[-j:] in _MARKER_PREFIXES), 0
+        )
+        self.pending = buf[len(buf) - keep :]
+        return self._show(buf[: len(buf) - keep])
+
+    def _show(self, text: str) -> str:
+        self.shown.append(text)
+        return text
+
+    def rest(self, content: str) -> str:
+        """The end of the reply: what of its read ``content`` is still to show."""
+        shown = "".join(self.shown)
+        if content.startswith(shown):
+            return content[len(shown) :]
+        core = shown.strip()  # the read content is trimmed; what was shown may not be
+        if not content.startswith(core):
+            return ""
+        rest, tail = content[len(core) :], shown[len(shown.rstrip()) :]
+        return rest[len(tail) :] if rest.startswith(tail) else rest
 
 
 def _chunk(out: dict[str, Any], piece: BaseMessage) -> AIMessageChunk | None:

@@ -35,7 +35,7 @@ from .json_tags import JSON_TAG_FORMATS, JsonTagReader
 from .kimi import KimiReader
 from .mistral import MistralReader
 from .tool_call_tag import ToolCallTagReader
-from .whole_reply import OPENERS, read_whole_reply
+from .whole_reply import may_be_calls_only, read_whole_reply
 from .xml_params import FunctionTagReader, MinimaxReader
 
 __all__ = ["AUTO", "NO_CALL_MARKUP", "READERS", "AutoReader", "Reader", "reader_of_block"]
@@ -160,17 +160,12 @@ class _AutoStreamParser(StreamParser):
                 out.append(ev)
             elif self._held is not None:
                 self._held.append(ev.text)
-            elif _may_open(ev.text.lstrip()):
+            elif may_be_calls_only(ev.text.lstrip()):
                 self._held = [ev.text]
             else:
                 self._passing = True
                 out.append(ev)
         return out
-
-
-def _may_open(head: str) -> bool:
-    """Whether answer text starting with ``head`` may be a reply made only of calls."""
-    return head.startswith(OPENERS) or any(o.startswith(head) for o in OPENERS)
 
 
 AUTO = AutoReader()

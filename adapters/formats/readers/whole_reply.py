@@ -25,7 +25,7 @@ from typing import Any
 from ..base import CallEvent, ParseEvent, brackets_closed, invalid
 from .base import call_event, named_call, strict_prefix
 
-__all__ = ["OPENERS", "read_whole_reply", "whole_reply_format"]
+__all__ = ["OPENERS", "may_be_calls_only", "read_whole_reply", "whole_reply_format"]
 
 #: What a reply made only of calls starts with: held back while streaming until it ends.
 OPENERS = ("{", "[", "```")
@@ -34,6 +34,11 @@ _FENCE = re.compile(r"```(?:json|JSON|python|tool_code)?[ \t]*\n?(.*?)\n?```", r
 _PYTHONIC = re.compile(r"\[\s*[A-Za-z_][\w.]*\s*\(")
 _JSON_CALL = re.compile(r'^\s*\[?\s*\{\s*"(?:name|function)"\s*:')
 _ARGS = ("arguments", "parameters")
+
+
+def may_be_calls_only(head: str) -> bool:
+    """Whether a reply whose text starts with ``head`` (stripped) may be only calls."""
+    return head.startswith(OPENERS) or any(o.startswith(head) for o in OPENERS)
 
 
 def read_whole_reply(text: str) -> list[ParseEvent] | None:
