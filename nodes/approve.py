@@ -45,8 +45,7 @@ from langchain_core.runnables import RunnableConfig
 from langgraph.types import interrupt
 from pydantic import BaseModel, ConfigDict, Discriminator, model_validator
 
-from fncall_graph._compat import CONFIG_KEY_CHECKPOINTER, task_position
-from fncall_graph.adapters.checkpoint.claims import CallClaims, ClaimKey, claims_for
+from fncall_graph.adapters.checkpoint.claims import claim_in_task
 
 __all__ = [
     "DEFAULT_DECISIONS",
@@ -331,8 +330,7 @@ class ApproveNode:
         if asked is None:
             return {}
         ai, calls, decisions = asked
-        claim = self._claim(calls, config)
-        if claim is not None:
+        if (claim := self._claim(calls, config)) is not None:
             claim[0].review(claim[1], claim[2])
         return self._apply(ai, calls, decisions)
 
@@ -341,8 +339,7 @@ class ApproveNode:
         if asked is None:
             return {}
         ai, calls, decisions = asked
-        claim = self._claim(calls, config)
-        if claim is not None:
+        if (claim := self._claim(calls, config)) is not None:
             await claim[0].areview(claim[1], claim[2])
         return self._apply(ai, calls, decisions)
 
@@ -368,17 +365,9 @@ class ApproveNode:
         return ai, calls, response.decisions  # type: ignore[attr-defined]
 
     @staticmethod
-    def _claim(
-        calls: Sequence[ToolCall], config: RunnableConfig
-    ) -> tuple[CallClaims, ClaimKey, str] | None:
-        """The claim on answering this approval: two runs resuming it, one goes on."""
-        position = task_position(config)
-        saver = (config.get("configurable") or {}).get(CONFIG_KEY_CHECKPOINTER)
-        if position is None or saver is None:
-            return None
-        thread_id, namespace, step = position
-        key = ClaimKey(thread_id, namespace, f"approval:{calls[0]['id']}")
-        return claims_for(saver), key, step
+    def _claim(calls: Sequence[ToolCall], config: RunnableConfig) -> Any:
+        """The claim on answering this approval: of two runs resuming it, one goes on."""
+        return claim_in_task(config, f"approval:{calls[0]['id']}")
 
     def _apply(
         self, ai: AIMessage, calls: Sequence[ToolCall], decisions: Sequence[_Decision]

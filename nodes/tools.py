@@ -35,13 +35,13 @@ from langgraph.prebuilt import ToolNode
 from langgraph.prebuilt.tool_node import ToolCallRequest
 from langgraph.types import Send
 
-from fncall_graph._compat import CONFIG_KEY_CHECKPOINTER, has_own_async, task_position
+from fncall_graph._compat import has_own_async
 from fncall_graph.adapters.checkpoint.claims import (
     CallClaims,
     ClaimKey,
     ClaimRow,
     Started,
-    claims_for,
+    claim_in_task,
 )
 from fncall_graph.adapters.mcp import MCPServerError
 
@@ -249,13 +249,7 @@ class ToolDispatchNode:
         self, call: ToolCall, config: RunnableConfig
     ) -> tuple[CallClaims, ClaimKey, str] | None:
         """The claim store, key and step of this call; ``None`` outside a saved thread."""
-        position = task_position(config)
-        saver = (config.get("configurable") or {}).get(CONFIG_KEY_CHECKPOINTER)
-        if position is None or saver is None or not call.get("id"):
-            return None
-        thread_id, namespace, step = position
-        claims = claims_for(saver, stale_after=self.stale_after)
-        return claims, ClaimKey(thread_id, namespace, call["id"]), step
+        return claim_in_task(config, call.get("id"), stale_after=self.stale_after)
 
     def _settled(self, claims: CallClaims, key: ClaimKey, call: ToolCall, started: Started) -> Any:
         if started.unknown is None:

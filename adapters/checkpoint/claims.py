@@ -39,6 +39,8 @@ from typing import Any, Literal
 from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.checkpoint.memory import InMemorySaver
 
+from fncall_graph._compat import CONFIG_KEY_CHECKPOINTER, task_position
+
 __all__ = [
     "CLAIMS_TABLE",
     "CallClaims",
@@ -49,6 +51,7 @@ __all__ = [
     "ToolCallAlreadyRan",
     "ToolCallClaimed",
     "ToolCallInProgress",
+    "claim_in_task",
     "claims_for",
 ]
 
@@ -125,6 +128,12 @@ _ACTIVE: set[str] = set()
 _ACTIVE_LOCK = threading.Lock()
 
 
+def _this_process() -> tuple[str, int, str]:
+    if os.getpid() != _PID:  # a forked child is a process of its own
+        return _HOST, os.getpid(), _start_time(os.getpid()) or ""
+    return _HOST, _PID, _START
+
+
 @dataclass(frozen=True)
 class Owner:
     """A process (host and boot, pid, start time) and one attempt of it (``token``)."""
@@ -136,9 +145,7 @@ class Owner:
 
     @classmethod
     def here(cls) -> Owner:
-        if os.getpid() != _PID:  # a forked child is a process of its own
-            return cls(_HOST, os.getpid(), _start_time(os.getpid()) or "", uuid.uuid4().hex)
-        return cls(_HOST, _PID, _START, uuid.uuid4().hex)
+        return cls(*_this_process(), uuid.uuid4().hex)
 
     @classmethod
     def parse(cls, text: str) -> Owner:
@@ -159,8 +166,7 @@ class Owner:
         return start is not None and (start == self.start or not self.start or not start)
 
     def is_this_process(self) -> bool:
-        here = Owner.here()
-        return (self.host, self.pid, self.start) == (here.host, here.pid, here.start)
+        return (self.host, self.pid, self.start) == _this_process()
 
     def running(self) -> bool | None:
         """Whether this attempt is still running its call (``None``: cannot tell)."""
@@ -458,6 +464,19 @@ def _store_for(saver: BaseCheckpointSaver) -> Any:
     return _MemoryStore()
 
 
+def claim_in_task(
+    config: Any, call_id: str | None, *, stale_after: float | None = None
+) -> tuple[CallClaims, ClaimKey, str] | None:
+    """The claims, the key of ``call_id`` and the step of the graph task ``config`` runs
+    (``None`` outside a thread with a checkpointer)."""
+    position = task_position(config)
+    saver = ((config or {}).get("configurable") or {}).get(CONFIG_KEY_CHECKPOINTER)
+    if position is None or saver is None or not call_id:
+        return None
+    thread_id, namespace, step = position
+    return claims_for(saver, stale_after=stale_after), ClaimKey(thread_id, namespace, call_id), step
+
+
 def claims_for(saver: BaseCheckpointSaver, *, stale_after: float | None = None) -> CallClaims:
     """The tool call claims kept with ``saver``'s threads (one store per saver)."""
     with _STORES_LOCK:
@@ -627,7 +646,7 @@ class CallClaims:
                 continue
             owner = Owner.parse(held.owner)
             alive = owner.process_alive()
-            same_process = owner.is_this_process()
+            same_process = (owner.host, owner.pid, owner.start) == (me.host, me.pid, me.start)
             # a resume that died (or failed in this process) before the thread moved on
             taken_over = (
                 (alive is False or same_process)

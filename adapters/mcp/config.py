@@ -232,7 +232,8 @@ def _parse_connection(spec: Mapping[str, Any], where: str) -> dict[str, Any]:
     return {**dict(spec), **checked}
 
 
-def _load_config(config: ConfigSource) -> Any:
+def read_config(config: ConfigSource) -> Any:
+    """The parsed config: a JSON file read once, or the dict as it is."""
     if isinstance(config, str | os.PathLike):
         path = Path(config)
         try:
@@ -282,7 +283,7 @@ def parse_mcp_config(config: ConfigSource) -> dict[str, Connection]:
         # {'sqlite': {'transport': 'stdio', 'command': 'uvx', 'args': ['mcp-server-sqlite']}}
         ```
     """
-    data = _load_config(config)
+    data = read_config(config)
     if isinstance(data, list):
         merged: dict[str, Any] = {}
         for i, item in enumerate(data):
@@ -328,7 +329,7 @@ class SamplingSettings(BaseModel):
 
 def _server_entries(config: ConfigSource) -> dict[str, Any]:
     """The raw entries of an ``mcpServers`` config (``{}`` for adapters-format configs)."""
-    data = _load_config(config)
+    data = read_config(config)
     servers: dict[str, Any] = {}
     if isinstance(data, list):
         for item in data:

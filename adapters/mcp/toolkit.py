@@ -79,6 +79,7 @@ from .config import (
     ConfigSource,
     SamplingSettings,
     parse_mcp_config,
+    read_config,
     root_settings,
     sampling_settings,
 )
@@ -486,14 +487,14 @@ class MCPToolkit:
             ```
         """
         return cls(
-            parse_mcp_config(config),
+            parse_mcp_config(data := read_config(config)),
             separator=separator,
             call_timeout=call_timeout,
             include_resources=include_resources,
             startup_timeout=startup_timeout,
             sampling_model=sampling_model,
-            sampling=sampling_settings(config),
-            roots=root_settings(config),
+            sampling=sampling_settings(data),
+            roots=root_settings(data),
         )
 
     # -- introspection
