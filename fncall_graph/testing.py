@@ -124,6 +124,11 @@ class ReplayChatModel(BaseChatModel):
             (``ollama.ResponseError``, status 400) whenever tools are bound to the
             call; for tests of the fallback to a prompt dialect.
         model: the model name that error quotes.
+        per_conversation: pick each reply by the conversation instead of a running
+            cursor: the output whose index is the number of AI messages in the input,
+            so every conversation (thread) replays the recording from its start, in
+            any order, in any process. For threads served side by side (a LangGraph
+            server with several workers or replicas); spec ``replay:NAME?per-conversation``.
 
     Attributes:
         inputs: the input messages of every call, in order (calls that raised included),
@@ -154,6 +159,7 @@ class ReplayChatModel(BaseChatModel):
     outputs: list[AIMessage]
     chunk_size: int | None = None
     raise_on_tools: bool = False
+    per_conversation: bool = False
     model: str = "replay"
     source: str | None = None
     """Where the recording came from (free text, from the replay file)."""
@@ -243,7 +249,10 @@ class ReplayChatModel(BaseChatModel):
             self.calls.append({"stop": stop, **kwargs})
             if self.raise_on_tools and kwargs.get("tools"):
                 raise _tools_unsupported(self.model)
-            n = self._cursor.position
+            if self.per_conversation:
+                n = sum(isinstance(m, AIMessage) for m in messages)
+            else:
+                n = self._cursor.position
             if n >= len(self.outputs):
                 raise ReplayExhausted(
                     f"replay has {len(self.outputs)} outputs, call {n + 1} asked for more"

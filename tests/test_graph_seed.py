@@ -99,3 +99,23 @@ def test_second_thread_shares_nothing(seed):
     graph.invoke({"messages": [("user", ROUNDS[1][0])]}, {"configurable": {"thread_id": "b"}})
     # thread b's first model input holds only its own question
     assert [m.content for m in model.inputs[2][1:]] == [ROUNDS[1][0]]
+
+
+def test_per_conversation_replay_serves_threads_side_by_side(tmp_path):
+    """Three threads asked the four questions round-robin each get the whole session."""
+    tools = SqliteTools(make_database(tmp_path / "test.db"))
+    model = ReplayChatModel(session_outputs(), per_conversation=True)
+    graph = create_fncall_graph(
+        model, tools.tools(), dialect="hermes", system_prompt=SYSTEM, checkpointer=InMemorySaver()
+    )
+    threads = [{"configurable": {"thread_id": t}} for t in ("a", "b", "c")]
+    for question, _ in ROUNDS:
+        for cfg in threads:
+            graph.invoke({"messages": [("user", question)]}, cfg)
+    for cfg in threads:
+        history = graph.get_state(cfg).values["messages"]
+        replies = [m for m in history if isinstance(m, AIMessage)]
+        assert len(replies) == len(session_outputs()) == 9
+        assert "韩梅梅" in replies[-1].content and not replies[-1].tool_calls
+    # each thread wrote its log row once: three threads, three rows
+    assert tools.log_rows()[1:] == ["查询了韩梅梅的年龄"] * 3

@@ -197,3 +197,23 @@ def test_bundled_recordings_load(name: str) -> None:
     model = ReplayChatModel.from_file(path)
     assert model.outputs and model.dialect
     assert isinstance(model.invoke("?").content, str)
+
+
+def test_per_conversation_picks_the_reply_by_the_history() -> None:
+    model = ReplayChatModel(["first", "second"], per_conversation=True)
+    assert model.invoke([HumanMessage("a")]).content == "first"
+    assert model.invoke([HumanMessage("b")]).content == "first"  # another conversation
+    history = [HumanMessage("a"), AIMessageChunk(content="first"), HumanMessage("more")]
+    assert model.invoke(history).content == "second"
+    with pytest.raises(ReplayExhausted, match="call 3"):
+        model.invoke([*history, AIMessageChunk(content="second"), HumanMessage("again")])
+
+
+def test_per_conversation_from_a_spec() -> None:
+    from fncall_graph.adapters.models import ModelSpecError, resolve_model
+
+    model = resolve_model("replay:database-assistant?per-conversation")
+    assert model.per_conversation and model.dialect == "hermes"
+    assert not resolve_model("replay:database-assistant").per_conversation
+    with pytest.raises(ModelSpecError, match="unknown replay option 'nosuch'"):
+        resolve_model("replay:database-assistant?nosuch")

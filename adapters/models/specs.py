@@ -8,7 +8,8 @@ spec                                   model
 ``http://127.0.0.1:8000/v1#qwen2.5``   any OpenAI-compatible server (vLLM, llama.cpp, ...)
 ``anthropic:claude-…`` etc.            whatever ``init_chat_model`` knows
 ``replay:path/to/recording.jsonl``     recorded outputs played back (or a shipped one:
-                                       ``replay:database-assistant``, ``replay:weather``)
+                                       ``replay:database-assistant``, ``replay:weather``);
+                                       ``?per-conversation``: each thread from the start
 ``local``                              bundled SmolLM2-135M on a loopback llama.cpp server
 =====================================  ===============================================
 
@@ -219,7 +220,16 @@ def recording_names() -> list[str]:
     )
 
 
+_REPLAY_OPTIONS = {"per-conversation": "per_conversation"}
+
+
 def _replay_model(spec: str, path: str, **kwargs: Any) -> BaseChatModel:
+    path, _, options = path.partition("?")
+    for option in filter(None, options.split("&")):
+        if option not in _REPLAY_OPTIONS:
+            known = ", ".join(f"'?{o}'" for o in _REPLAY_OPTIONS)
+            raise ModelSpecError(spec, f"unknown replay option {option!r}", f"known: {known}")
+        kwargs[_REPLAY_OPTIONS[option]] = True
     try:
         from fncall_graph.testing import ReplayChatModel
     except ImportError as exc:
