@@ -6,12 +6,14 @@ weather server ``python -m fncall_graph.examples.weather_server`` (``weather-get
 
 Two ways in:
 
-- **LangGraph server** (``langgraph dev``, see ``langgraph.json``): ``sqlite_assistant``
+- **LangGraph server** (``langgraph dev``, or ``langhost serve`` for several replicas on
+  PostgreSQL and Redis; see ``langgraph.json`` and docs/deploy.md): ``sqlite_assistant``
   and ``weather_assistant`` are async context-manager graph factories taking the run's
   ``config``. The server calls them for every run and every view of a graph; they hand out
-  one graph per server process, built on first use over MCP sessions that stay open,
-  and ``app``'s lifespan (``langgraph.json``'s ``http.app``) closes those sessions when
-  the server stops. No checkpointer: the server brings its own.
+  one graph per server process (each worker and replica builds its own), built on first
+  use over MCP sessions that stay open. The sessions are owned by tasks on the server's
+  event loop, which cancels them when the server stops: each closes its session and
+  stops its MCP server process. No checkpointer: the server brings its own.
 - **Python**: ``open_sqlite_assistant(...)`` and ``open_weather_assistant(...)`` are async
   context managers that own their MCP sessions for the ``async with`` block and take a
   ``checkpointer`` (and ``interrupt_on``, a model, a dialect). langgraph-api accepts
@@ -51,8 +53,10 @@ Example:
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import sys
+import tempfile
 from collections.abc import AsyncIterator, Callable, Mapping
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -62,7 +66,6 @@ from langchain_core.language_models import BaseChatModel
 from langchain_core.runnables import RunnableConfig
 from langgraph.graph.state import CompiledStateGraph
 from langgraph.types import Checkpointer
-from starlette.applications import Starlette
 
 from fncall_graph import settings
 from fncall_graph.adapters.mcp import MCPToolkit
@@ -74,7 +77,6 @@ from .factory import create_fncall_graph
 
 __all__ = [
     "SQLITE_DB_ENV",
-    "app",
     "default_sqlite_db",
     "open_sqlite_assistant",
     "open_weather_assistant",
@@ -106,8 +108,17 @@ def default_sqlite_db() -> Path:
         path = settings.state_dir() / "studio.db"
     if not path.exists():
         path.parent.mkdir(parents=True, exist_ok=True)
-        make_database(path)
+        _create_once(path)
     return path
+
+
+def _create_once(path: Path) -> None:
+    # Several server processes may ask at once: each fills a file of its own and links
+    # it in place, which only the first does (link, unlike rename, never replaces).
+    with tempfile.TemporaryDirectory(dir=path.parent, prefix=f".{path.name}.") as tmp:
+        made = make_database(Path(tmp) / path.name)
+        with contextlib.suppress(FileExistsError):
+            os.link(made, path)
 
 
 def weather_config() -> dict[str, Any]:
@@ -252,14 +263,15 @@ class _ServerGraphs:
     """One graph per id for the life of a server process, and the sessions under them.
 
     The server asks for a graph on every run and every view of it, so the MCP sessions
-    (and a replay model's position) must outlive a single request: the first request
-    starts the servers and builds the graph, later ones get the same graph, and
-    :meth:`aclose` (the app's lifespan) closes the sessions.
+    must outlive a single request: the first request starts the servers and builds the
+    graph, later ones get the same graph. No shutdown hook is needed (and a custom
+    ``http.app`` lifespan would stop ``langhost serve`` from starting its PostgreSQL
+    store): the sessions' owner tasks live on the server's event loop, and the loop
+    cancels them when the server stops, which closes every session.
     """
 
     def __init__(self) -> None:
         self._graphs: dict[str, CompiledStateGraph] = {}
-        self._toolkits: list[MCPToolkit] = []
         self._lock = asyncio.Lock()
 
     async def get(
@@ -277,7 +289,6 @@ class _ServerGraphs:
         model = await asyncio.to_thread(_model, None, graph_id)
         toolkit = MCPToolkit.from_config(config, include_resources=False)
         await toolkit.start()
-        self._toolkits.append(toolkit)
         # FNCALL_APPROVE names tools of every graph; each graph takes its own
         names = {t.name for t in toolkit.tools}
         interrupt_on = {k: True for k in settings.approved_tools() if k in names}
@@ -293,10 +304,6 @@ class _ServerGraphs:
             interrupt_on=interrupt_on,
             options={"keep_model_input": settings.keep_model_input()},
         )
-
-    async def aclose(self) -> None:
-        toolkits, self._toolkits, self._graphs = self._toolkits, [], {}
-        await asyncio.gather(*(t.aclose() for t in toolkits), return_exceptions=True)
 
 
 _server = _ServerGraphs()
@@ -325,16 +332,3 @@ weather_assistant.__doc__ = """Graph factory for the LangGraph server: the weath
 
 Its MCP session opens on first use and closes when the server stops; the model comes
 from ``$FNCALL_WEATHER_MODEL``/``$FNCALL_MODEL``, approvals from ``$FNCALL_APPROVE``."""
-
-
-@asynccontextmanager
-async def _lifespan(_: Starlette) -> AsyncIterator[None]:
-    try:
-        yield
-    finally:
-        await _server.aclose()
-
-
-app = Starlette(lifespan=_lifespan)
-"""No routes: ``langgraph.json`` mounts it (``http.app``) for its lifespan, which closes
-the ready-made graphs' MCP sessions when the server stops."""

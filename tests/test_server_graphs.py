@@ -1,0 +1,70 @@
+"""The server graph factories (graphs/studio.py) in several processes and across a
+server's life, without a server: what each server process does on its own."""
+
+from __future__ import annotations
+
+import asyncio
+import multiprocessing
+import os
+import sqlite3
+from contextlib import closing
+from pathlib import Path
+
+import psutil
+import pytest
+
+from fncall_graph.graphs import studio
+
+pytestmark = pytest.mark.slow  # starts processes and mcp-server-sqlite
+
+
+def _first_use(path: str, barrier: multiprocessing.synchronize.Barrier) -> None:
+    os.environ[studio.SQLITE_DB_ENV] = path
+    barrier.wait()
+    studio.default_sqlite_db()
+
+
+def test_server_processes_create_the_database_once(tmp_path: Path) -> None:
+    """Replicas opening the database assistant at the same moment make one database."""
+    path = tmp_path / "test.db"
+    ctx = multiprocessing.get_context("spawn")
+    barrier = ctx.Barrier(4)
+    procs = [ctx.Process(target=_first_use, args=(str(path), barrier)) for _ in range(4)]
+    for p in procs:
+        p.start()
+    for p in procs:
+        p.join(60)
+    assert [p.exitcode for p in procs] == [0, 0, 0, 0]
+    with closing(sqlite3.connect(path)) as db:
+        assert db.execute("SELECT COUNT(*) FROM students").fetchone() == (2,)
+        assert db.execute("SELECT action FROM log").fetchall() == [("创建数据库",)]
+    assert [p.name for p in tmp_path.iterdir()] == ["test.db"]  # no temporary file left
+
+
+def _mcp_children() -> list[str]:
+    return [
+        " ".join(p.cmdline()[:2])
+        for p in psutil.Process().children(recursive=True)
+        if any("mcp-server-sqlite" in part for part in p.cmdline())
+    ]
+
+
+def test_sessions_close_when_the_server_loop_ends(tmp_path: Path, monkeypatch) -> None:
+    """The factory's MCP sessions live on the server's event loop; when the loop ends
+    (the server stopped), they close and their server processes exit."""
+    monkeypatch.setenv(studio.SQLITE_DB_ENV, str(tmp_path / "test.db"))
+    monkeypatch.setenv("FNCALL_MODEL", "replay:database-assistant?per-conversation")
+    monkeypatch.setattr(studio, "_server", studio._ServerGraphs())  # this test's own
+
+    async def serve() -> tuple[int, list[str]]:
+        config = {"configurable": {"thread_id": "t"}}
+        async with studio.sqlite_assistant(config) as first:
+            pass
+        async with studio.sqlite_assistant(config) as second:
+            assert second is first  # one graph per process, built on first use
+        result = await first.ainvoke({"messages": [("user", "数据库有几张表")]})
+        return len(result["messages"]), _mcp_children()
+
+    messages, running = asyncio.run(serve())
+    assert messages == 4 and len(running) == 1, running
+    assert _mcp_children() == []
