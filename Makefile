@@ -6,7 +6,7 @@ PIP := $(PY) -m pip --disable-pip-version-check
 # pip prints each package it collects and installs; no progress bars in logs
 INSTALL := $(PIP) install --progress-bar off
 
-.PHONY: demo test lint format install install-test bench clean
+.PHONY: demo test lint format install install-test install-server serve-cluster bench clean
 
 $(VENV)/bin/python:
 	@echo "==> creating the virtual environment $(VENV)"
@@ -42,6 +42,26 @@ $(VENV)/.installed-test: pyproject.toml $(LLAMA_WHEEL) | $(VENV)/bin/python
 install: $(VENV)/.installed-demo
 install-test: $(VENV)/.installed-test
 
+# LangGraph Server on PostgreSQL + Redis lives in a virtual environment of its own:
+# langgraph-runtime-pg pins an older langgraph-api than `langgraph dev` (the studio extra).
+SERVER_VENV ?= .venv-server
+$(SERVER_VENV)/.installed: pyproject.toml
+	@echo "==> installing fncall-graph[server] into $(SERVER_VENV): langhost, langgraph-runtime-pg"
+	test -x $(SERVER_VENV)/bin/python || $(PYTHON) -m venv $(SERVER_VENV)
+	$(SERVER_VENV)/bin/python -m pip --disable-pip-version-check install --progress-bar off \
+		--quiet --upgrade pip
+	$(SERVER_VENV)/bin/python -m pip --disable-pip-version-check install --progress-bar off \
+		-e '.[server]'
+	touch $@
+
+install-server: $(SERVER_VENV)/.installed
+
+# the project's graphs on 2 replicas over a private PostgreSQL and Redis; Ctrl-C stops all
+REPLICAS ?= 2
+serve-cluster: install-server
+	bash scripts/system-deps.sh
+	$(SERVER_VENV)/bin/python scripts/serve_cluster.py run --replicas $(REPLICAS)
+
 demo: install
 	@echo "==> running the demo"
 	$(VENV)/bin/fncall-graph demo
@@ -64,8 +84,8 @@ $(EVERYTHING):
 	npm install --no-audit --no-fund --loglevel=error --prefix $(MCP_SERVERS) \
 		'@modelcontextprotocol/server-everything@$(EVERYTHING_VERSION)'
 
-test: install-test $(EVERYTHING)
-	@echo "==> system packages the tests need (PostgreSQL server binaries)"
+test: install-test install-server $(EVERYTHING)
+	@echo "==> system packages the tests need (PostgreSQL server binaries, Redis, Graphviz)"
 	bash scripts/system-deps.sh
 	@echo "==> ruff"
 	$(VENV)/bin/ruff check .
@@ -77,4 +97,4 @@ bench: install-test
 	for b in bench/*.py; do $(PY) $$b || exit 1; done
 
 clean:
-	rm -rf $(VENV) build dist *.egg-info
+	rm -rf $(VENV) $(SERVER_VENV) build dist *.egg-info

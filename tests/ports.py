@@ -1,12 +1,11 @@
-"""A free TCP port on loopback, for servers the tests start."""
+"""A free TCP port on loopback, for servers the tests start (scripts/serve_cluster.py's)."""
 
 from __future__ import annotations
 
-import socket
+import sys
+from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "scripts"))
+from serve_cluster import free_port
 
-def free_port() -> int:
-    """A port nothing listens on now (the probe socket is closed again on return)."""
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
+__all__ = ["free_port"]

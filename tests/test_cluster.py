@@ -1,0 +1,191 @@
+"""The ready-made graphs on a two-replica LangGraph Server cluster (PostgreSQL + Redis).
+
+scripts/serve_cluster.py starts a private PostgreSQL cluster, a ``redis-server`` and two
+``langhost serve`` replicas (langgraph-runtime-pg, from ``.venv-server``) on loopback.
+The database assistant plays its recording per conversation against a real
+``mcp-server-sqlite``; ``sqlite-write_query`` waits for an approval. The runs' heartbeat
+is 2 s, so a killed replica's run is taken over within seconds.
+
+Which replica ran a tool call is read from the call's claim (its owner's pid) in the
+cluster's PostgreSQL database, the same table the tools node claims calls in.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import sqlite3
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+import psycopg
+import pytest
+from cluster_session import (
+    APPROVE,
+    GRAPH,
+    LOGGED,
+    ask_until_approval,
+    cluster_env,
+    session_problems,
+    whole_session,
+)
+from langgraph_sdk import get_client
+
+from fncall_graph.examples.database_assistant import make_database
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO / "scripts"))
+from serve_cluster import Cluster, server_bin  # noqa: E402
+
+pytestmark = pytest.mark.slow
+
+THREADS = 50
+HEARTBEAT = 2  # seconds; a run whose replica died is swept after about twice this
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
+    if not server_bin("langhost").exists():
+        pytest.fail(
+            f"{server_bin('langhost')} is missing: the server's virtual environment is made "
+            "by `make install-server` (`make test` does it)"
+        )
+    tmp = tmp_path_factory.mktemp("cluster")
+    env = {**cluster_env(tmp), "LG_BG_JOB_HEARTBEAT": str(HEARTBEAT)}
+    make_database(env["FNCALL_SQLITE_DB"])
+    with Cluster(tmp / "state", replicas_wanted=2, env=env) as cluster:
+        yield cluster
+        # a replica stopped as a deployment stops it closes its MCP sessions: no
+        # mcp-server-sqlite is left behind in its process group
+        left = {r.index: cluster.stop_replica(r.index) for r in cluster.replicas}
+        assert left == {0: [], 1: []}, f"processes left after SIGTERM: {left}"
+
+
+def clients(cluster: Cluster) -> list:
+    return [get_client(url=r.url) for r in cluster.replicas]
+
+
+def database(cluster: Cluster) -> str:
+    return cluster.env["FNCALL_SQLITE_DB"]
+
+
+def logged(cluster: Cluster) -> int:
+    with contextlib.closing(sqlite3.connect(database(cluster))) as db:
+        return db.execute("SELECT COUNT(*) FROM log WHERE action = ?", (LOGGED,)).fetchone()[0]
+
+
+def claim_owners(cluster: Cluster, thread_ids: list[str] | None = None) -> dict[int, int]:
+    """How many claimed tool calls each process (pid) ran, for ``thread_ids`` or all."""
+    query = "SELECT split_part(owner, '|', 2)::int, count(*) FROM fncall_tool_calls"
+    args: tuple = ()
+    if thread_ids is not None:
+        query, args = query + " WHERE thread_id = ANY(%s)", (thread_ids,)
+    with psycopg.connect(cluster.database_url, autocommit=True) as conn:
+        return dict(conn.execute(query + " GROUP BY 1", args).fetchall())
+
+
+async def test_fifty_threads_over_two_replicas(cluster: Cluster) -> None:
+    a, b = clients(cluster)
+    before = logged(cluster)
+    started = time.monotonic()
+    thread_ids = await asyncio.gather(*(whole_session([a, b], i) for i in range(THREADS)))
+    elapsed = time.monotonic() - started
+    print(f"\n{THREADS} threads, {THREADS * 5} runs over 2 replicas in {elapsed:.1f} s")
+
+    for i, tid in enumerate(thread_ids):
+        state = await (a, b)[i % 2].threads.get_state(tid)
+        assert state["next"] == [] and not state["interrupts"], tid
+        assert session_problems(state["values"]) == [], tid
+    assert logged(cluster) == before + THREADS
+    # both replicas ran tool calls
+    owners = claim_owners(cluster, list(thread_ids))
+    assert set(owners) == {r.pid for r in cluster.replicas}, owners
+    assert sum(owners.values()) == THREADS * 10  # nine calls and one approval per thread
+
+
+@pytest.mark.parametrize("strategy", ["reject", "enqueue", "interrupt", "rollback"])
+async def test_an_approval_resumed_on_both_replicas_at_once_writes_once(
+    cluster: Cluster, strategy: str
+) -> None:
+    a, b = clients(cluster)
+    tid = await ask_until_approval([a, b])
+    before = logged(cluster)
+
+    async def resume(client) -> str:
+        """The run's status, or the HTTP status that refused it (409: rejected) or
+        no longer finds it (404: rolled back by the other run)."""
+        try:
+            run = await client.runs.create(tid, GRAPH, command=APPROVE, multitask_strategy=strategy)
+            await client.runs.join(tid, run["run_id"])
+            return (await client.runs.get(tid, run["run_id"]))["status"]
+        except httpx.HTTPStatusError as exc:
+            return str(exc.response.status_code)
+
+    statuses = await asyncio.gather(resume(a), resume(b))
+    print(f"\nmultitask strategy {strategy}: the two resumes ended {statuses}")
+    assert "success" in statuses, statuses
+    if strategy == "reject":
+        assert sorted(statuses) == ["409", "success"], statuses
+
+    assert logged(cluster) == before + 1, statuses
+    state = await a.threads.get_state(tid)
+    assert state["next"] == [] and not state["interrupts"]
+    assert session_problems(state["values"]) == [], statuses
+
+
+async def test_a_replica_killed_in_the_middle_of_the_write(cluster: Cluster) -> None:
+    """The write's replica dies while mcp-server-sqlite waits for the database (held by
+    this test); the run is taken over by the other replica, which does not write again."""
+    a, b = clients(cluster)
+    tid = await ask_until_approval([a, b])
+    before = logged(cluster)
+    pids = {r.pid: r.index for r in cluster.replicas}
+
+    holder = sqlite3.connect(database(cluster), isolation_level=None)
+    holder.execute("BEGIN EXCLUSIVE")  # the write waits (up to 5 s) for this lock
+    try:
+        run = await a.runs.create(tid, GRAPH, command=APPROVE)
+        owner = await asyncio.to_thread(write_claim_owner, cluster, tid)
+        victim = pids[owner]
+        cluster.kill_replica(victim)
+        killed_at = time.monotonic()
+    finally:
+        holder.execute("COMMIT")  # the orphaned server's write goes through now
+        holder.close()
+    survivor = clients(cluster)[1 - victim]
+    await survivor.runs.join(tid, run["run_id"])
+    recovered = time.monotonic() - killed_at
+    print(f"\nreplica {victim} killed mid-write; run finished on the other in {recovered:.1f} s")
+    done = await survivor.runs.get(tid, run["run_id"])
+    assert done["status"] == "success", done
+
+    writes = logged(cluster) - before
+    print(f"the write landed {writes} time(s)")
+    assert writes <= 1  # at most once, whatever the kill interrupted
+    state = await survivor.threads.get_state(tid)
+    assert state["next"] == [] and not state["interrupts"]
+    write = [m for m in state["values"]["messages"] if m.get("name") == "sqlite-write_query"]
+    assert len(write) == 1
+    if logged(cluster) == before + 1:  # the write landed, unseen: said so, not run again
+        assert write[0]["content"].startswith("Outcome unknown"), write[0]["content"]
+
+    cluster.start_replica(victim)  # the cluster whole again for what follows
+
+
+def write_claim_owner(cluster: Cluster, thread_id: str, timeout: float = 30.0) -> int:
+    """The pid of the process that claimed ``thread_id``'s write, once it has."""
+    deadline = time.monotonic() + timeout
+    with psycopg.connect(cluster.database_url, autocommit=True) as conn:
+        while time.monotonic() < deadline:
+            row = conn.execute(
+                "SELECT split_part(owner, '|', 2)::int FROM fncall_tool_calls "
+                "WHERE thread_id = %s AND tool = 'sqlite-write_query' AND status = 'running'",
+                (thread_id,),
+            ).fetchone()
+            if row:
+                return row[0]
+            time.sleep(0.02)  # poll interval: the claim row is the condition
+    raise AssertionError(f"no replica claimed the write of thread {thread_id} in {timeout} s")
