@@ -93,7 +93,7 @@ test: install-test install-server $(EVERYTHING)
 	@echo "==> pytest"
 	$(VENV)/bin/pytest
 
-bench: install-test
+bench: install-test install-server
 	for b in bench/*.py; do $(PY) $$b || exit 1; done
 
 clean:

@@ -63,7 +63,13 @@ def free_port() -> int:
         return sock.getsockname()[1]
 
 
-def wait_until(what: str, ready: Callable[[], bool], timeout: float, *, alive=None) -> None:
+def wait_until(
+    what: str,
+    ready: Callable[[], bool],
+    timeout: float,
+    *,
+    alive: Callable[[], bool] | None = None,
+) -> None:
     """Poll ``ready`` until it is true; fail after ``timeout`` s or as soon as the
     process behind it (``alive() is False``) has exited."""
     deadline = time.monotonic() + timeout
@@ -248,15 +254,19 @@ class Redis:
         if server is None:
             raise ClusterError(MISSING_REDIS)
         self.port = self.port or free_port()
-        log = self.root / "redis.log"
-        proc = subprocess.Popen(
-            [
-                server, "--bind", "127.0.0.1", "--port", str(self.port), "--save", "",
-                "--appendonly", "no", "--dir", str(self.root), "--logfile", str(log),
-            ],
-            stdin=subprocess.DEVNULL,
-            start_new_session=True,
-        )  # fmt: skip
+        # its log goes to a file, not to this process's output, which it would keep
+        # open after `start` returns
+        with (self.root / "redis.log").open("ab") as log:
+            proc = subprocess.Popen(
+                [
+                    server, "--bind", "127.0.0.1", "--port", str(self.port), "--save", "",
+                    "--appendonly", "no", "--dir", str(self.root),
+                ],
+                stdin=subprocess.DEVNULL,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+            )  # fmt: skip
         self.pid = proc.pid
         wait_until(
             "redis-server", lambda: redis_ping(self.port), 30, alive=lambda: proc.poll() is None
@@ -400,6 +410,8 @@ class Cluster:
     def start_replica(self, index: int) -> Replica:
         """(Re)start replica ``index`` on its port."""
         replica = self.replicas[index]
+        if replica.pid is not None:  # a crashed predecessor's MCP servers, if any are left
+            kill_group(replica.pid)
         args = [
             str(server_bin("langhost")), "serve", "--host", "127.0.0.1",
             "--port", str(replica.port), "--config", str(self.config), "--no-browser",
@@ -493,8 +505,9 @@ class Cluster:
         for replica in state["replicas"]:
             if replica["pid"] and pid_alive(replica["pid"]):
                 stop_pid(replica["pid"], signal.SIGTERM)
-                kill_group(replica["pid"])
                 stopped.append(f"replica {replica['url']} (pid {replica['pid']})")
+            if replica["pid"]:
+                kill_group(replica["pid"])  # what a crashed replica left behind, too
         for name, sig in (("redis", signal.SIGTERM), ("postgres", signal.SIGINT)):
             part = state.get(name)
             if part and part["pid"] and pid_alive(part["pid"]):

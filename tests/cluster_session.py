@@ -9,11 +9,18 @@ turn. Used by tests/test_cluster.py and bench/server_cluster.py.
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import json
 import os
+import sqlite3
+import time
+from dataclasses import dataclass
 from importlib import resources
 from typing import Any
 
+import psycopg
+from langgraph_sdk import get_client
 from langgraph_sdk.client import LangGraphClient
 
 GRAPH = "sqlite_assistant"
@@ -104,3 +111,79 @@ def session_problems(values: dict[str, Any]) -> list[str]:
     if replies and "韩梅梅的年龄是 6 岁" not in replies[-1]["content"]:
         problems.append(f"last reply {replies[-1]['content']!r}")
     return problems
+
+
+# -- the cluster's parts, read directly (``cluster`` is a serve_cluster.Cluster)
+
+
+def clients(cluster: Any) -> list[LangGraphClient]:
+    """One SDK client per replica, in replica order."""
+    return [get_client(url=r.url) for r in cluster.replicas]
+
+
+def logged(cluster: Any) -> int:
+    """How many times the session's write is in the database's ``log`` table."""
+    with contextlib.closing(sqlite3.connect(cluster.env["FNCALL_SQLITE_DB"])) as db:
+        return db.execute("SELECT COUNT(*) FROM log WHERE action = ?", (LOGGED,)).fetchone()[0]
+
+
+def claim_owners(cluster: Any, thread_ids: list[str] | None = None) -> dict[int, int]:
+    """How many claimed tool calls each process (pid) ran, for ``thread_ids`` or all."""
+    query = "SELECT split_part(owner, '|', 2)::int, count(*) FROM fncall_tool_calls"
+    args: tuple[Any, ...] = ()
+    if thread_ids is not None:
+        query, args = query + " WHERE thread_id = ANY(%s)", (thread_ids,)
+    with psycopg.connect(cluster.database_url, autocommit=True) as conn:
+        return dict(conn.execute(query + " GROUP BY 1", args).fetchall())  # type: ignore[arg-type]
+
+
+def write_claim_owner(database_url: str, thread_id: str, timeout: float = 30.0) -> int:
+    """The pid of the process that claimed ``thread_id``'s write, once it has."""
+    deadline = time.monotonic() + timeout
+    with psycopg.connect(database_url, autocommit=True) as conn:
+        while time.monotonic() < deadline:
+            row = conn.execute(
+                "SELECT split_part(owner, '|', 2)::int FROM fncall_tool_calls "
+                "WHERE thread_id = %s AND tool = 'sqlite-write_query' AND status = 'running'",
+                (thread_id,),
+            ).fetchone()
+            if row:
+                return row[0]
+            time.sleep(0.02)  # poll interval: the claim row is the condition
+    raise AssertionError(f"no replica claimed the write of thread {thread_id} in {timeout} s")
+
+
+@dataclass
+class Takeover:
+    thread_id: str
+    run: dict[str, Any]  # the approved run, read back from the surviving replica
+    victim: int  # the replica killed
+    seconds: float  # from the kill to the run's end on the other replica
+    writes: int  # how many times the write landed
+
+
+async def kill_during_the_write(cluster: Any) -> Takeover:
+    """Approve a paused thread's write and SIGKILL the replica that runs it while
+    mcp-server-sqlite waits (up to its 5 s busy timeout) for a lock this function holds
+    on the database; then release the lock, so the orphaned server's write goes through,
+    and wait for the other replica to take the run over and finish it."""
+    replicas = clients(cluster)
+    tid = await ask_until_approval(replicas)
+    before = logged(cluster)
+    pids = {r.pid: r.index for r in cluster.replicas}
+    holder = sqlite3.connect(cluster.env["FNCALL_SQLITE_DB"], isolation_level=None)
+    holder.execute("BEGIN EXCLUSIVE")
+    try:
+        run = await replicas[0].runs.create(tid, GRAPH, command=APPROVE)
+        owner = await asyncio.to_thread(write_claim_owner, cluster.database_url, tid)
+        victim = pids[owner]
+        cluster.kill_replica(victim)
+        killed_at = time.monotonic()
+    finally:
+        holder.execute("COMMIT")
+        holder.close()
+    survivor = replicas[1 - victim]
+    await survivor.runs.join(tid, run["run_id"])
+    seconds = time.monotonic() - killed_at
+    done = await survivor.runs.get(tid, run["run_id"])
+    return Takeover(tid, done, victim, seconds, logged(cluster) - before)

@@ -13,26 +13,26 @@ cluster's PostgreSQL database, the same table the tools node claims calls in.
 from __future__ import annotations
 
 import asyncio
-import contextlib
-import sqlite3
 import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import httpx
-import psycopg
+import psutil
 import pytest
 from cluster_session import (
     APPROVE,
     GRAPH,
-    LOGGED,
     ask_until_approval,
+    claim_owners,
+    clients,
     cluster_env,
+    kill_during_the_write,
+    logged,
     session_problems,
     whole_session,
 )
-from langgraph_sdk import get_client
 
 from fncall_graph.examples.database_assistant import make_database
 
@@ -62,29 +62,6 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
         # mcp-server-sqlite is left behind in its process group
         left = {r.index: cluster.stop_replica(r.index) for r in cluster.replicas}
         assert left == {0: [], 1: []}, f"processes left after SIGTERM: {left}"
-
-
-def clients(cluster: Cluster) -> list:
-    return [get_client(url=r.url) for r in cluster.replicas]
-
-
-def database(cluster: Cluster) -> str:
-    return cluster.env["FNCALL_SQLITE_DB"]
-
-
-def logged(cluster: Cluster) -> int:
-    with contextlib.closing(sqlite3.connect(database(cluster))) as db:
-        return db.execute("SELECT COUNT(*) FROM log WHERE action = ?", (LOGGED,)).fetchone()[0]
-
-
-def claim_owners(cluster: Cluster, thread_ids: list[str] | None = None) -> dict[int, int]:
-    """How many claimed tool calls each process (pid) ran, for ``thread_ids`` or all."""
-    query = "SELECT split_part(owner, '|', 2)::int, count(*) FROM fncall_tool_calls"
-    args: tuple = ()
-    if thread_ids is not None:
-        query, args = query + " WHERE thread_id = ANY(%s)", (thread_ids,)
-    with psycopg.connect(cluster.database_url, autocommit=True) as conn:
-        return dict(conn.execute(query + " GROUP BY 1", args).fetchall())
 
 
 async def test_fifty_threads_over_two_replicas(cluster: Cluster) -> None:
@@ -138,54 +115,39 @@ async def test_an_approval_resumed_on_both_replicas_at_once_writes_once(
 
 async def test_a_replica_killed_in_the_middle_of_the_write(cluster: Cluster) -> None:
     """The write's replica dies while mcp-server-sqlite waits for the database (held by
-    this test); the run is taken over by the other replica, which does not write again."""
-    a, b = clients(cluster)
-    tid = await ask_until_approval([a, b])
-    before = logged(cluster)
-    pids = {r.pid: r.index for r in cluster.replicas}
-
-    holder = sqlite3.connect(database(cluster), isolation_level=None)
-    holder.execute("BEGIN EXCLUSIVE")  # the write waits (up to 5 s) for this lock
-    try:
-        run = await a.runs.create(tid, GRAPH, command=APPROVE)
-        owner = await asyncio.to_thread(write_claim_owner, cluster, tid)
-        victim = pids[owner]
-        cluster.kill_replica(victim)
-        killed_at = time.monotonic()
-    finally:
-        holder.execute("COMMIT")  # the orphaned server's write goes through now
-        holder.close()
-    survivor = clients(cluster)[1 - victim]
-    await survivor.runs.join(tid, run["run_id"])
-    recovered = time.monotonic() - killed_at
-    print(f"\nreplica {victim} killed mid-write; run finished on the other in {recovered:.1f} s")
-    done = await survivor.runs.get(tid, run["run_id"])
-    assert done["status"] == "success", done
-
-    writes = logged(cluster) - before
-    print(f"the write landed {writes} time(s)")
-    assert writes <= 1  # at most once, whatever the kill interrupted
-    state = await survivor.threads.get_state(tid)
+    the test); the run is taken over by the other replica, which does not write again."""
+    takeover = await kill_during_the_write(cluster)
+    print(
+        f"\nreplica {takeover.victim} killed mid-write; the other finished the run in "
+        f"{takeover.seconds:.1f} s; the write landed {takeover.writes} time(s)"
+    )
+    assert takeover.run["status"] == "success", takeover.run
+    assert takeover.writes <= 1  # at most once, whatever the kill interrupted
+    survivor = clients(cluster)[1 - takeover.victim]
+    state = await survivor.threads.get_state(takeover.thread_id)
     assert state["next"] == [] and not state["interrupts"]
     write = [m for m in state["values"]["messages"] if m.get("name") == "sqlite-write_query"]
     assert len(write) == 1
-    if logged(cluster) == before + 1:  # the write landed, unseen: said so, not run again
+    if takeover.writes == 1:  # the write landed, unseen: said so, not run again
         assert write[0]["content"].startswith("Outcome unknown"), write[0]["content"]
 
-    cluster.start_replica(victim)  # the cluster whole again for what follows
+    cluster.start_replica(takeover.victim)  # the cluster whole again for what follows
 
 
-def write_claim_owner(cluster: Cluster, thread_id: str, timeout: float = 30.0) -> int:
-    """The pid of the process that claimed ``thread_id``'s write, once it has."""
-    deadline = time.monotonic() + timeout
-    with psycopg.connect(cluster.database_url, autocommit=True) as conn:
-        while time.monotonic() < deadline:
-            row = conn.execute(
-                "SELECT split_part(owner, '|', 2)::int FROM fncall_tool_calls "
-                "WHERE thread_id = %s AND tool = 'sqlite-write_query' AND status = 'running'",
-                (thread_id,),
-            ).fetchone()
-            if row:
-                return row[0]
-            time.sleep(0.02)  # poll interval: the claim row is the condition
-    raise AssertionError(f"no replica claimed the write of thread {thread_id} in {timeout} s")
+async def test_one_replica_with_two_workers(tmp_path: Path) -> None:
+    """Each uvicorn worker of a replica builds its own graph and MCP sessions; all of
+    them close when the replica stops."""
+    env = {**cluster_env(tmp_path), "LG_BG_JOB_HEARTBEAT": str(HEARTBEAT)}
+    make_database(env["FNCALL_SQLITE_DB"])
+    with Cluster(tmp_path / "state", replicas_wanted=1, workers=2, env=env) as cluster:
+        (client,) = clients(cluster)
+        thread_ids = await asyncio.gather(*(whole_session([client], i) for i in range(10)))
+        for tid in thread_ids:
+            state = await client.threads.get_state(tid)
+            assert session_problems(state["values"]) == [], tid
+        assert logged(cluster) == 10
+        owners = claim_owners(cluster)
+        print(f"\ntool calls per worker process: {owners}")
+        workers = {p.pid for p in psutil.Process(cluster.replicas[0].pid).children()}
+        assert set(owners) <= workers and sum(owners.values()) == 100, (owners, workers)
+        assert cluster.stop_replica(0) == []

@@ -1,0 +1,103 @@
+"""scripts/serve_cluster.py as a user runs it: `run` until SIGTERM, `start` then `stop`,
+and the errors it gives for what it cannot start."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parent.parent
+SCRIPT = REPO / "scripts" / "serve_cluster.py"
+sys.path.insert(0, str(REPO / "scripts"))
+from serve_cluster import (  # noqa: E402
+    STATE_FILE,
+    Cluster,
+    ClusterError,
+    http_ok,
+    pid_alive,
+    server_bin,
+    wait_until,
+)
+
+pytestmark = pytest.mark.slow
+
+ENV = {"LANGSMITH_TRACING": "false", "LANGGRAPH_NO_VERSION_CHECK": "true"}
+
+
+def cli(*args: str, **kwargs) -> subprocess.Popen[str]:
+    return subprocess.Popen(
+        [str(server_bin("python")), str(SCRIPT), *args],
+        env={**os.environ, **ENV},
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        **kwargs,
+    )
+
+
+def pids(state: dict) -> list[int]:
+    return [state["postgres"]["pid"], state["redis"]["pid"]] + [r["pid"] for r in state["replicas"]]
+
+
+def test_run_serves_until_sigterm_then_stops_everything(tmp_path: Path) -> None:
+    proc = cli("run", "--dir", str(tmp_path), "--replicas", "1", "--port", "0")
+    state_file = tmp_path / STATE_FILE
+    try:
+        wait_until(
+            "the cluster",
+            lambda: state_file.exists() and json.loads(state_file.read_text())["replicas"],
+            120,
+            alive=lambda: proc.poll() is None,
+        )
+        state = json.loads(state_file.read_text())
+        wait_until("replica 0", lambda: http_ok(state["replicas"][0]["url"]), 120)
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        out, _ = proc.communicate(timeout=120)
+    assert proc.returncode == 0, out
+    assert "replica 0: http://127.0.0.1:" in out
+    assert [p for p in pids(state) if pid_alive(p)] == []
+    assert not state_file.exists()
+    assert not Path(state["postgres"]["dir"]).exists()
+
+
+def test_start_then_stop_by_pid(tmp_path: Path) -> None:
+    started = cli("start", "--dir", str(tmp_path), "--replicas", "1", "--port", "0")
+    try:
+        out, _ = started.communicate(timeout=180)
+        assert started.returncode == 0, out
+        state = json.loads((tmp_path / STATE_FILE).read_text())
+        assert all(pid_alive(p) for p in pids(state))
+
+        again = cli("start", "--dir", str(tmp_path))
+        out, _ = again.communicate(timeout=60)
+        assert again.returncode == 1 and "cluster.json exists" in out
+
+        stopped = cli("stop", "--dir", str(tmp_path))
+        out, _ = stopped.communicate(timeout=120)
+        assert stopped.returncode == 0, out
+        assert out.count("stopped ") == 3, out  # the replica, redis, postgres
+        assert [p for p in pids(state) if pid_alive(p)] == []
+    finally:
+        started.kill()
+        if (tmp_path / STATE_FILE).exists():  # what a failed check above left running
+            Cluster.stop_saved(tmp_path)
+
+
+def test_a_replica_that_cannot_start_says_why_and_stops_the_rest(tmp_path: Path) -> None:
+    bad = tmp_path / "langgraph.json"
+    bad.write_text(
+        json.dumps({"dependencies": [str(REPO)], "graphs": {"broken": "no_such_module:graph"}})
+    )
+    cluster = Cluster(tmp_path / "state", replicas_wanted=1, config=bad, env=ENV)
+    with pytest.raises(ClusterError, match=r"replica 0 .* exited before it was ready") as info:
+        cluster.start()
+    assert "no_such_module" in str(info.value)  # the replica's log, quoted
+    assert cluster.postgres is not None and cluster.redis is not None
+    assert cluster.postgres.pid is None and cluster.redis.pid is None  # stopped again
