@@ -64,6 +64,17 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
         assert left == {0: [], 1: []}, f"processes left after SIGTERM: {left}"
 
 
+async def test_every_replica_serves_both_graphs(cluster: Cluster) -> None:
+    for client in clients(cluster):
+        found = await client.assistants.search(limit=20)
+        assert {a["graph_id"] for a in found} >= {"sqlite_assistant", "weather_assistant"}
+        # drawing a graph builds it in that replica, MCP session included
+        drawn = await client.assistants.get_graph("weather_assistant")
+        assert {"model", "tools", "adapter"} <= {n["id"] for n in drawn["nodes"]}
+        drawn = await client.assistants.get_graph("sqlite_assistant")
+        assert "approve" in {n["id"] for n in drawn["nodes"]}  # FNCALL_APPROVE took
+
+
 async def test_fifty_threads_over_two_replicas(cluster: Cluster) -> None:
     a, b = clients(cluster)
     before = logged(cluster)
