@@ -522,6 +522,10 @@ class Cluster:
 # --------------------------------------------------------------------------- CLI
 
 
+def _interrupt(*_: object) -> None:
+    raise KeyboardInterrupt
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("command", choices=("run", "start", "stop"))
@@ -556,10 +560,12 @@ def main(argv: list[str] | None = None) -> int:
             for replica in cluster.replicas:
                 print(f"replica {replica.index}: {replica.url}  (log {replica.log})")
             if args.command == "start":
-                print(f"stop with: {sys.argv[0]} stop --dir {root}")
+                print(f"stop with: {sys.argv[0]} stop --dir {root}", flush=True)
                 return 0
-            signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
-            print("Ctrl-C stops the cluster")
+            # also when started with SIGINT ignored (a background job of a script)
+            for sig in (signal.SIGINT, signal.SIGTERM):
+                signal.signal(sig, _interrupt)
+            print("Ctrl-C stops the cluster", flush=True)
             with contextlib.suppress(KeyboardInterrupt):
                 signal.pause()
     except ClusterError as exc:
