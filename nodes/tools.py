@@ -202,7 +202,7 @@ class ToolDispatchNode:
             claims.release(key, started.holder)
             raise
         except BaseException:
-            claims.abandon(started.holder)
+            claims.abandon(key, started.holder)
             raise
         claims.finish(key, started.holder, out)
         return out
@@ -224,7 +224,7 @@ class ToolDispatchNode:
             await claims.arelease(key, started.holder)
             raise
         except BaseException:
-            claims.abandon(started.holder)
+            await claims.aabandon(key, started.holder)
             raise
         await claims.afinish(key, started.holder, out)
         return out

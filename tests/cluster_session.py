@@ -121,9 +121,14 @@ def clients(cluster: Any) -> list[LangGraphClient]:
     return [get_client(url=r.url) for r in cluster.replicas]
 
 
+def database(cluster: Any) -> str:
+    """The database assistant's SQLite file on ``cluster``."""
+    return cluster.env["FNCALL_SQLITE_DB"]
+
+
 def logged(cluster: Any) -> int:
     """How many times the session's write is in the database's ``log`` table."""
-    with contextlib.closing(sqlite3.connect(cluster.env["FNCALL_SQLITE_DB"])) as db:
+    with contextlib.closing(sqlite3.connect(database(cluster))) as db:
         return db.execute("SELECT COUNT(*) FROM log WHERE action = ?", (LOGGED,)).fetchone()[0]
 
 
@@ -171,7 +176,7 @@ async def kill_during_the_write(cluster: Any) -> Takeover:
     tid = await ask_until_approval(replicas)
     before = logged(cluster)
     pids = {r.pid: r.index for r in cluster.replicas}
-    holder = sqlite3.connect(cluster.env["FNCALL_SQLITE_DB"], isolation_level=None)
+    holder = sqlite3.connect(database(cluster), isolation_level=None)
     holder.execute("BEGIN EXCLUSIVE")
     try:
         run = await replicas[0].runs.create(tid, GRAPH, command=APPROVE)

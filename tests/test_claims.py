@@ -180,6 +180,26 @@ def test_a_call_whose_process_died_inside_it(thread, monkeypatch, idempotent):
         start(saver, key, step)
 
 
+@pytest.mark.parametrize("idempotent", [False, True])
+def test_a_call_whose_run_was_cancelled_in_a_live_process(thread, monkeypatch, idempotent):
+    """A run cancelled inside the call (its process lives on) marks the claim abandoned:
+    a later run anywhere answers it as unknown (or reruns it) instead of waiting."""
+    saver, _, step, key = thread
+
+    def start_then_cancel() -> None:
+        started = start(saver, key, step)
+        claims_for(saver).abandon(key, started.holder)
+
+    claimed_by(monkeypatch, ALIVE_ELSEWHERE, start_then_cancel)
+    started = start(saver, key, step, idempotent=idempotent)
+    if idempotent:
+        assert started.run and started.unknown is None
+        return
+    assert not started.run
+    assert started.unknown is not None and started.unknown.status == "abandoned"
+    assert started.unknown.owner == str(ALIVE_ELSEWHERE)
+
+
 def test_a_finished_call_whose_result_was_not_saved_gives_its_result(thread, monkeypatch):
     saver, thread_id, step, key = thread
 

@@ -13,6 +13,7 @@ cluster's PostgreSQL database, the same table the tools node claims calls in.
 from __future__ import annotations
 
 import asyncio
+import sqlite3
 import sys
 import time
 from collections.abc import Iterator
@@ -28,10 +29,12 @@ from cluster_session import (
     claim_owners,
     clients,
     cluster_env,
+    database,
     kill_during_the_write,
     logged,
     session_problems,
     whole_session,
+    write_claim_owner,
 )
 
 from fncall_graph.examples.database_assistant import make_database
@@ -122,6 +125,43 @@ async def test_an_approval_resumed_on_both_replicas_at_once_writes_once(
     state = await a.threads.get_state(tid)
     assert state["next"] == [] and not state["interrupts"]
     assert session_problems(state["values"]) == [], statuses
+
+
+async def test_an_approval_interrupted_inside_the_write_by_another(cluster: Cluster) -> None:
+    """A second approval with multitask strategy ``interrupt`` cancels the first while
+    its write waits for the database (a lock the test holds): the second run neither
+    waits for that write nor runs it again; it answers its outcome as unknown."""
+    a, b = clients(cluster)
+    tid = await ask_until_approval([a, b])
+    before = logged(cluster)
+    holder = sqlite3.connect(database(cluster), isolation_level=None)
+    holder.execute("BEGIN EXCLUSIVE")
+    try:
+        first = await a.runs.create(tid, GRAPH, command=APPROVE)
+        await asyncio.to_thread(write_claim_owner, cluster.database_url, tid)
+        second = await b.runs.create(tid, GRAPH, command=APPROVE, multitask_strategy="interrupt")
+        await a.runs.join(tid, first["run_id"])
+    finally:
+        holder.execute("COMMIT")  # the cancelled write reaches the database now
+        holder.close()
+    await b.runs.join(tid, second["run_id"])
+    statuses = [(await b.runs.get(tid, r["run_id"]))["status"] for r in (first, second)]
+    assert statuses == ["interrupted", "success"]
+
+    state = await b.threads.get_state(tid)
+    assert state["next"] == [] and not state["interrupts"]
+    write = [m for m in state["values"]["messages"] if m.get("name") == "sqlite-write_query"]
+    assert len(write) == 1 and write[0]["content"].startswith("Outcome unknown"), write
+    await wait_for_rows(cluster, before + 1)  # the first run's write, once
+
+
+async def wait_for_rows(cluster: Cluster, rows: int, timeout: float = 30) -> None:
+    """Until the log holds ``rows`` rows of the write (a cancelled call's MCP server
+    finishes it on its own time); then no more come."""
+    deadline = time.monotonic() + timeout
+    while logged(cluster) < rows and time.monotonic() < deadline:
+        await asyncio.sleep(0.05)  # poll interval: the row count is the condition
+    assert logged(cluster) == rows
 
 
 async def test_a_replica_killed_in_the_middle_of_the_write(cluster: Cluster) -> None:

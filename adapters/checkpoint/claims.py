@@ -15,8 +15,10 @@ What a run finds when the call is already claimed:
   has happened in the thread since: the stored result is used, the call is not run;
 - finished, and the thread has moved on (another run took over, or this is a branch of
   the thread resumed from an older checkpoint): :class:`ToolCallAlreadyRan`;
-- still marked running, but its process is gone (killed inside the tool): the outcome
-  is unknown; it is answered as such, or run again if the tool is declared idempotent.
+- still marked running, but its process is gone (killed inside the tool), or marked
+  abandoned (its run was cancelled inside the tool, e.g. by a LangGraph server's
+  ``interrupt`` or ``rollback`` multitask strategy): the outcome is unknown; it is
+  answered as such, or run again if the tool is declared idempotent.
 
 Whether a process is alive is exact on one machine (the pid, its start time, the boot);
 a claim made on another machine counts as running until ``stale_after`` seconds (if
@@ -25,6 +27,7 @@ given) have passed. Nothing here knows about graphs; the nodes use it.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import os
 import socket
@@ -32,7 +35,7 @@ import threading
 import time
 import uuid
 import weakref
-from collections.abc import Generator
+from collections.abc import Callable, Generator
 from dataclasses import dataclass, replace
 from typing import Any, Literal
 
@@ -59,7 +62,7 @@ log = logging.getLogger(__name__)
 
 CLAIMS_TABLE = "fncall_tool_calls"
 
-Status = Literal["running", "done", "unknown"]
+Status = Literal["running", "done", "unknown", "abandoned"]
 
 
 # -- errors: what a run that lost a claim is told
@@ -530,11 +533,23 @@ class CallClaims:
     async def arelease(self, key: ClaimKey, holder: str) -> None:
         await self._adrive(self._release(key, holder))
 
-    @staticmethod
-    def abandon(holder: str) -> None:
-        """The call stopped without an outcome (cancelled, or the process is stopping):
-        the claim stays, and a later run answers the call's outcome as unknown."""
+    def abandon(self, key: ClaimKey, holder: str) -> None:
+        """The call stopped without an outcome (its run was cancelled, or the process is
+        stopping): the claim stays, marked ``abandoned``, and a later run of the thread,
+        in any process, answers the call's outcome as unknown instead of waiting for it."""
+        self._abandoned(self._drive, key, holder)
+
+    async def aabandon(self, key: ClaimKey, holder: str) -> None:
+        # shielded: it runs while the run's task is being cancelled
+        await asyncio.shield(self._abandoned(self._adrive, key, holder))
+
+    def _abandoned(self, drive: Callable[[_Flow], Any], key: ClaimKey, holder: str) -> Any:
         _forget(holder)
+        try:
+            return drive(self._finish_flow(key, holder, "abandoned", None, None))
+        except Exception as exc:  # the store is gone too: the owner check still applies
+            log.warning("could not mark tool call %s abandoned: %s", key.call_id, exc)
+            return None
 
     def review(self, key: ClaimKey, step: str) -> None:
         """Claim the answer to an approval; raises :class:`ThreadAlreadyResumed` if taken."""
@@ -591,8 +606,8 @@ class CallClaims:
             if held is None:
                 continue
             owner = Owner.parse(held.owner)
-            if held.status == "running":
-                if self._running(owner, held):
+            if held.status in ("running", "abandoned"):
+                if held.status == "running" and self._running(owner, held):
                     raise ToolCallInProgress(
                         f"thread {key.thread_id!r}: tool call {key.call_id} ({tool}) is running "
                         f"in another run of this thread ({owner.describe()}); this run stopped "
@@ -627,6 +642,12 @@ class CallClaims:
     def _finish(self, key: ClaimKey, holder: str, output: Any, status: Status) -> _Flow:
         _forget(holder)
         rtype, data = self.saver.serde.dumps_typed(output)
+        return self._finish_flow(key, holder, status, rtype, data)
+
+    @staticmethod
+    def _finish_flow(
+        key: ClaimKey, holder: str, status: Status, rtype: str | None, data: bytes | None
+    ) -> _Flow:
         yield _Finish(key, holder, status, rtype, data)
         return None
 
