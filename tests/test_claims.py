@@ -250,6 +250,29 @@ def test_one_run_answers_an_approval(thread, monkeypatch):
         review("c3")
 
 
+def test_an_approval_interrupted_while_claimed_is_given_up(thread, monkeypatch):
+    """Its run stopped inside the claim (the claim made, the answer not yet back): the
+    claim is given up, so a run in another process can answer the approval."""
+    saver, thread_id, step, _ = thread
+    key = ClaimKey(thread_id, "", "approval:c1")
+    store = claims_for(saver).store
+    made = store.run
+
+    def made_then_stopped(op: Any) -> Any:
+        answer = made(op)
+        if isinstance(op, claims_module._Insert):
+            raise KeyboardInterrupt
+        return answer
+
+    with monkeypatch.context() as m:
+        m.setattr(store, "run", made_then_stopped)
+        with pytest.raises(KeyboardInterrupt):
+            claims_for(saver).review(key, step)
+    claimed_by(monkeypatch, ALIVE_ELSEWHERE, lambda: claims_for(saver).review(key, step))
+    with pytest.raises(ThreadAlreadyResumed):  # and it is that process's now
+        claims_for(saver).review(key, step)
+
+
 def test_async_savers_keep_claims_too(kind, url, tmp_path, request, monkeypatch):
     thread = fresh_thread(request)
 

@@ -35,7 +35,7 @@ import threading
 import time
 import uuid
 import weakref
-from collections.abc import Callable, Generator
+from collections.abc import Generator
 from dataclasses import dataclass, replace
 from typing import Any, Literal
 
@@ -537,26 +537,53 @@ class CallClaims:
         """The call stopped without an outcome (its run was cancelled, or the process is
         stopping): the claim stays, marked ``abandoned``, and a later run of the thread,
         in any process, answers the call's outcome as unknown instead of waiting for it."""
-        self._abandoned(self._drive, key, holder)
+        _forget(holder)
+        self._quietly(self._abandon(key, holder), f"mark tool call {key.call_id} abandoned")
 
     async def aabandon(self, key: ClaimKey, holder: str) -> None:
-        # shielded: it runs while the run's task is being cancelled
-        await asyncio.shield(self._abandoned(self._adrive, key, holder))
-
-    def _abandoned(self, drive: Callable[[_Flow], Any], key: ClaimKey, holder: str) -> Any:
         _forget(holder)
-        try:
-            return drive(self._finish_flow(key, holder, "abandoned", None, None))
-        except Exception as exc:  # the store is gone too: the owner check still applies
-            log.warning("could not mark tool call %s abandoned: %s", key.call_id, exc)
-            return None
+        # shielded: it runs while the run's task is being cancelled
+        what = f"mark tool call {key.call_id} abandoned"
+        await asyncio.shield(self._aquietly(self._abandon(key, holder), what))
 
     def review(self, key: ClaimKey, step: str) -> None:
-        """Claim the answer to an approval; raises :class:`ThreadAlreadyResumed` if taken."""
-        self._drive(self._review(key, step))
+        """Claim the answer to an approval; raises :class:`ThreadAlreadyResumed` if taken.
+
+        Interrupted while claiming (its run cancelled, the process stopping), it gives
+        the claim up again, so the run that follows can answer the approval."""
+        me = Owner.here()
+        try:
+            self._drive(self._review(key, step, me))
+        except ToolCallClaimed:
+            raise
+        except BaseException:
+            self._quietly(self._release(key, str(me)), f"give up approval {key.call_id}")
+            raise
 
     async def areview(self, key: ClaimKey, step: str) -> None:
-        await self._adrive(self._review(key, step))
+        me = Owner.here()
+        try:
+            await self._adrive(self._review(key, step, me))
+        except ToolCallClaimed:
+            raise
+        except BaseException:
+            what = f"give up approval {key.call_id}"
+            await asyncio.shield(self._aquietly(self._release(key, str(me)), what))
+            raise
+
+    # what runs while a run is being torn down must not hide why it is
+
+    def _quietly(self, flow: _Flow, what: str) -> None:
+        try:
+            self._drive(flow)
+        except Exception as exc:
+            log.warning("could not %s: %s", what, exc)
+
+    async def _aquietly(self, flow: _Flow, what: str) -> None:
+        try:
+            await self._adrive(flow)
+        except Exception as exc:
+            log.warning("could not %s: %s", what, exc)
 
     def _drive(self, flow: _Flow) -> Any:
         answer = None
@@ -642,13 +669,12 @@ class CallClaims:
     def _finish(self, key: ClaimKey, holder: str, output: Any, status: Status) -> _Flow:
         _forget(holder)
         rtype, data = self.saver.serde.dumps_typed(output)
-        return self._finish_flow(key, holder, status, rtype, data)
+        yield _Finish(key, holder, status, rtype, data)
+        return None
 
     @staticmethod
-    def _finish_flow(
-        key: ClaimKey, holder: str, status: Status, rtype: str | None, data: bytes | None
-    ) -> _Flow:
-        yield _Finish(key, holder, status, rtype, data)
+    def _abandon(key: ClaimKey, holder: str) -> _Flow:
+        yield _Finish(key, holder, "abandoned", None, None)
         return None
 
     def _release(self, key: ClaimKey, holder: str) -> _Flow:
@@ -656,8 +682,7 @@ class CallClaims:
         yield _Release(key, holder)
         return None
 
-    def _review(self, key: ClaimKey, step: str) -> _Flow:
-        me = Owner.here()
+    def _review(self, key: ClaimKey, step: str, me: Owner) -> _Flow:
         mine = ClaimRow(key, "approval", str(me), step, "done", time.time())
         for _ in range(8):
             if (yield _Insert(mine)):
