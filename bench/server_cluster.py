@@ -2,28 +2,34 @@
 
 The recorded database-assistant session (four questions, the write approved: five runs
 per thread, the real mcp-server-sqlite, the replay model per conversation) for
-``--threads`` threads at once, through langgraph-sdk:
+``--threads`` threads at once, through langgraph-sdk, on three graphs:
 
-(a) ``langgraph dev``: one process, in memory (the ``studio`` extra), as the baseline;
-(b) the cluster (scripts/serve_cluster.py: PostgreSQL + Redis + ``langhost serve``)
-    with one replica, then (c) with two; one replica is stopped and started again
-    between rounds, which alternate so both see the same machine.
+- ``sqlite_assistant``: the project's database assistant (Hermes replies, parsed);
+- ``fncall_native``: ``create_fncall_graph(dialect="native")`` on the same replies as
+  native tool calls;
+- ``create_agent``: LangChain's ``create_agent`` + ``HumanInTheLoopMiddleware`` on those;
 
-Prints runs/s, each ratio to ``langgraph dev`` and two replicas ÷ one, and the bytes the
-cluster's PostgreSQL grew by per thread (LangGraph's checkpoints plus the tool call
-claims, the claims also alone), and how often ``runs.wait`` answered 100 first questions
-with an older state than ``threads.get_state`` shows. Last, the recovery time: a replica SIGKILLed while it
-runs the approved write, until the other finishes the run, with the runs' heartbeat at
-``--heartbeat`` seconds (the server's default is 120: about twice that to recover).
-Nothing is asserted.
+served by (a) ``langgraph dev`` (one process, in memory; the ``studio`` extra) and (b)
+the cluster (scripts/serve_cluster.py: PostgreSQL + Redis + two ``langhost serve``
+replicas). The database assistant also runs on one replica (the other stopped), in
+alternating rounds.
 
-    python bench/server_cluster.py [--threads 50] [--rounds 2] [--heartbeat 5]
+Prints runs/s and each graph ÷ ``create_agent``; two replicas ÷ one; the bytes the
+cluster's PostgreSQL grew by per thread for each graph (checkpoints, runs, and the tool
+call claims, those also alone); how often ``runs.wait`` answered 100 first questions
+with an older state than ``threads.get_state`` shows; last, the recovery time: a replica
+SIGKILLed while it runs the approved write, until the other finishes the run, with the
+runs' heartbeat at ``--heartbeat`` seconds (the server's default is 120). Nothing is
+asserted.
+
+    python bench/server_cluster.py [--threads 50] [--rounds 3] [--heartbeat 5]
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import json
 import os
 import signal
 import statistics
@@ -61,17 +67,42 @@ from serve_cluster import (  # noqa: E402
 )
 
 RUNS_PER_THREAD = 5
+GRAPHS = ["sqlite_assistant", "fncall_native", "create_agent"]
 
 
-async def runs_per_second(urls: list[str], threads: int) -> float:
+def write_config(tmp: Path) -> Path:
+    """A langgraph.json serving the project's database assistant and the two graphs of
+    bench/server_graphs.py to compare it with (absolute paths: servers read relative
+    ones from their working directory)."""
+    compared = REPO / "bench" / "server_graphs.py"
+    config = {
+        "dependencies": [str(REPO)],
+        "graphs": {
+            "sqlite_assistant": "fncall_graph.graphs.studio:sqlite_assistant",
+            "fncall_native": f"{compared}:fncall_native_assistant",
+            "create_agent": f"{compared}:create_agent_assistant",
+        },
+    }
+    path = tmp / "langgraph.json"
+    path.write_text(json.dumps(config, indent=2))
+    return path
+
+
+async def runs_per_second(urls: list[str], threads: int, graph: str = GRAPH) -> float:
     clients = [get_client(url=u) for u in urls]
     started = time.monotonic()
-    await asyncio.gather(*(whole_session(clients, i) for i in range(threads)))
+    await asyncio.gather(*(whole_session(clients, i, graph) for i in range(threads)))
     return threads * RUNS_PER_THREAD / (time.monotonic() - started)
 
 
+def warm(urls: list[str]) -> None:
+    """Every graph built on every server (MCP sessions open) before anything is timed."""
+    for graph in GRAPHS:
+        asyncio.run(runs_per_second(urls, 2 * len(urls), graph))
+
+
 @contextmanager
-def langgraph_dev(tmp: Path) -> Iterator[str | None]:
+def langgraph_dev(tmp: Path, config: Path) -> Iterator[str | None]:
     """``langgraph dev`` on the same graphs and environment; None when not installed."""
     langgraph = Path(sys.executable).parent / "langgraph"
     if not langgraph.exists():
@@ -82,7 +113,7 @@ def langgraph_dev(tmp: Path) -> Iterator[str | None]:
     make_database(env["FNCALL_SQLITE_DB"])
     with (tmp / "dev.log").open("wb") as log:
         proc = subprocess.Popen(
-            [str(langgraph), "dev", "--config", str(REPO / "langgraph.json"), "--host",
+            [str(langgraph), "dev", "--config", str(config), "--host",
              "127.0.0.1", "--port", str(port), "--no-browser", "--no-reload"],
             cwd=tmp, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
         )  # fmt: skip
@@ -124,58 +155,74 @@ def database_bytes(url: str) -> tuple[int, int]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--threads", type=int, default=50)
-    parser.add_argument("--rounds", type=int, default=2)
+    parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--heartbeat", type=float, default=5)
     args = parser.parse_args()
     tmp = Path(tempfile.mkdtemp(prefix="fncall-bench-cluster-"))
-    rates: dict[str, list[float]] = {"langgraph dev": [], "1 replica": [], "2 replicas": []}
+    config = write_config(tmp)
+    dev_rates: dict[str, list[float]] = {g: [] for g in GRAPHS}
+    cluster_rates: dict[str, list[float]] = {g: [] for g in GRAPHS}
+    one_replica: list[float] = []
+    grown: dict[str, list[int]] = {g: [0, 0] for g in GRAPHS}  # database, claims
 
     (tmp / "dev").mkdir()
-    with langgraph_dev(tmp / "dev") as dev:
+    with langgraph_dev(tmp / "dev", config) as dev:
         if dev is None:
             print("langgraph dev: not installed (pip install 'fncall-graph[studio]'); skipped")
         else:
-            asyncio.run(runs_per_second([dev], 2))  # warm-up: MCP sessions open
-            for _ in range(args.rounds):
-                rates["langgraph dev"].append(asyncio.run(runs_per_second([dev], args.threads)))
+            warm([dev])
+            for round_ in range(args.rounds):
+                for graph in GRAPHS if round_ % 2 else reversed(GRAPHS):
+                    dev_rates[graph].append(
+                        asyncio.run(runs_per_second([dev], args.threads, graph))
+                    )
 
     env = {**cluster_env(tmp), "LG_BG_JOB_HEARTBEAT": f"{args.heartbeat:g}"}
     make_database(env["FNCALL_SQLITE_DB"])
-    with Cluster(tmp / "cluster", replicas_wanted=2, env=env) as cluster:
+    with Cluster(tmp / "cluster", replicas_wanted=2, env=env, config=config) as cluster:
         urls = [r.url for r in cluster.replicas]
-        asyncio.run(runs_per_second(urls, 4))  # warm-up on both replicas
-        before = database_bytes(cluster.database_url)
-        threads_run = 0
+        warm(urls)
         for _ in range(args.rounds):
             cluster.stop_replica(1)
-            rates["1 replica"].append(asyncio.run(runs_per_second(urls[:1], args.threads)))
+            one_replica.append(asyncio.run(runs_per_second(urls[:1], args.threads)))
             cluster.start_replica(1)
-            asyncio.run(runs_per_second(urls[1:], 1))  # its sessions open, as replica 0's are
-            rates["2 replicas"].append(asyncio.run(runs_per_second(urls, args.threads)))
-            threads_run += 2 * args.threads + 1
-        after = database_bytes(cluster.database_url)
+            warm(urls[1:])
+            for graph in GRAPHS if len(one_replica) % 2 else reversed(GRAPHS):  # fair order
+                before = database_bytes(cluster.database_url)
+                cluster_rates[graph].append(asyncio.run(runs_per_second(urls, args.threads, graph)))
+                after = database_bytes(cluster.database_url)
+                grown[graph][0] += after[0] - before[0]
+                grown[graph][1] += after[1] - before[1]
         stale = asyncio.run(stale_waits(urls, 100))
         takeover = asyncio.run(kill_during_the_write(cluster))
 
+    median = statistics.median
     print(
         f"\nthe database-assistant session: {args.threads} threads at once, "
-        f"{RUNS_PER_THREAD} runs each, median of {args.rounds} rounds"
+        f"{RUNS_PER_THREAD} runs each, median of {args.rounds} rounds (CPU cores: {os.cpu_count()})"
     )
-    base = statistics.median(rates["langgraph dev"]) if rates["langgraph dev"] else None
-    for name, values in rates.items():
-        if not values:
-            continue
-        rate = statistics.median(values)
-        ratio = f"{rate / base:5.2f}× langgraph dev" if base else ""
-        print(f"  {name:14s} {rate:7.1f} runs/s  {ratio}")
-    one, two = (statistics.median(rates[k]) for k in ("1 replica", "2 replicas"))
-    print(f"  2 replicas ÷ 1 replica: {two / one:.2f}× (CPU cores: {os.cpu_count()})")
-    grown, claims = after[0] - before[0], after[1] - before[1]
     print(
-        f"PostgreSQL grew {grown / threads_run / 1024:.1f} KiB per thread "
-        f"({grown / threads_run / RUNS_PER_THREAD / 1024:.1f} KiB per run); "
-        f"the tool call claims {claims / threads_run / 1024:.2f} KiB per thread"
+        f"  {'graph':18s} {'langgraph dev':>14s} {'2 replicas':>11s}  ÷ create_agent (dev, cluster)"
     )
+    agent_dev = median(dev_rates["create_agent"]) if dev_rates["create_agent"] else None
+    agent_cluster = median(cluster_rates["create_agent"])
+    for graph in GRAPHS:
+        dev_rate = median(dev_rates[graph]) if dev_rates[graph] else float("nan")
+        rate = median(cluster_rates[graph])
+        dev_ratio = dev_rate / agent_dev if agent_dev else float("nan")
+        print(
+            f"  {graph:18s} {dev_rate:9.1f} r/s {rate:7.1f} r/s  "
+            f"{dev_ratio:5.2f}×, {rate / agent_cluster:5.2f}×"
+        )
+    one, two = median(one_replica), median(cluster_rates[GRAPH])
+    print(f"  {GRAPH}: 1 replica {one:.1f} runs/s; 2 replicas ÷ 1 replica: {two / one:.2f}×")
+    threads_run = args.rounds * args.threads
+    for graph in GRAPHS:
+        total, claims = (b / threads_run / 1024 for b in grown[graph])
+        print(
+            f"  PostgreSQL per thread, {graph}: {total:.1f} KiB "
+            f"({total / RUNS_PER_THREAD:.1f} KiB per run; tool call claims {claims:.2f} KiB)"
+        )
     print(f"runs.wait answered with an older state than threads.get_state in {stale} of 100 runs")
     print(
         f"recovery: replica {takeover.victim} SIGKILLed during the write; the other "

@@ -418,10 +418,11 @@ class Cluster:
             "--workers", str(self.workers), "--n-jobs-per-worker", str(self.jobs_per_worker),
         ]  # fmt: skip
         with replica.log.open("ab") as out:
-            # cwd: the state directory, so a relative file the server writes lands there
+            # cwd: the config's directory, which relative graph paths and `.env` are
+            # read from (as `langgraph dev` reads them)
             replica.proc = subprocess.Popen(
                 args,
-                cwd=self.root,
+                cwd=self.config.parent,
                 env=self.replica_env(),
                 stdin=subprocess.DEVNULL,
                 stdout=out,

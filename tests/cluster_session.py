@@ -58,9 +58,12 @@ def cluster_env(tmp: os.PathLike[str] | str) -> dict[str, str]:
     }
 
 
-async def run_on(client: LangGraphClient, thread_id: str, **kwargs: Any) -> dict[str, Any]:
-    """Create a run on ``client``'s replica and wait for it there; returns the run."""
-    run = await client.runs.create(thread_id, GRAPH, **kwargs)
+async def run_on(
+    client: LangGraphClient, thread_id: str, graph: str = GRAPH, **kwargs: Any
+) -> dict[str, Any]:
+    """Create a run of ``graph`` on ``client``'s replica and wait for it there; returns
+    the run."""
+    run = await client.runs.create(thread_id, graph, **kwargs)
     await client.runs.join(thread_id, run["run_id"])
     return await client.runs.get(thread_id, run["run_id"])
 
@@ -69,22 +72,26 @@ def user(text: str) -> dict[str, Any]:
     return {"messages": [{"role": "user", "content": text}]}
 
 
-async def ask_until_approval(clients: list[LangGraphClient], start: int = 0) -> str:
+async def ask_until_approval(
+    clients: list[LangGraphClient], start: int = 0, graph: str = GRAPH
+) -> str:
     """A new thread asks the four questions, one run per replica in turn; returns its id
     once it waits for the write's approval."""
     thread = await clients[start % len(clients)].threads.create()
     tid = thread["thread_id"]
     for i, question in enumerate(QUESTIONS):
-        run = await run_on(clients[(start + i) % len(clients)], tid, input=user(question))
+        run = await run_on(clients[(start + i) % len(clients)], tid, graph, input=user(question))
         if run["status"] not in ("success", "interrupted"):
             raise AssertionError(f"thread {tid}: run for {question!r} ended {run['status']}")
     return tid
 
 
-async def whole_session(clients: list[LangGraphClient], start: int = 0) -> str:
+async def whole_session(clients: list[LangGraphClient], start: int = 0, graph: str = GRAPH) -> str:
     """:func:`ask_until_approval`, then the approval, on the next replica."""
-    tid = await ask_until_approval(clients, start)
-    run = await run_on(clients[(start + len(QUESTIONS)) % len(clients)], tid, command=APPROVE)
+    tid = await ask_until_approval(clients, start, graph)
+    run = await run_on(
+        clients[(start + len(QUESTIONS)) % len(clients)], tid, graph, command=APPROVE
+    )
     if run["status"] != "success":
         raise AssertionError(f"thread {tid}: the approved run ended {run['status']}")
     return tid

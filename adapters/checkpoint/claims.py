@@ -393,9 +393,14 @@ class _PostgresStore(_SqlStore):
         return self.conn.connection() if _is_pool(self.conn) else nullcontext(self.conn)
 
     def run(self, op: _Op) -> Any:
+        from contextlib import nullcontext
+
         from psycopg.rows import tuple_row
 
-        with self.lock, self._connection() as conn:
+        # the saver's lock guards its one connection; a pool hands each claim its own,
+        # so claims need not queue behind the saver's checkpoint writes
+        guard = nullcontext() if _is_pool(self.conn) else self.lock
+        with guard, self._connection() as conn:
             if not self.ready:
                 _create_pg_table(conn, self.create)
                 self.ready = True
@@ -409,10 +414,10 @@ class _AsyncPostgresStore(_SqlStore):
     async def arun(self, op: _Op) -> Any:
         from psycopg.rows import tuple_row
 
+        if _is_pool(self.conn):  # a connection of its own: no need to queue (see above)
+            async with self.conn.connection() as conn:
+                return await self._arun(conn, op, tuple_row)
         async with self.lock:
-            if _is_pool(self.conn):
-                async with self.conn.connection() as conn:
-                    return await self._arun(conn, op, tuple_row)
             return await self._arun(self.conn, op, tuple_row)
 
     async def _arun(self, conn: Any, op: _Op, tuple_row: Any) -> Any:
