@@ -44,8 +44,6 @@ from pathlib import Path
 import psycopg
 from langgraph_sdk import get_client
 
-from fncall_graph.examples.database_assistant import make_database
-
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO / "tests"))
 sys.path.insert(0, str(REPO / "scripts"))
@@ -66,7 +64,7 @@ from serve_cluster import (  # noqa: E402
     wait_until,
 )
 
-RUNS_PER_THREAD = 5
+RUNS_PER_THREAD = len(QUESTIONS) + 1  # the questions, then the approval
 GRAPHS = ["sqlite_assistant", "fncall_native", "create_agent"]
 
 
@@ -109,8 +107,7 @@ def langgraph_dev(tmp: Path, config: Path) -> Iterator[str | None]:
         yield None
         return
     port = free_port()
-    env = {**os.environ, **cluster_env(tmp), "LANGGRAPH_CLI_NO_ANALYTICS": "1"}
-    make_database(env["FNCALL_SQLITE_DB"])
+    env = {**os.environ, **cluster_env(tmp)}
     with (tmp / "dev.log").open("wb") as log:
         proc = subprocess.Popen(
             [str(langgraph), "dev", "--config", str(config), "--host",
@@ -177,8 +174,7 @@ def main() -> None:
                         asyncio.run(runs_per_second([dev], args.threads, graph))
                     )
 
-    env = {**cluster_env(tmp), "LG_BG_JOB_HEARTBEAT": f"{args.heartbeat:g}"}
-    make_database(env["FNCALL_SQLITE_DB"])
+    env = cluster_env(tmp, heartbeat=args.heartbeat)
     with Cluster(tmp / "cluster", replicas_wanted=2, env=env, config=config) as cluster:
         urls = [r.url for r in cluster.replicas]
         warm(urls)

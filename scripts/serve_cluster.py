@@ -56,6 +56,10 @@ class ClusterError(RuntimeError):
     """A part of the cluster did not start or stop; the message says which and why."""
 
 
+class ServerMissing(ClusterError):
+    """A server's binaries (PostgreSQL's, ``redis-server``) are not installed."""
+
+
 def free_port() -> int:
     """A loopback port nothing listens on now (the probe socket is closed on return)."""
     with socket.socket() as sock:
@@ -165,7 +169,7 @@ class Postgres:
     def start(self) -> Postgres:
         bin_dir = postgres_bin_dir()
         if bin_dir is None or not (bin_dir / "initdb").exists():
-            raise ClusterError(MISSING_POSTGRES)
+            raise ServerMissing(MISSING_POSTGRES)
         data, sock, log = self.root / "data", self.root / "sock", self.root / "server.log"
         sock.mkdir(parents=True, exist_ok=True)
         if os.geteuid() == 0:
@@ -252,7 +256,7 @@ class Redis:
     def start(self) -> Redis:
         server = shutil.which("redis-server")
         if server is None:
-            raise ClusterError(MISSING_REDIS)
+            raise ServerMissing(MISSING_REDIS)
         self.port = self.port or free_port()
         # its log goes to a file, not to this process's output, which it would keep
         # open after `start` returns
@@ -482,42 +486,44 @@ class Cluster:
     # -- the state file, for `stop` from another process
 
     def save(self) -> None:
+        pg, redis = self.postgres, self.redis
         state = {
-            "postgres": {
-                "url": self.postgres.url,
-                "pid": self.postgres.pid,
-                "dir": str(self.postgres.root),
-            }
-            if self.postgres
-            else None,
-            "redis": {"url": self.redis.url, "pid": self.redis.pid} if self.redis else None,
-            "replicas": [{"url": r.url, "pid": r.pid, "log": str(r.log)} for r in self.replicas],
+            "postgres": pg and {"url": pg.url, "port": pg.port, "pid": pg.pid, "dir": str(pg.root)},
+            "redis": redis and {"url": redis.url, "port": redis.port, "pid": redis.pid},
+            "replicas": [
+                {"url": r.url, "port": r.port, "pid": r.pid, "log": str(r.log)}
+                for r in self.replicas
+            ],
         }
         (self.root / STATE_FILE).write_text(json.dumps(state, indent=2) + "\n")
 
-    @staticmethod
-    def stop_saved(root: Path) -> list[str]:
-        """Stop what ``root/cluster.json`` names; returns what was stopped."""
+    @classmethod
+    def saved(cls, root: Path) -> Cluster:
+        """The cluster ``root/cluster.json`` describes, to stop from another process."""
         path = root / STATE_FILE
         if not path.exists():
             raise ClusterError(f"no cluster state in {path}")
         state = json.loads(path.read_text())
-        stopped = []
-        for replica in state["replicas"]:
-            if replica["pid"] and pid_alive(replica["pid"]):
-                stop_pid(replica["pid"], signal.SIGTERM)
-                stopped.append(f"replica {replica['url']} (pid {replica['pid']})")
-            if replica["pid"]:
-                kill_group(replica["pid"])  # what a crashed replica left behind, too
-        for name, sig in (("redis", signal.SIGTERM), ("postgres", signal.SIGINT)):
-            part = state.get(name)
-            if part and part["pid"] and pid_alive(part["pid"]):
-                stop_pid(part["pid"], sig)
-                stopped.append(f"{name} (pid {part['pid']})")
-            if part and part.get("dir"):
-                shutil.rmtree(part["dir"], ignore_errors=True)
-        path.unlink()
-        return stopped
+        cluster = cls(root, replicas_wanted=len(state["replicas"]))
+        if pg := state["postgres"]:
+            cluster.postgres = Postgres(Path(pg["dir"]), pg["port"], pg["pid"])
+        if redis := state["redis"]:
+            cluster.redis = Redis(root, redis["port"], redis["pid"])
+        cluster.replicas = [
+            Replica(i, r["port"], Path(r["log"]), r["pid"]) for i, r in enumerate(state["replicas"])
+        ]
+        return cluster
+
+    @staticmethod
+    def stop_saved(root: Path) -> list[str]:
+        """Stop what ``root/cluster.json`` names; returns what was still running."""
+        cluster = Cluster.saved(root)
+        parts = [(f"replica {r.url}", r.pid) for r in cluster.replicas]
+        parts += [("redis", cluster.redis and cluster.redis.pid)]
+        parts += [("postgres", cluster.postgres and cluster.postgres.pid)]
+        running = [f"{name} (pid {pid})" for name, pid in parts if pid and pid_alive(pid)]
+        cluster.stop()
+        return running
 
 
 # --------------------------------------------------------------------------- CLI

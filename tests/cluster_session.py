@@ -15,6 +15,7 @@ import json
 import os
 import sqlite3
 import time
+from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from importlib import resources
 from typing import Any
@@ -22,6 +23,8 @@ from typing import Any
 import psycopg
 from langgraph_sdk import get_client
 from langgraph_sdk.client import LangGraphClient
+
+from fncall_graph.examples.database_assistant import make_database
 
 GRAPH = "sqlite_assistant"
 RECORDING = json.loads(
@@ -42,12 +45,14 @@ TOOLS_IN_ORDER = [
 APPROVE = {"resume": {"decisions": [{"type": "approve"}]}}
 
 
-def cluster_env(tmp: os.PathLike[str] | str) -> dict[str, str]:
-    """The replicas' environment: the replay model per conversation, approvals on the
-    write, the database in ``tmp``, nothing leaving the machine."""
-    return {
+def cluster_env(tmp: os.PathLike[str] | str, *, heartbeat: float | None = None) -> dict[str, str]:
+    """The servers' environment: the replay model per conversation, approvals on the
+    write, the example's database (created here) in ``tmp``, nothing leaving the
+    machine; ``heartbeat``: the runs' heartbeat in seconds (a dead replica's run is
+    taken over after about twice that)."""
+    env = {
         "FNCALL_MODEL": "replay:database-assistant?per-conversation",
-        "FNCALL_SQLITE_DB": str(os.path.join(tmp, "test.db")),
+        "FNCALL_SQLITE_DB": str(make_database(os.path.join(tmp, "test.db"))),
         "FNCALL_APPROVE": "sqlite-write_query",
         "XDG_STATE_HOME": str(os.path.join(tmp, "state")),
         "LANGSMITH_TRACING": "false",
@@ -56,6 +61,9 @@ def cluster_env(tmp: os.PathLike[str] | str) -> dict[str, str]:
         "LANGGRAPH_CLI_NO_ANALYTICS": "1",
         "PYTHONUNBUFFERED": "1",
     }
+    if heartbeat is not None:
+        env["LG_BG_JOB_HEARTBEAT"] = f"{heartbeat:g}"
+    return env
 
 
 async def run_on(
@@ -174,26 +182,36 @@ class Takeover:
     writes: int  # how many times the write landed
 
 
+@contextlib.asynccontextmanager
+async def write_held(
+    cluster: Any, client: LangGraphClient, thread_id: str
+) -> AsyncIterator[tuple[dict[str, Any], int]]:
+    """Approve ``thread_id``'s write on ``client`` while holding a lock on the database:
+    yields the run and the pid of the process that claimed the write, whose
+    mcp-server-sqlite now waits for the lock (up to its 5 s busy timeout). On leaving,
+    the lock is released and the waiting write goes through."""
+    holder = sqlite3.connect(database(cluster), isolation_level=None)
+    holder.execute("BEGIN EXCLUSIVE")
+    try:
+        run = await client.runs.create(thread_id, GRAPH, command=APPROVE)
+        yield run, await asyncio.to_thread(write_claim_owner, cluster.database_url, thread_id)
+    finally:
+        holder.execute("COMMIT")
+        holder.close()
+
+
 async def kill_during_the_write(cluster: Any) -> Takeover:
-    """Approve a paused thread's write and SIGKILL the replica that runs it while
-    mcp-server-sqlite waits (up to its 5 s busy timeout) for a lock this function holds
-    on the database; then release the lock, so the orphaned server's write goes through,
-    and wait for the other replica to take the run over and finish it."""
+    """Approve a paused thread's write and SIGKILL the replica that runs it while it
+    waits for the database (:func:`write_held`); then let the orphaned server's write go
+    through, and wait for the other replica to take the run over and finish it."""
     replicas = clients(cluster)
     tid = await ask_until_approval(replicas)
     before = logged(cluster)
     pids = {r.pid: r.index for r in cluster.replicas}
-    holder = sqlite3.connect(database(cluster), isolation_level=None)
-    holder.execute("BEGIN EXCLUSIVE")
-    try:
-        run = await replicas[0].runs.create(tid, GRAPH, command=APPROVE)
-        owner = await asyncio.to_thread(write_claim_owner, cluster.database_url, tid)
+    async with write_held(cluster, replicas[0], tid) as (run, owner):
         victim = pids[owner]
         cluster.kill_replica(victim)
         killed_at = time.monotonic()
-    finally:
-        holder.execute("COMMIT")
-        holder.close()
     survivor = replicas[1 - victim]
     await survivor.runs.join(tid, run["run_id"])
     seconds = time.monotonic() - killed_at

@@ -4,7 +4,8 @@
 directory, the server on a free 127.0.0.1 port (Unix socket in the same directory),
 ``pg_ctl -w`` until it accepts connections; it yields a connection URL, then stops the
 server by pid (PostgreSQL's fast shutdown) and removes the directory. As root the server
-runs as the ``postgres`` OS user, since PostgreSQL refuses to run as root.
+runs as the ``postgres`` OS user, since PostgreSQL refuses to run as root. It raises
+``PostgresMissing`` when the server binaries are not installed.
 
 ``postgres_url`` is the session-scoped pytest fixture over it. When the server binaries
 are missing the fixture FAILS (it does not skip): run ``scripts/system-deps.sh``
@@ -15,31 +16,15 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "scripts"))
-import serve_cluster
+from serve_cluster import ServerMissing as PostgresMissing
+from serve_cluster import running_postgres
 
-
-class PostgresMissing(RuntimeError):
-    """The PostgreSQL server binaries are not installed."""
-
-
-@contextmanager
-def running_postgres() -> Iterator[str]:
-    """Run a PostgreSQL cluster for the duration of the block; yield its URL.
-
-    Raises:
-        PostgresMissing: the server binaries are not installed.
-    """
-    bin_dir = serve_cluster.postgres_bin_dir()
-    if bin_dir is None or not (bin_dir / "initdb").exists():
-        raise PostgresMissing(serve_cluster.MISSING_POSTGRES)
-    with serve_cluster.running_postgres() as url:
-        yield url
+__all__ = ["PostgresMissing", "postgres_url", "running_postgres"]
 
 
 @pytest.fixture(scope="session")

@@ -62,6 +62,14 @@ def replay_file(tmp_path: Path, name: str, outputs: list[str]) -> Path:
     return path
 
 
+def exit_cleanly(child: pexpect.spawn) -> None:
+    """Leave the interactive CLI with /exit; it must end with status 0."""
+    child.sendline("/exit")
+    child.expect(pexpect.EOF)
+    child.close()
+    assert child.exitstatus == 0
+
+
 def test_demo_reproduces_the_seed_session(tmp_path: Path) -> None:
     trace = tmp_path / "trace.jsonl"
     done = cli("demo", "--model", f"replay:{REPLAY}", "--trace-file", str(trace))
@@ -256,10 +264,7 @@ def test_chat_asks_before_a_gated_tool_runs(tmp_path: Path, mcp_json: Path) -> N
     child.expect("done")  # the tool ran after the answer
     child.expect("三张表")
     child.expect("you> ")
-    child.sendline("/exit")
-    child.expect(pexpect.EOF)
-    child.close()
-    assert child.exitstatus == 0
+    exit_cleanly(child)
 
 
 def test_rejection_reason_reaches_the_model(tmp_path: Path, mcp_json: Path) -> None:
@@ -396,8 +401,5 @@ def test_chat_lists_mcp_prompts_and_opens_a_turn_with_one(tmp_path: Path) -> Non
     child.expect("you> ")
     child.sendline("/prompt weather-weather_report city=北京")
     child.expect("you> ")
-    child.sendline("/exit")
-    child.expect(pexpect.EOF)
-    child.close()
-    assert child.exitstatus == 0
+    exit_cleanly(child)
     assert "请查询北京的天气" in trace.read_text(encoding="utf-8")

@@ -13,7 +13,6 @@ cluster's PostgreSQL database, the same table the tools node claims calls in.
 from __future__ import annotations
 
 import asyncio
-import sqlite3
 import sys
 import time
 from collections.abc import Iterator
@@ -29,15 +28,12 @@ from cluster_session import (
     claim_owners,
     clients,
     cluster_env,
-    database,
     kill_during_the_write,
     logged,
     session_problems,
     whole_session,
-    write_claim_owner,
+    write_held,
 )
-
-from fncall_graph.examples.database_assistant import make_database
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO / "scripts"))
@@ -57,8 +53,7 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
             "by `make install-server` (`make test` does it)"
         )
     tmp = tmp_path_factory.mktemp("cluster")
-    env = {**cluster_env(tmp), "LG_BG_JOB_HEARTBEAT": str(HEARTBEAT)}
-    make_database(env["FNCALL_SQLITE_DB"])
+    env = cluster_env(tmp, heartbeat=HEARTBEAT)
     with Cluster(tmp / "state", replicas_wanted=2, env=env) as cluster:
         yield cluster
         # a replica stopped as a deployment stops it closes its MCP sessions: no
@@ -134,16 +129,10 @@ async def test_an_approval_interrupted_inside_the_write_by_another(cluster: Clus
     a, b = clients(cluster)
     tid = await ask_until_approval([a, b])
     before = logged(cluster)
-    holder = sqlite3.connect(database(cluster), isolation_level=None)
-    holder.execute("BEGIN EXCLUSIVE")
-    try:
-        first = await a.runs.create(tid, GRAPH, command=APPROVE)
-        await asyncio.to_thread(write_claim_owner, cluster.database_url, tid)
+    async with write_held(cluster, a, tid) as (first, _):
         second = await b.runs.create(tid, GRAPH, command=APPROVE, multitask_strategy="interrupt")
         await a.runs.join(tid, first["run_id"])
-    finally:
-        holder.execute("COMMIT")  # the cancelled write reaches the database now
-        holder.close()
+    # the cancelled write reaches the database now
     await b.runs.join(tid, second["run_id"])
     statuses = [(await b.runs.get(tid, r["run_id"]))["status"] for r in (first, second)]
     assert statuses == ["interrupted", "success"]
@@ -188,8 +177,7 @@ async def test_a_replica_killed_in_the_middle_of_the_write(cluster: Cluster) -> 
 async def test_one_replica_with_two_workers(tmp_path: Path) -> None:
     """Each uvicorn worker of a replica builds its own graph and MCP sessions; all of
     them close when the replica stops."""
-    env = {**cluster_env(tmp_path), "LG_BG_JOB_HEARTBEAT": str(HEARTBEAT)}
-    make_database(env["FNCALL_SQLITE_DB"])
+    env = cluster_env(tmp_path, heartbeat=HEARTBEAT)
     with Cluster(tmp_path / "state", replicas_wanted=1, workers=2, env=env) as cluster:
         (client,) = clients(cluster)
         thread_ids = await asyncio.gather(*(whole_session([client], i) for i in range(10)))

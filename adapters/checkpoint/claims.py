@@ -36,6 +36,7 @@ import time
 import uuid
 import weakref
 from collections.abc import Generator
+from contextlib import nullcontext
 from dataclasses import dataclass, replace
 from typing import Any, Literal
 
@@ -303,6 +304,9 @@ class _SqlStore:
 
     def __init__(self, conn: Any, lock: Any, *, postgres: bool) -> None:
         self.conn, self.lock, self.postgres = conn, lock, postgres
+        # a PostgreSQL pool hands each claim a connection of its own: no need to queue
+        # behind the saver's lock (which guards its one connection) and its checkpoints
+        self.pooled = postgres and _is_pool(conn)
         self.ready = False
         blob, real = ("BYTEA", "DOUBLE PRECISION") if postgres else ("BLOB", "REAL")
         self.create = (
@@ -387,20 +391,15 @@ class _AioSqliteStore(_SqlStore):
 
 
 class _PostgresStore(_SqlStore):
-    def _connection(self) -> Any:
-        from contextlib import nullcontext
-
-        return self.conn.connection() if _is_pool(self.conn) else nullcontext(self.conn)
-
     def run(self, op: _Op) -> Any:
-        from contextlib import nullcontext
-
         from psycopg.rows import tuple_row
 
-        # the saver's lock guards its one connection; a pool hands each claim its own,
-        # so claims need not queue behind the saver's checkpoint writes
-        guard = nullcontext() if _is_pool(self.conn) else self.lock
-        with guard, self._connection() as conn:
+        guard, connection = (
+            (nullcontext(), self.conn.connection())
+            if self.pooled
+            else (self.lock, nullcontext(self.conn))
+        )
+        with guard, connection as conn:
             if not self.ready:
                 _create_pg_table(conn, self.create)
                 self.ready = True
@@ -414,7 +413,7 @@ class _AsyncPostgresStore(_SqlStore):
     async def arun(self, op: _Op) -> Any:
         from psycopg.rows import tuple_row
 
-        if _is_pool(self.conn):  # a connection of its own: no need to queue (see above)
+        if self.pooled:
             async with self.conn.connection() as conn:
                 return await self._arun(conn, op, tuple_row)
         async with self.lock:
