@@ -43,7 +43,7 @@ from langgraph.checkpoint.memory import InMemorySaver
 from fncall_graph import create_fncall_graph
 from fncall_graph.adapters.checkpoint import postgres_saver, sqlite_saver
 from fncall_graph.nodes.tools import ToolDispatchNode
-from fncall_graph.testing import ReplayChatModel
+from fncall_graph.replay import ReplayChatModel
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 from pg_server import PostgresMissing, running_postgres

@@ -32,7 +32,7 @@ from typing import Any
 from langchain_core.tools import BaseTool, StructuredTool
 
 from fncall_graph import create_fncall_graph
-from fncall_graph.testing import ReplayChatModel
+from fncall_graph.replay import ReplayChatModel
 
 with warnings.catch_warnings():
     warnings.simplefilter("ignore")

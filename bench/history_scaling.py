@@ -38,7 +38,7 @@ from langchain_core.tools import tool
 from langgraph.checkpoint.sqlite import SqliteSaver
 
 from fncall_graph import create_fncall_graph
-from fncall_graph.testing import ReplayChatModel
+from fncall_graph.replay import ReplayChatModel
 
 FILLER = "这是一条较早的消息,内容用来让历史变长。" * 6 + "The thread goes on and on, as threads do."
 

@@ -28,7 +28,7 @@ from fncall_graph.adapters.formats.hermes import HermesDialect
 from fncall_graph.adapters.mcp import MCPToolkit
 from fncall_graph.examples.database_assistant import SYSTEM_PROMPT, sqlite_config
 from fncall_graph.graphs.studio import default_sqlite_db
-from fncall_graph.testing import ReplayChatModel
+from fncall_graph.replay import ReplayChatModel
 
 WRITE = "sqlite-write_query"
 _graphs: dict[str, Any] = {}

@@ -9,7 +9,7 @@ model really sees, the model's raw output and the post-processed output. A
 - **raw input**: the canonical history the ``model`` node starts from (the graph's
   system prompt in front), as OpenAI-style dicts;
 - **processed input**: what the model really received, as the inner run's callback saw it
-  (the same as the ``adapter`` node's ``model_input``);
+  (the same as the ``model`` node's ``model_input``);
 - **raw output**: what the inner chat model returned before any parsing, caught by
   :class:`RawOutputRecorder`, a LangChain callback handler. Prompt dialects call the
   inner model in a run tagged ``nostream``; its text is the raw output (a string). With
@@ -219,13 +219,11 @@ class Tracer:
             return []
         if mode != "updates" or not isinstance(chunk, Mapping):
             return []
-        # a reply comes from the model node, or from react_fallback when its unreadable
-        # calls made the thread switch dialect
-        update = chunk.get("model") or chunk.get("react_fallback")
+        update = chunk.get("model")
         if not isinstance(update, Mapping):
             return []
         replies = [m for m in update.get("messages") or [] if isinstance(m, AIMessage)]
-        if not replies:  # a switch without a reply
+        if not replies:
             return []
         dialect = update.get("dialect") or self._values.get("dialect")
         record = self._record(replies[-1], self.recorder.take(), dialect)

@@ -1,4 +1,4 @@
-"""``create_fncall_graph``: wire the adapter, model, tools and fallback nodes into a graph."""
+"""``create_fncall_graph``: wire the model, tools and approve nodes into a graph."""
 
 from __future__ import annotations
 
@@ -15,11 +15,13 @@ from langgraph.graph.state import CompiledStateGraph
 from langgraph.store.base import BaseStore
 from langgraph.types import Checkpointer, Send
 
+__all__ = ["APPROVE", "MODEL", "TOOLS", "create_fncall_graph"]
+
 from fncall_graph._compat import CONFIG_KEY_DURABILITY
 from fncall_graph.adapters import Dialect, get_dialect
-from fncall_graph.adapters.models import resolve_model
+from fncall_graph.adapters.formats.registry import DialectName, PromptDialectName
+from fncall_graph.adapters.models import accepts_grammar, initial_dialect, resolve_model
 from fncall_graph.nodes._plan import DialectPlan
-from fncall_graph.nodes.adapter import AdapterNode
 from fncall_graph.nodes.approve import (
     ApproveNode,
     InterruptOnConfig,
@@ -27,7 +29,6 @@ from fncall_graph.nodes.approve import (
     unknown_tool,
 )
 from fncall_graph.nodes.model import ModelNode
-from fncall_graph.nodes.react_fallback import ReactFallbackNode
 from fncall_graph.nodes.tools import ToolDispatchNode
 
 from .state import FncallDebugState, FncallState
@@ -53,39 +54,10 @@ class _Node(Runnable[Any, Any]):
         return await self.afunc(input, config or {})
 
 
-# supersteps one model call can take: adapter with model, tools, and a fallback or approval
+#: The graph's node names.
+MODEL, TOOLS, APPROVE = "model", "tools", "approve"
+# supersteps one model call can take: the model, its approval, its tools
 _STEPS_PER_ITERATION = 3
-# the nodes of the next model call, one step
-NEXT_CALL = ["adapter", "model"]
-
-
-def supports_native_tools(model: BaseChatModel) -> bool:
-    """Whether ``model`` overrides ``bind_tools`` (the base class only raises)."""
-    return type(model).bind_tools is not BaseChatModel.bind_tools
-
-
-def declared_dialect(model: BaseChatModel) -> str | None:
-    """The dialect a model names for itself: a recording's own, or the bundled model's."""
-    name = getattr(model, "dialect", None)
-    return name if isinstance(name, str) and name else None
-
-
-def initial_dialect(
-    model: BaseChatModel, dialect: str | Dialect = "auto", fallback: str | Dialect = "react"
-) -> Dialect:
-    """The dialect a new thread starts in: ``dialect``, or for ``"auto"`` the one the model
-    declares, else native when it binds tools, else ``fallback``."""
-    if not (isinstance(dialect, str) and dialect == "auto"):
-        return get_dialect(dialect)
-    declared = declared_dialect(model)
-    if declared is not None:
-        return get_dialect(declared)
-    return get_dialect("native") if supports_native_tools(model) else get_dialect(fallback)
-
-
-def accepts_grammar(model: BaseChatModel) -> bool:
-    """Whether ``model`` declares that its server applies a GBNF ``grammar`` (``local`` does)."""
-    return getattr(model, "accepts_grammar", False) is True
 
 
 def _as_tools(tools: Sequence[BaseTool | Callable[..., Any]]) -> list[BaseTool]:
@@ -111,8 +83,8 @@ def create_fncall_graph(
     model: BaseChatModel | str | None,
     tools: Sequence[BaseTool | Callable[..., Any]],
     *,
-    dialect: Literal["auto", "native", "hermes", "nous", "qwen", "react"] | Dialect = "auto",
-    fallback: Literal["react", "hermes", "nous", "qwen"] | Dialect = "react",
+    dialect: Literal["auto"] | DialectName | Dialect = "auto",
+    fallback: PromptDialectName | Dialect = "react",
     system_prompt: str | None = None,
     checkpointer: Checkpointer = None,
     interrupt_on: Mapping[str, bool | InterruptOnConfig] | None = None,
@@ -137,14 +109,16 @@ def create_fncall_graph(
     ``✿FUNCTION✿`` or ReAct ``Action:`` prompt text for models without. Independent calls
     of one turn run in parallel; dependent calls run in later turns, one after another.
 
-    Nodes: ``model`` (render the history for the thread's dialect, call the model, parse
-    its reply) with ``adapter`` beside it in the same step (the rendered input, shown as
-    ``model_input``) → ``tools`` (one task per call, run concurrently, each carrying only
-    its call) → back to ``model``; ``approve`` (with ``interrupt_on``) pauses between
-    ``model`` and ``tools`` for a person's decision on chosen tools; ``react_fallback``
-    switches the thread to ``fallback`` when native tool calling fails, or to ReAct when
-    a prompt dialect's calls keep coming out unreadable, and records why. A reply with
-    no calls ends the turn.
+    Nodes: ``model`` (render the history for the thread's dialect once, call the model,
+    read its reply once; its update carries the rendered input as ``model_input``) →
+    ``tools`` (one task per call, run concurrently, each carrying only its call) → back
+    to ``model``; ``approve`` (with ``interrupt_on``) pauses between ``model`` and
+    ``tools`` for a person's decision on chosen tools. A dialect switch comes back with
+    the reply that caused it, in the same update: to ``fallback`` when native tool
+    calling fails (the call is made again at once in ``fallback``), to the prompt dialect
+    a native reply writes its calls in, or to ReAct when a prompt dialect's calls keep
+    coming out unreadable; ``fallback_reason`` records why. A reply with no calls ends
+    the turn.
 
     Args:
         model: a LangChain chat model, or a model spec such as ``"ollama:qwen3"``,
@@ -291,47 +265,34 @@ def create_fncall_graph(
     )
 
     def route_after_model(state: dict[str, Any]) -> str | list[Send]:
-        # a dialect switch goes to react_fallback by the model node's own Command
+        # calls, readable or not, go to approval or straight to the tools; the rest ends
         last = state["messages"][-1]
         if isinstance(last, AIMessage) and (last.tool_calls or last.invalid_tool_calls):
             if approve_node is not None and approve_node.needs_review(state["messages"]):
-                return "approve"
+                return APPROVE
             return tools_node.dispatch(last)
         return END
 
-    def route_after_fallback(state: dict[str, Any]) -> list[str] | list[Send]:
-        # the unreadable calls that caused a switch are answered where every call is
-        last = state["messages"][-1]
-        if isinstance(last, AIMessage) and last.invalid_tool_calls and not last.tool_calls:
-            return tools_node.dispatch(last)
-        return NEXT_CALL
-
-    def route_after_approve(state: dict[str, Any]) -> list[str] | list[Send]:
+    def route_after_approve(state: dict[str, Any]) -> str | list[Send]:
         # run every call not answered by a rejection; all rejected: back to the model
         pending = unanswered_calls(state["messages"])
         if pending is None:
-            return NEXT_CALL
+            return MODEL
         ai, calls = pending
         sends = tools_node.dispatch(ai.model_copy(update={"tool_calls": calls}))
-        return sends or NEXT_CALL
+        return sends or MODEL
 
     builder = StateGraph(FncallDebugState if keep_model_input else FncallState)
-    builder.add_node("adapter", AdapterNode(plan))
-    builder.add_node("model", _Node("model", model_node.invoke, model_node.ainvoke))
-    builder.add_node("tools", _Node("tools", tools_node.invoke, tools_node.ainvoke))
-    builder.add_node("react_fallback", ReactFallbackNode())
-    # adapter and model run side by side in one step: a model call, one checkpoint
-    builder.add_edge(START, "adapter")
-    builder.add_edge(START, "model")
-    after_model = ["tools", "react_fallback", END]
+    builder.add_node(MODEL, _Node(MODEL, model_node.invoke, model_node.ainvoke))
+    builder.add_node(TOOLS, _Node(TOOLS, tools_node.invoke, tools_node.ainvoke))
+    builder.add_edge(START, MODEL)
+    after_model = [TOOLS, END]
     if approve_node is not None:
-        builder.add_node("approve", _Node("approve", approve_node.invoke, approve_node.ainvoke))
-        builder.add_conditional_edges("approve", route_after_approve, ["tools", *NEXT_CALL])
-        after_model.insert(0, "approve")
-    builder.add_conditional_edges("model", route_after_model, after_model)
-    builder.add_edge("tools", "adapter")
-    builder.add_edge("tools", "model")
-    builder.add_conditional_edges("react_fallback", route_after_fallback, ["tools", *NEXT_CALL])
+        builder.add_node(APPROVE, _Node(APPROVE, approve_node.invoke, approve_node.ainvoke))
+        builder.add_conditional_edges(APPROVE, route_after_approve, [TOOLS, MODEL])
+        after_model.insert(0, APPROVE)
+    builder.add_conditional_edges(MODEL, route_after_model, after_model)
+    builder.add_edge(TOOLS, MODEL)
 
     graph = builder.compile(checkpointer=checkpointer, store=store, name=name, debug=debug)
     run_config: dict[str, Any] = {

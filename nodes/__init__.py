@@ -1,8 +1,7 @@
-"""One LangGraph node per file: adapter, model, tools, react_fallback."""
+"""One LangGraph node per file: model, tools, approve."""
 
-from .adapter import AdapterNode
+from .approve import ApproveNode
 from .model import ModelNode
-from .react_fallback import ReactFallbackNode
 from .tools import ToolDispatchNode
 
-__all__ = ["AdapterNode", "ModelNode", "ReactFallbackNode", "ToolDispatchNode"]
+__all__ = ["ApproveNode", "ModelNode", "ToolDispatchNode"]

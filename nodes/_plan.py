@@ -11,6 +11,8 @@ from langchain_core.tools import BaseTool
 
 from fncall_graph.adapters import Dialect, get_dialect
 
+__all__ = ["DialectPlan", "current_turn", "model_calls_this_turn", "unparsed_streak"]
+
 
 @dataclass(frozen=True)
 class DialectPlan:
@@ -32,9 +34,12 @@ class DialectPlan:
         self._known.setdefault(self.fallback.name, self.fallback)
 
     def current(self, state: Mapping[str, Any]) -> Dialect:
+        """The dialect the thread speaks now."""
         name = state.get("dialect")
-        if not name:
-            return self.initial
+        return self.dialect(name) if name else self.initial
+
+    def dialect(self, name: str) -> Dialect:
+        """The dialect called ``name``, built once per graph."""
         if name not in self._known:
             # a thread saved by another graph may name a dialect this graph was not built with
             self._known[name] = get_dialect(name)

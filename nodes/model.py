@@ -1,16 +1,20 @@
 """The ``model`` node: call the model in the thread's dialect and return a canonical reply.
 
 The call goes through :func:`~fncall_graph.adapters.with_dialect`, the same chat model
-that serves LangChain's and LangGraph's own agents: native dialect, the tools go through
-``bind_tools`` and the reply is normalised, so calls written into ``content`` (a server
-without a tool parser) count as calls too; prompt dialects, the history is rendered with
-the tools into the prompt, sent with the dialect's stop sequences, and the text comes
-back parsed — streamed through the dialect's parser, so the ``messages`` stream mode
-shows answer text and never call markup.
+that serves LangChain's and LangGraph's own agents, and the one pass through the model
+boundary: the history is rendered once for the dialect (native ``tools`` through
+``bind_tools``, or the tools and the history written into the prompt), the model is
+called (streamed through the dialect's parser, so the ``messages`` stream mode shows
+answer text and never call markup), and the reply is read once into canonical calls with
+ids unique in the thread. The rendered input is caught as the inner call starts and
+returned as ``model_input``, so what Studio and the ``updates`` stream show is what the
+model was sent, with no second rendering.
 
-When the thread must change dialect (native calling refused, or replies whose calls
-cannot be read again and again), the node hands over to ``react_fallback`` with
-``Command(goto=Send(...))`` carrying where to and why; the reason stays in the state.
+When the thread must change dialect, the switch and its reason come back in the same
+update as the reply, saved in the same checkpoint: native calling refused (the call is
+made again at once in the fallback dialect, as LangChain's ``ModelFallbackMiddleware``
+does), a native reply that writes its calls as a prompt dialect's markup (that dialect
+from now on), or replies whose calls cannot be read again and again (ReAct from now on).
 
 Constrained decoding (prompt dialects, servers that apply a GBNF ``grammar``, such as
 llama.cpp): each call carries the dialect's grammar in ``extra_body``, so the model can
@@ -20,23 +24,32 @@ only write calls to the listed tools with arguments that fit their schemas, or a
 from __future__ import annotations
 
 from typing import Any, Literal
+from uuid import UUID
 
+from langchain_core.callbacks import BaseCallbackHandler
 from langchain_core.language_models import BaseChatModel
-from langchain_core.messages import AIMessage
+from langchain_core.messages import AIMessage, BaseMessage, convert_to_openai_messages
 from langchain_core.runnables import Runnable, RunnableConfig
-from langgraph.types import Command, Send
+from langchain_core.runnables.config import merge_configs
 
 from fncall_graph.adapters import Dialect
-from fncall_graph.adapters.formats.base import new_call_id, text_of
+from fncall_graph.adapters.formats.base import text_of
+from fncall_graph.adapters.formats.grammar import grammar_max_bytes
+from fncall_graph.adapters.formats.normalize import MARKUP_FORMAT_KEY
+from fncall_graph.adapters.formats.registry import PROMPT_DIALECTS
 from fncall_graph.adapters.models import is_tools_unsupported_error, unreachable_server
-from fncall_graph.adapters.models.chat_model import MARKUP_FORMAT_KEY, with_dialect
-from fncall_graph.adapters.models.constrained import grammar_max_bytes
+from fncall_graph.adapters.models.chat_model import with_dialect
 
 from ._plan import DialectPlan, model_calls_this_turn, unparsed_streak
 
+__all__ = [
+    "STOP_REASON_KEY",
+    "ModelNode",
+    "empty_reply_message",
+    "iteration_limit_message",
+]
+
 STOP_REASON_KEY = "fncall_stop_reason"
-# formats read in native replies that are also prompt dialects the thread can switch to
-PROMPT_DIALECTS = frozenset({"hermes", "qwen"})
 
 
 def iteration_limit_message(limit: int) -> AIMessage:
@@ -82,32 +95,32 @@ def empty_reply_message(reply: AIMessage) -> AIMessage:
     )
 
 
-def unique_call_ids(message: AIMessage, history: list[Any]) -> AIMessage:
-    """``message`` with call ids the thread already used replaced by new ones.
+class _SentInput(BaseCallbackHandler):
+    """Catches what the model was sent: the input of the wrapper's inner chat-model run.
 
-    A call id names one call in a thread: its result, and its claim (a call runs at most
-    once per id). Models that number their calls ``call_0``, ``call_1`` in every reply
-    would otherwise repeat them.
+    The wrapper is the first chat-model run this handler sees; the inner run (the
+    provider's own model) is its child. Inline, so the input is there when the node ends.
     """
-    if not (message.tool_calls or message.invalid_tool_calls):
-        return message
-    used = {
-        c["id"] for m in history if isinstance(m, AIMessage) for c in m.tool_calls if c.get("id")
-    }
-    if not any(c.get("id") in used for c in [*message.tool_calls, *message.invalid_tool_calls]):
-        return message
 
-    def fresh(calls: list[Any]) -> list[Any]:
-        return [{**c, "id": new_call_id()} if c.get("id") in used else c for c in calls]
+    run_inline = True
 
-    kwargs = {k: v for k, v in message.additional_kwargs.items() if k != "tool_calls"}
-    return message.model_copy(
-        update={
-            "tool_calls": fresh(message.tool_calls),
-            "invalid_tool_calls": fresh(message.invalid_tool_calls),
-            "additional_kwargs": kwargs,
-        }
-    )
+    def __init__(self) -> None:
+        self.wrapper: UUID | None = None
+        self.messages: list[BaseMessage] = []
+
+    def on_chat_model_start(
+        self,
+        serialized: dict[str, Any],
+        messages: list[list[BaseMessage]],
+        *,
+        run_id: UUID,
+        parent_run_id: UUID | None = None,
+        **kwargs: Any,
+    ) -> None:
+        if self.wrapper is None:
+            self.wrapper = run_id
+        elif parent_run_id == self.wrapper and messages:
+            self.messages = messages[0]
 
 
 class ModelNode:
@@ -166,81 +179,126 @@ class ModelNode:
 
     # -- node
 
-    def invoke(self, state: dict[str, Any], config: RunnableConfig) -> Any:
-        call = self._next_call(state)
-        if isinstance(call, AIMessage):
-            return {"messages": [call]}
-        dialect, runnable, history = call
-        try:
-            reply = runnable.invoke(history, config)
-            if _says_nothing(reply):  # a second try often says something
-                reply = runnable.invoke(history, config)
-        except Exception as exc:
-            return self._failed(dialect, exc)
-        return self._finish(dialect, reply, state)
-
-    async def ainvoke(self, state: dict[str, Any], config: RunnableConfig) -> Any:
-        call = self._next_call(state)
-        if isinstance(call, AIMessage):
-            return {"messages": [call]}
-        dialect, runnable, history = call
-        try:
-            reply = await runnable.ainvoke(history, config)
-            if _says_nothing(reply):  # a second try often says something
-                reply = await runnable.ainvoke(history, config)
-        except Exception as exc:
-            return self._failed(dialect, exc)
-        return self._finish(dialect, reply, state)
-
-    def _next_call(self, state: dict[str, Any]) -> AIMessage | tuple[Dialect, Runnable, list[Any]]:
-        """What to call with what, or the notice that ends a turn at ``max_iterations``."""
-        calls = model_calls_this_turn(state["messages"])
-        if calls >= self.max_iterations:
-            return iteration_limit_message(self.max_iterations)
+    def invoke(self, state: dict[str, Any], config: RunnableConfig) -> dict[str, Any]:
+        limit = self._at_limit(state)
+        if limit is not None:
+            return limit
         dialect = self.plan.current(state)
-        return dialect, self._call_for(calls, dialect), self.plan.with_system(state["messages"])
+        sent = _SentInput()
+        calls = model_calls_this_turn(state["messages"])
+        try:
+            reply = self._call(dialect, calls, state, config, sent)
+        except Exception as exc:
+            dialect, reason = self._fallback_for(dialect, exc)
+            sent = _SentInput()
+            reply = self._call(dialect, calls, state, config, sent)
+            return self._finish(dialect, reply, state, sent, reason)
+        return self._finish(dialect, reply, state, sent)
+
+    async def ainvoke(self, state: dict[str, Any], config: RunnableConfig) -> dict[str, Any]:
+        limit = self._at_limit(state)
+        if limit is not None:
+            return limit
+        dialect = self.plan.current(state)
+        sent = _SentInput()
+        calls = model_calls_this_turn(state["messages"])
+        try:
+            reply = await self._acall(dialect, calls, state, config, sent)
+        except Exception as exc:
+            dialect, reason = self._fallback_for(dialect, exc)
+            sent = _SentInput()
+            reply = await self._acall(dialect, calls, state, config, sent)
+            return self._finish(dialect, reply, state, sent, reason)
+        return self._finish(dialect, reply, state, sent)
+
+    def _call(
+        self,
+        dialect: Dialect,
+        calls: int,
+        state: dict[str, Any],
+        config: RunnableConfig,
+        sent: _SentInput,
+    ) -> AIMessage:
+        runnable = self._call_for(calls, dialect)
+        history = self.plan.with_system(state["messages"])
+        config = merge_configs(config, {"callbacks": [sent]})
+        reply = runnable.invoke(history, config)
+        if _says_nothing(reply):  # a second try often says something
+            reply = runnable.invoke(history, config)
+        return reply
+
+    async def _acall(
+        self,
+        dialect: Dialect,
+        calls: int,
+        state: dict[str, Any],
+        config: RunnableConfig,
+        sent: _SentInput,
+    ) -> AIMessage:
+        runnable = self._call_for(calls, dialect)
+        history = self.plan.with_system(state["messages"])
+        config = merge_configs(config, {"callbacks": [sent]})
+        reply = await runnable.ainvoke(history, config)
+        if _says_nothing(reply):  # a second try often says something
+            reply = await runnable.ainvoke(history, config)
+        return reply
+
+    def _at_limit(self, state: dict[str, Any]) -> dict[str, Any] | None:
+        """The notice that ends a turn at ``max_iterations``, if it is reached."""
+        if model_calls_this_turn(state["messages"]) >= self.max_iterations:
+            return {"messages": [iteration_limit_message(self.max_iterations)]}
+        return None
 
     # -- outcomes
 
-    def _failed(self, dialect: Dialect, exc: Exception) -> Command:
+    def _fallback_for(self, dialect: Dialect, exc: Exception) -> tuple[Dialect, str]:
+        """The dialect to call again in, and why, when native calling was refused."""
         unreachable = unreachable_server(exc, self.model)
         if unreachable is not None:
             raise unreachable from exc
-        if dialect.native and is_tools_unsupported_error(exc):
-            # BaseChatModel.bind_tools raises a bare NotImplementedError: say what it means
-            detail = str(exc) or f"{type(self.model).__name__} does not implement bind_tools"
-            reason = f"native tool calling failed: {type(exc).__name__}: {detail}"
-            return Command(
-                goto=Send("react_fallback", {"to": self.plan.fallback.name, "reason": reason})
-            )
-        raise exc
+        if not (dialect.native and is_tools_unsupported_error(exc)):
+            raise exc
+        # BaseChatModel.bind_tools raises a bare NotImplementedError: say what it means
+        detail = str(exc) or f"{type(self.model).__name__} does not implement bind_tools"
+        return self.plan.fallback, f"native tool calling failed: {type(exc).__name__}: {detail}"
 
-    def _finish(self, dialect: Dialect, message: AIMessage, state: dict[str, Any]) -> Any:
+    def _finish(
+        self,
+        dialect: Dialect,
+        message: AIMessage,
+        state: dict[str, Any],
+        sent: _SentInput,
+        reason: str | None = None,
+    ) -> dict[str, Any]:
         if _says_nothing(message):
             message = empty_reply_message(message)
-        message = unique_call_ids(dialect.fit_to_tools(message, self.plan.tools), state["messages"])
+        update: dict[str, Any] = {
+            "messages": [message],
+            "model_input": convert_to_openai_messages(sent.messages),
+        }
         markup = message.response_metadata.get(MARKUP_FORMAT_KEY)
         if dialect.native and markup in PROMPT_DIALECTS:
             # the server has no tool parser and the model writes calls as text:
             # speak that model's own prompt dialect from now on, and say why. Other
             # formats are read from every reply (the reply records which); there is no
             # prompt dialect of theirs to switch to.
+            dialect = self.plan.dialect(markup)
             reason = f"the model wrote its calls into content as {markup} markup"
-            return {"messages": [message], "dialect": markup, "fallback_reason": reason}
-        update: dict[str, Any] = {"messages": [message]}
-        if state.get("dialect") != dialect.name:
-            update["dialect"] = dialect.name  # the thread's dialect, from its first call on
-        if (
+        elif (
             not dialect.native
             and dialect.name != "react"
             and message.invalid_tool_calls
             and not message.tool_calls
             and unparsed_streak([*state["messages"], message]) >= self.plan.unparsed_limit
         ):
+            # its unreadable calls are answered as every call is; the next call speaks ReAct
             reason = (
                 f"{self.plan.unparsed_limit} replies in a row had tool calls that could not "
                 f"be read in the {dialect.name} format"
             )
-            switch = {"to": "react", "reason": reason, "reply": message}
-            return Command(goto=Send("react_fallback", switch))
+            dialect = self.plan.dialect("react")
+        if reason is not None:
+            update["fallback_reason"] = reason
+        if reason is not None or state.get("dialect") != dialect.name:
+            update["dialect"] = dialect.name  # the thread's dialect, from its first call on
         return update

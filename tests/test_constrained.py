@@ -13,7 +13,7 @@ import re
 
 import pytest
 
-from fncall_graph.adapters.models.constrained import (
+from fncall_graph.adapters.formats.grammar import (
     MAX_CALLS,
     MAX_STRING_CHARS,
     MAX_TEXT_CHARS,

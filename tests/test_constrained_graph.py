@@ -22,7 +22,7 @@ from sqlite_tools import SqliteTools, seed_tool_schemas
 
 from fncall_graph import create_fncall_graph
 from fncall_graph.adapters import get_dialect
-from fncall_graph.adapters.models.constrained import MAX_CALLS, grammar_max_bytes
+from fncall_graph.adapters.formats.grammar import MAX_CALLS, grammar_max_bytes
 from fncall_graph.nodes.model import STOP_REASON_KEY
 from fncall_graph.testing import ReplayChatModel
 

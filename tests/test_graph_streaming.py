@@ -52,8 +52,8 @@ def check_message_stream(
     items: list[tuple[BaseMessage, dict[str, Any]]], chunk_size: int = 2
 ) -> None:
     """Tokens come from the model node only, with answer text and no markup."""
-    nodes = {meta["langgraph_node"] for _, meta in items}
-    assert "adapter" not in nodes  # model_input is dicts, not streamed as chat
+    # model_input is dicts, not streamed as chat: no prompt message shows
+    assert not [m for m, _ in items if m.type in ("system", "human")]
     chunks = [(m, meta) for m, meta in items if isinstance(m, AIMessageChunk)]
     assert {meta["langgraph_node"] for _, meta in chunks} == {"model"}
     for chunk, _ in chunks:
@@ -101,12 +101,10 @@ def test_updates_stream_and_model_input() -> None:
     graph, model = make_graph()
     updates = list(graph.stream(QUESTION, cfg("u"), stream_mode="updates"))
     names = [next(iter(u)) for u in updates]
-    # adapter and model share a step (either may report first), tools come between
-    assert sorted(names[:2]) == sorted(names[3:]) == ["adapter", "model"]
-    assert names[2] == "tools"
-    adapters = [u["adapter"] for u in updates if "adapter" in u]
+    # a model call is one update, with the input it was sent; tools come between
+    assert names == ["model", "tools", "model"]
     models = [u["model"] for u in updates if "model" in u]
-    first = adapters[0]
+    first = models[0]
     assert models[0]["dialect"] == "hermes"  # the model call records the thread's dialect
     # model_input: the rendered prompt as OpenAI-style dicts, exactly what the model got
     assert all(isinstance(m, dict) for m in first["model_input"])
@@ -114,7 +112,7 @@ def test_updates_stream_and_model_input() -> None:
     role = {"system": "system", "user": "human", "assistant": "ai"}
     assert [(role[m["role"]], m["content"]) for m in first["model_input"]] == sent
     assert first["model_input"][0]["content"].startswith("# Tools")
-    second = adapters[1]["model_input"]
+    second = models[1]["model_input"]
     assert second[-1] == {
         "role": "user",
         "content": "<tool_response>\n北京: 晴, 25°C\n</tool_response>",
@@ -138,8 +136,7 @@ def test_debug_stream_reports_each_task() -> None:
     graph, _ = make_graph()
     events = list(graph.stream(QUESTION, cfg("d"), stream_mode="debug"))
     tasks = [e["payload"]["name"] for e in events if e["type"] == "task"]
-    assert sorted(tasks[:2]) == sorted(tasks[3:]) == ["adapter", "model"]
-    assert tasks[2] == "tools"
+    assert tasks == ["model", "tools", "model"]
     assert {e["type"] for e in events} >= {"checkpoint", "task", "task_result"}
 
 
@@ -159,7 +156,7 @@ async def test_several_modes_at_once() -> None:
 def test_model_input_is_streamed_but_not_checkpointed() -> None:
     graph, _ = make_graph()
     updates = [c for c in graph.stream(QUESTION, cfg("u"), stream_mode="updates")]
-    shown = [c["adapter"]["model_input"] for c in updates if "adapter" in c]
+    shown = [c["model"]["model_input"] for c in updates if "model" in c]
     assert len(shown) == 2 and shown[0][0]["content"].startswith("# Tools")
     # no checkpoint of the thread holds it: it is the history again, in the dialect's form
     assert all("model_input" not in s.values for s in graph.get_state_history(cfg("u")))
@@ -172,8 +169,8 @@ def test_state_history_lists_the_steps() -> None:
     # newest first: the finished turn, then each step back to the input
     assert history[0].next == ()
     steps = [s.next for s in reversed(history)]
-    # a model call is one step (adapter beside model), so one checkpoint, as in create_agent
-    assert steps == [("__start__",), ("adapter", "model"), ("tools",), ("adapter", "model"), ()]
+    # a model call is one step, so one checkpoint, as in create_agent
+    assert steps == [("__start__",), ("model",), ("tools",), ("model",), ()]
     assert [len(s.values.get("messages", [])) for s in reversed(history)] == [0, 1, 2, 3, 4]
     # with keep_model_input, a checkpoint holds the prompt of the model call before it
     after_second_call = history[0]

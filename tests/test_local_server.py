@@ -15,7 +15,7 @@ import pytest
 from langchain_core.messages import AIMessage, HumanMessage, SystemMessage
 from langchain_core.tools import tool
 
-from fncall_graph.adapters.models.constrained import (
+from fncall_graph.adapters.formats.grammar import (
     call_grammar,
     grammar_extra_body,
     qwen_call_grammar,
@@ -230,7 +230,7 @@ def test_constrained_react_call(model):
 
 
 def test_bundled_model_speaks_hermes_by_default(server):
-    from fncall_graph.graphs.factory import initial_dialect
+    from fncall_graph.adapters.models import initial_dialect
 
     model = server.chat_model()
     assert model.dialect == "hermes" and model.accepts_grammar

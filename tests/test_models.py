@@ -3,9 +3,7 @@
 from __future__ import annotations
 
 import json
-import sys
 import threading
-import types
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
@@ -160,18 +158,15 @@ def test_replay_spec_calls_from_file(tmp_path, monkeypatch):
             calls.append(path)
             return cls(responses=["replayed"])
 
-    module = types.ModuleType("fncall_graph.testing")
-    module.ReplayChatModel = ReplayChatModel
-    monkeypatch.setitem(sys.modules, "fncall_graph.testing", module)
+    monkeypatch.setattr("fncall_graph.adapters.models.replay.ReplayChatModel", ReplayChatModel)
     model = resolve_model(f"replay:{recording}")
     assert calls == [str(recording)]
     assert model.invoke("hi").content == "replayed"
 
 
 def test_replay_spec_with_the_real_replay_model(tmp_path):
-    testing = pytest.importorskip(
-        "fncall_graph.testing", reason="fncall_graph.testing is not part of this build yet"
-    )
+    from fncall_graph import replay, testing
+
     recording = tmp_path / "empty.jsonl"
     recording.write_text("", encoding="utf-8")
     try:
@@ -179,15 +174,8 @@ def test_replay_spec_with_the_real_replay_model(tmp_path):
     except ModelSpecError as exc:  # an empty recording may be refused; it must say so in one line
         assert "\n" not in str(exc)
     else:
-        assert isinstance(model, testing.ReplayChatModel)
-
-
-def test_replay_without_testing_module_is_a_clear_error(tmp_path, monkeypatch):
-    recording = tmp_path / "rec.jsonl"
-    recording.write_text("", encoding="utf-8")
-    monkeypatch.setitem(sys.modules, "fncall_graph.testing", None)  # import fails
-    with pytest.raises(ModelSpecError, match="replay models are unavailable"):
-        resolve_model(f"replay:{recording}")
+        assert isinstance(model, replay.ReplayChatModel)
+    assert testing.ReplayChatModel is replay.ReplayChatModel  # the earlier import still works
 
 
 # -- is_tools_unsupported_error against real client exceptions -------------------------
@@ -412,7 +400,7 @@ def test_an_unreachable_server_is_one_clear_error(spec: str, monkeypatch) -> Non
 
 
 def test_declared_dialect_decides_auto() -> None:
-    from fncall_graph.graphs.factory import initial_dialect
+    from fncall_graph.adapters.models import initial_dialect
 
     declared = resolve_model("http://127.0.0.1:1/v1#x", dialect="qwen")
     assert initial_dialect(declared).name == "qwen"

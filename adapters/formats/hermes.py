@@ -141,7 +141,7 @@ class HermesDialect(PromptDialect):
         """
         if not tools:
             return None
-        from ..models.constrained import call_grammar
+        from .grammar import call_grammar
 
         return call_grammar(
             tools,

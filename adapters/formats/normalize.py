@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 from langchain_core.messages import AIMessage, BaseMessage
@@ -24,8 +24,20 @@ from langchain_core.messages.tool import InvalidToolCall, ToolCall, invalid_tool
 from .base import THINK, Dialect, new_call_id
 from .readers import AUTO, NO_CALL_MARKUP
 from .readers.whole_reply import OPENERS, whole_reply_format
+from .registry import get_dialect
 
-__all__ = ["markup_dialect", "normalize"]
+__all__ = [
+    "MARKUP_FORMAT_KEY",
+    "CallIds",
+    "markup_dialect",
+    "normalize",
+    "unmatched",
+    "used_call_ids",
+]
+
+#: ``response_metadata`` key of a native reply whose calls were read from markup in its
+#: content (its server had no tool parser): the format they were written in.
+MARKUP_FORMAT_KEY = "fncall_markup_format"
 
 _REASONING_BLOCKS = frozenset({"reasoning", "thinking"})
 # Blocks that restate what the ``tool_calls`` field already holds.
@@ -39,6 +51,7 @@ def normalize(
     dialect: Dialect | str | None = "hermes",
     *,
     tool_names: Iterable[str] | None = None,
+    taken_ids: Iterable[str] = (),
 ) -> AIMessage:
     """Return the canonical form of a model's reply.
 
@@ -53,8 +66,16 @@ def normalize(
       shows); otherwise ``content`` is left as it is.
 
     A call present both in the field and in the markup (same name and arguments) is
-    kept once, with the field's id: a call is never read twice. Calls
-    without an id, or repeating an id already used in the message, get a fresh one.
+    kept once, with the field's id: a call is never read twice. A call keeps its id
+    unless it has none, or the id is in ``taken_ids`` or already used in the message:
+    then it gets a fresh one (:class:`CallIds`). A call id names one call in a thread
+    (its result, and its claim: a call runs at most once per id), so pass the ids the
+    thread already used (:func:`used_call_ids`) for models that number their calls
+    ``call_0``, ``call_1`` in every reply.
+
+    With ``None`` or ``"native"``, a reply whose calls came from markup in its content
+    (and none from the field) records the format in
+    ``response_metadata[MARKUP_FORMAT_KEY]``.
 
     Reasoning from ``additional_kwargs["reasoning_content"]``, from ``"reasoning"`` /
     ``"thinking"`` content blocks and from ``<think>`` blocks is joined (in that order)
@@ -71,6 +92,7 @@ def normalize(
             others go to ``invalid_tool_calls`` with the reason, so an answer that only
             quotes the call syntax runs nothing. Calls from the ``tool_calls`` field are
             kept as the provider gave them.
+        taken_ids: call ids the thread already used; see above.
 
     Returns:
         A new ``AIMessage``; ``message`` is not modified.
@@ -92,8 +114,12 @@ def normalize(
     kwargs = dict(message.additional_kwargs)
     text, block_reasoning, others, was_list = _split_content(message.content)
 
-    d = _resolve(dialect)
-    parsed = d.parse(text) if d is not None and not d.native else _auto_parse(text)
+    d = None if dialect is None else get_dialect(dialect)
+    markup_format: str | None = None
+    if d is not None and not d.native:
+        parsed: AIMessage | None = d.parse(text)
+    else:
+        parsed, markup_format = _auto_parse(text)
 
     # ---- content
     content: str | list[str | dict[str, Any]]
@@ -119,23 +145,28 @@ def normalize(
         kwargs["reasoning_content"] = "\n".join(reasoning_parts)
 
     # ---- calls
+    field = list(getattr(message, "tool_calls", []) or [])
     calls, invalid = _merge_calls(
-        list(getattr(message, "tool_calls", []) or []),
+        field,
         list(getattr(message, "invalid_tool_calls", []) or []),
         list(parsed.tool_calls) if parsed is not None else [],
         list(parsed.invalid_tool_calls) if parsed is not None else [],
         None if tool_names is None else set(tool_names),
+        CallIds(taken_ids),
     )
     # The provider's raw call list would now disagree with ``tool_calls``; the field wins.
     kwargs.pop("tool_calls", None)
     kwargs.pop("function_call", None)
+    metadata = dict(message.response_metadata)
+    if markup_format is not None and calls and not field:
+        metadata[MARKUP_FORMAT_KEY] = markup_format
 
     return AIMessage(
         content=content,
         tool_calls=calls,
         invalid_tool_calls=invalid,
         additional_kwargs=kwargs,
-        response_metadata=dict(message.response_metadata),
+        response_metadata=metadata,
         usage_metadata=getattr(message, "usage_metadata", None),
         id=message.id,
         name=message.name,
@@ -160,10 +191,13 @@ def markup_dialect(message: BaseMessage | str) -> str | None:
     True
     """
     text = message if isinstance(message, str) else _split_content(message.content)[0]
-    found = _first_marker(_without_thinking(text))
-    if found is not None:
-        return found[2]
-    return whole_reply_format(_without_thinking(text))
+    return _markup_format(_without_thinking(_opened_thought(text)))
+
+
+def _markup_format(answer: str) -> str | None:
+    """The format of the calls ``answer`` (a reply less its thinking) writes, if any."""
+    found = _first_marker(answer)
+    return found[2] if found is not None else whole_reply_format(answer)
 
 
 def _first_marker(text: str) -> tuple[int, str, str] | None:
@@ -251,30 +285,35 @@ _OTHER_MARKUP = re.compile(
 )
 
 
-def _resolve(dialect: Dialect | str | None) -> Dialect | None:
-    if dialect is None or isinstance(dialect, Dialect):
-        return dialect
-    from .. import get_dialect  # the registry imports dialect modules lazily
+def _opened_thought(text: str) -> str:
+    """``text`` with the ``<think>`` its prompt opened put back in front.
 
-    return get_dialect(dialect)
-
-
-def _auto_parse(text: str) -> AIMessage | None:
-    """Read ``text`` in the format its own call markup is written in, if any."""
+    QwQ / DeepSeek-R1 templates put ``<think>`` in the prompt, so the reply starts
+    inside the thought and only its end marker shows.
+    """
     close = text.find(THINK.close[0])
     if close >= 0 and not 0 <= text.find(THINK.open) < close:
-        # QwQ / DeepSeek-R1 templates put ``<think>`` in the prompt, so the reply
-        # starts inside the thought and only its end marker shows.
-        text = THINK.open + text
-    found = _first_marker(_without_thinking(text))
+        return THINK.open + text
+    return text
+
+
+def _auto_parse(text: str) -> tuple[AIMessage | None, str | None]:
+    """``text`` read in the format its own call markup is written in, and that format.
+
+    ``(None, None)`` when it holds no markup at all.
+    """
+    text = _opened_thought(text)
+    answer = _without_thinking(text)
+    found = _first_marker(answer)
     if found is not None:
-        return (_resolve("qwen") if found[2] == "qwen" else AUTO).parse(text)  # type: ignore[union-attr]
+        reader = get_dialect("qwen") if found[2] == "qwen" else AUTO
+        return reader.parse(text), found[2]
     other = _OTHER_MARKUP.search(text)
-    if _without_thinking(text).lstrip().startswith(OPENERS) or (
+    if answer.lstrip().startswith(OPENERS) or (
         other is not None and not _quoted(text, other.start())
     ):
-        return NO_CALL_MARKUP.parse(text)
-    return None
+        return NO_CALL_MARKUP.parse(text), whole_reply_format(answer)
+    return None, None
 
 
 def _split_content(
@@ -319,8 +358,62 @@ def _reasoning_text(block: dict[str, Any]) -> str:
     return ""
 
 
+def used_call_ids(messages: Sequence[BaseMessage]) -> set[str]:
+    """The call ids a history already uses: its calls' (readable or not) and its results'."""
+    used: set[str] = set()
+    for m in messages:
+        if isinstance(m, AIMessage):
+            used.update(c["id"] for c in m.tool_calls if c.get("id"))
+            used.update(c["id"] for c in m.invalid_tool_calls if c.get("id"))
+        elif (call_id := getattr(m, "tool_call_id", None)) is not None:
+            used.add(call_id)
+    return used
+
+
+class CallIds:
+    """The one call-identity rule: a call keeps its id unless it has none, or the id is
+    taken (by the thread, or by an earlier call of the same reply); then it gets a new one.
+
+    Example:
+        >>> ids = CallIds({"call_0"})
+        >>> ids.assign("call_1")
+        'call_1'
+        >>> ids.assign("call_1") != "call_1", ids.assign("call_0") != "call_0"
+        (True, True)
+    """
+
+    __slots__ = ("_used",)
+
+    def __init__(self, taken: Iterable[str] = ()) -> None:
+        self._used = set(taken)
+
+    def assign(self, call_id: str | None) -> str:
+        if not call_id or call_id in self._used:
+            call_id = new_call_id()
+        self._used.add(call_id)
+        return call_id
+
+
 def _key(name: str | None, args: Any) -> tuple[str, str]:
     return (name or "", json.dumps(args, sort_keys=True, ensure_ascii=False, default=str))
+
+
+def unmatched(calls: Iterable[ToolCall], already: Iterable[ToolCall]) -> list[ToolCall]:
+    """The calls of ``calls`` that ``already`` does not hold (same name and arguments),
+    each counted once: one call read from two places (the provider's field and the text)
+    is one call."""
+    pending: dict[tuple[str, str], int] = {}
+    for c in already:
+        k = _key(c["name"], c["args"])
+        pending[k] = pending.get(k, 0) + 1
+    out: list[ToolCall] = []
+    for c in calls:
+        k = _key(c["name"], c["args"])
+        if pending.get(k):
+            pending[k] -= 1
+        else:
+            out.append(c)
+    return out
 
 
 def _merge_calls(
@@ -329,51 +422,34 @@ def _merge_calls(
     markup: list[ToolCall],
     markup_invalid: list[InvalidToolCall],
     known: set[str] | None,
+    ids: CallIds,
 ) -> tuple[list[ToolCall], list[InvalidToolCall]]:
-    """Field calls first, then markup calls the field does not already hold; ids unique."""
-    seen_ids: set[str] = set()
-
-    def fresh(call_id: str | None) -> str:
-        if not call_id or call_id in seen_ids:
-            call_id = new_call_id()
-        seen_ids.add(call_id)
-        return call_id
-
-    calls: list[ToolCall] = []
-    pending: dict[tuple[str, str], int] = {}  # field calls not yet matched by markup
-    for c in field:
-        calls.append(tool_call(name=c["name"], args=dict(c["args"]), id=fresh(c.get("id"))))
-        k = _key(c["name"], c["args"])
-        pending[k] = pending.get(k, 0) + 1
-
+    """Field calls first, then markup calls the field does not already hold; ids by ``ids``."""
+    calls = [
+        tool_call(name=c["name"], args=dict(c["args"]), id=ids.assign(c.get("id"))) for c in field
+    ]
     invalid: list[InvalidToolCall] = [
         invalid_tool_call(
-            name=c.get("name"), args=c.get("args"), id=fresh(c.get("id")), error=c.get("error")
+            name=c.get("name"), args=c.get("args"), id=ids.assign(c.get("id")), error=c.get("error")
         )
         for c in field_invalid
     ]
-
-    for c in markup:
-        k = _key(c["name"], c["args"])
-        if pending.get(k):
-            pending[k] -= 1  # the same call, once from each source: count it once
-            continue
+    for c in unmatched(markup, field):
         if known is not None and c["name"] not in known:
             invalid.append(
                 invalid_tool_call(
                     name=c["name"],
                     args=json.dumps(c["args"], ensure_ascii=False),
-                    id=fresh(c.get("id")),
+                    id=ids.assign(c.get("id")),
                     error=f"unknown tool {c['name']!r}; available tools: "
                     + (", ".join(sorted(known)) or "none"),
                 )
             )
             continue
-        calls.append(tool_call(name=c["name"], args=dict(c["args"]), id=fresh(c.get("id"))))
-
+        calls.append(tool_call(name=c["name"], args=dict(c["args"]), id=ids.assign(c.get("id"))))
     invalid.extend(
         invalid_tool_call(
-            name=c.get("name"), args=c.get("args"), id=fresh(c.get("id")), error=c.get("error")
+            name=c.get("name"), args=c.get("args"), id=ids.assign(c.get("id")), error=c.get("error")
         )
         for c in markup_invalid
     )

@@ -369,7 +369,7 @@ class QwenDialect(PromptDialect):
         """
         if not tools:
             return None
-        from ..models.constrained import qwen_call_grammar
+        from .grammar import qwen_call_grammar
 
         return qwen_call_grammar(
             tools, max_calls=None if self.parallel else 1, allow_text=not require_call

@@ -206,7 +206,7 @@ class ReActDialect(PromptDialect):
         """
         if not tools:
             return None
-        from ..models.constrained import call_grammar
+        from .grammar import call_grammar
 
         return call_grammar(
             tools,

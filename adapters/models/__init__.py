@@ -1,11 +1,17 @@
-"""Models: model specs, the tool-calling wrapper, the bundled local server, constrained decoding.
+"""Models: model specs, what a model can do, the tool-calling wrapper, the bundled local server.
 
 - :mod:`.specs`: one string names any chat model (:func:`resolve_model`);
 - :mod:`.chat_model`: :func:`with_dialect`, tool calling for any chat model;
 - :mod:`.local_server`: the bundled SmolLM2-135M on a loopback llama.cpp server;
-- :mod:`.constrained`: GBNF grammars that hold a reply to a dialect's call format.
+- :mod:`.capabilities`: native tools, a declared dialect, grammars: what a model can do.
 """
 
+from .capabilities import (
+    accepts_grammar,
+    declared_dialect,
+    initial_dialect,
+    supports_native_tools,
+)
 from .specs import (
     DEFAULT_SPEC,
     MODEL_ENV,
@@ -25,9 +31,13 @@ __all__ = [
     "CompatibleChatOpenAI",
     "ModelServerUnreachable",
     "ModelSpecError",
+    "accepts_grammar",
+    "declared_dialect",
+    "initial_dialect",
     "is_tools_unsupported_error",
     "packaged_recording",
     "recording_names",
     "resolve_model",
+    "supports_native_tools",
     "unreachable_server",
 ]

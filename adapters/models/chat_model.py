@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import AsyncIterator, Callable, Iterator, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from langchain_core.callbacks import (
@@ -44,9 +45,16 @@ from ..formats.base import (
     StreamParser,
     text_of,
 )
-from ..formats.normalize import _key, markup_dialect, normalize
+from ..formats.normalize import (
+    MARKUP_FORMAT_KEY,
+    CallIds,
+    normalize,
+    unmatched,
+    used_call_ids,
+)
 from ..formats.readers import AUTO
 from ..formats.readers.whole_reply import OPENERS, may_be_calls_only
+from ..formats.registry import get_dialect
 
 __all__ = ["MARKUP_FORMAT_KEY", "DialectChatModel", "with_dialect"]
 
@@ -58,11 +66,35 @@ _HOLD_MARKERS = re.compile("|".join(map(re.escape, _HOLD)))
 _LONGEST = max(map(len, _HOLD)) - 1
 _MARKER_PREFIXES = frozenset(m[:j] for m in _HOLD for j in range(1, len(m)))
 
-#: ``response_metadata`` key of a native reply whose calls were read from markup in its
-#: content (the server had no tool parser): the format they were written in.
-MARKUP_FORMAT_KEY = "fncall_calls_from_content"
 # bound with the tools: the tools as given to bind_tools, before conversion
 _GIVEN_TOOLS = "dialect_tools"
+
+
+@dataclass(slots=True)
+class _Call:
+    """One model call through the boundary: rendered once, its reply read once."""
+
+    dialect: Dialect
+    runnable: Runnable[LanguageModelInput, BaseMessage]
+    rendered: list[BaseMessage]
+    kwargs: dict[str, Any]
+    tools: list[Any] | None  # as given to bind_tools
+    tool_names: list[str] | None  # the offered tools' names, for calls read from markup
+    taken: set[str]  # call ids the history already uses
+
+    def read(self, reply: BaseMessage) -> AIMessage:
+        """The reply as the graph keeps it: calls from the field and the text merged,
+        ids unique against the history, loose call forms fitted to the tools."""
+        if self.dialect.native:
+            message = normalize(reply, None, tool_names=self.tool_names, taken_ids=self.taken)
+        else:
+            message = normalize(reply, self.dialect, taken_ids=self.taken)
+        return self.dialect.fit_to_tools(message, self.tools)
+
+    def fit(self, call: ToolCall) -> ToolCall:
+        """One call read from a stream, fitted to the tools as :meth:`read` fits a reply."""
+        fitted = self.dialect.fit_to_tools(AIMessage(content="", tool_calls=[call]), self.tools)
+        return fitted.tool_calls[0] if fitted.tool_calls else call
 
 
 class DialectChatModel(BaseChatModel):
@@ -91,8 +123,6 @@ class DialectChatModel(BaseChatModel):
     @field_validator("dialect", mode="before")
     @classmethod
     def _dialect(cls, value: Any) -> Dialect:
-        from .. import get_dialect
-
         return get_dialect(value)
 
     @property
@@ -138,45 +168,28 @@ class DialectChatModel(BaseChatModel):
 
     # ------------------------------------------------------------------ calls
 
-    def invoke(
-        self, input: LanguageModelInput, config: RunnableConfig | None = None, **kwargs: Any
-    ) -> AIMessage:
-        return self._canonical(super().invoke(input, config, **kwargs), kwargs)
-
-    async def ainvoke(
-        self, input: LanguageModelInput, config: RunnableConfig | None = None, **kwargs: Any
-    ) -> AIMessage:
-        return self._canonical(await super().ainvoke(input, config, **kwargs), kwargs)
-
-    def _canonical(self, message: BaseMessage, kwargs: dict[str, Any]) -> AIMessage:
-        """The reply as the graph keeps it, whether it was generated or streamed.
-
-        A streamed native reply has shown its text as it came, call markup included;
-        the message it adds up to is read once more, so no markup stays in ``content``.
-        """
-        if self.dialect.native and isinstance(message, AIMessage):
-            return normalize(message, None, tool_names=_names(kwargs.get("tools")))
-        return message  # type: ignore[return-value]
-
     def _prepare(
         self,
         messages: list[BaseMessage],
         stop: list[str] | None,
         run_manager: CallbackManagerForLLMRun | AsyncCallbackManagerForLLMRun | None,
         kwargs: dict[str, Any],
-    ) -> tuple[Runnable[LanguageModelInput, BaseMessage], list[BaseMessage], dict[str, Any]]:
-        """The runnable to call, its input and its call arguments (stop and config included)."""
+    ) -> _Call:
+        """Render the history once; what to call, with what input and arguments."""
         kwargs = dict(kwargs)
         formatted = kwargs.pop("tools", None) or None
         tools = kwargs.pop(_GIVEN_TOOLS, None) or formatted
         tool_choice = kwargs.pop("tool_choice", None)
         inner: Runnable[LanguageModelInput, BaseMessage] = self.model
+        names = None
         if self.dialect.native:
             rendered = self.dialect.render(messages, tools)
             if tools:
                 inner = self.model.bind_tools(tools, tool_choice=tool_choice)
+                names = [t["function"]["name"] for t in formatted or ()] or _names(tools)
         else:
-            rendered = self.dialect.render(messages, _chosen(tools, tool_choice))
+            tools = _chosen(tools, tool_choice)
+            rendered = self.dialect.render(messages, tools)
         merged = list(dict.fromkeys([*self.dialect.stop, *(stop or [])]))
         if merged:
             kwargs["stop"] = merged
@@ -186,16 +199,7 @@ class DialectChatModel(BaseChatModel):
         if run_manager is not None:
             config = {"callbacks": _child(run_manager)}
         kwargs["config"] = config
-        return inner, rendered, kwargs
-
-    def _finish(self, reply: BaseMessage, tools: Any) -> AIMessage:
-        if not self.dialect.native:
-            return normalize(reply, self.dialect)
-        message = normalize(reply, None, tool_names=_names(tools))
-        markup = markup_dialect(reply)
-        if markup is not None and message.tool_calls and not getattr(reply, "tool_calls", None):
-            message.response_metadata[MARKUP_FORMAT_KEY] = markup
-        return message
+        return _Call(self.dialect, inner, rendered, kwargs, tools, names, used_call_ids(messages))
 
     def _generate(
         self,
@@ -204,10 +208,9 @@ class DialectChatModel(BaseChatModel):
         run_manager: CallbackManagerForLLMRun | None = None,
         **kwargs: Any,
     ) -> ChatResult:
-        inner, rendered, call = self._prepare(messages, stop, run_manager, kwargs)
-        reply = inner.invoke(rendered, **call)
-        message = self._finish(reply, kwargs.get("tools"))
-        return ChatResult(generations=[ChatGeneration(message=message)])
+        call = self._prepare(messages, stop, run_manager, kwargs)
+        reply = call.runnable.invoke(call.rendered, **call.kwargs)
+        return ChatResult(generations=[ChatGeneration(message=call.read(reply))])
 
     async def _agenerate(
         self,
@@ -216,10 +219,9 @@ class DialectChatModel(BaseChatModel):
         run_manager: AsyncCallbackManagerForLLMRun | None = None,
         **kwargs: Any,
     ) -> ChatResult:
-        inner, rendered, call = self._prepare(messages, stop, run_manager, kwargs)
-        reply = await inner.ainvoke(rendered, **call)
-        message = self._finish(reply, kwargs.get("tools"))
-        return ChatResult(generations=[ChatGeneration(message=message)])
+        call = self._prepare(messages, stop, run_manager, kwargs)
+        reply = await call.runnable.ainvoke(call.rendered, **call.kwargs)
+        return ChatResult(generations=[ChatGeneration(message=call.read(reply))])
 
     def _stream(
         self,
@@ -228,9 +230,9 @@ class DialectChatModel(BaseChatModel):
         run_manager: CallbackManagerForLLMRun | None = None,
         **kwargs: Any,
     ) -> Iterator[ChatGenerationChunk]:
-        inner, rendered, call = self._prepare(messages, stop, run_manager, kwargs)
-        state = _StreamState(self.dialect, kwargs.get("tools"))
-        for piece in inner.stream(rendered, **call):
+        call = self._prepare(messages, stop, run_manager, kwargs)
+        state = _StreamState(call)
+        for piece in call.runnable.stream(call.rendered, **call.kwargs):
             if (chunk := state.feed(piece)) is not None:
                 yield ChatGenerationChunk(message=chunk)
         yield ChatGenerationChunk(message=state.close())
@@ -242,9 +244,9 @@ class DialectChatModel(BaseChatModel):
         run_manager: AsyncCallbackManagerForLLMRun | None = None,
         **kwargs: Any,
     ) -> AsyncIterator[ChatGenerationChunk]:
-        inner, rendered, call = self._prepare(messages, stop, run_manager, kwargs)
-        state = _StreamState(self.dialect, kwargs.get("tools"))
-        async for piece in inner.astream(rendered, **call):
+        call = self._prepare(messages, stop, run_manager, kwargs)
+        state = _StreamState(call)
+        async for piece in call.runnable.astream(call.rendered, **call.kwargs):
             if (chunk := state.feed(piece)) is not None:
                 yield ChatGenerationChunk(message=chunk)
         yield ChatGenerationChunk(message=state.close())
@@ -280,7 +282,7 @@ def with_dialect(model: BaseChatModel, dialect: str | Dialect) -> DialectChatMod
         agent.invoke({"messages": [("user", "Weather and time in 北京?")]})
         ```
 
-        >>> from fncall_graph.testing import ReplayChatModel
+        >>> from fncall_graph.replay import ReplayChatModel
         >>> raw = ReplayChatModel(
         ...     ['<tool_call>\\n{"name": "add", "arguments": {"a": 1, "b": 2}}\\n</tool_call>']
         ... )
@@ -351,28 +353,44 @@ def _args_text(raw: Any) -> str:
 
 
 class _StreamState:
-    """Turns the inner model's chunks into canonical chunks, one call per tool-call chunk.
+    """Turns the inner model's chunks into canonical chunks whose sum is the read reply.
 
     Prompt dialects: the text goes through the dialect's stream parser; each finished
     call becomes one ``tool_call_chunk`` (``args`` as a JSON string, its own ``index``).
-    Calls the model streamed natively are merged in at the end, without duplicates.
-    Native: content and calls pass through; markup calls found in the whole text are
-    added at the end (the content already streamed keeps that markup).
+    Calls the model streamed natively are added at the end, less those the text held.
+    Native: text is shown until markup starts (:class:`_HeldMarkup`) and the provider's
+    calls pass through; at the end the whole reply is read once (:meth:`_Call.read`) and
+    what that reading adds is sent: the rest of the answer, reasoning from the text, calls
+    from markup. Call ids follow the call's one rule (:class:`CallIds`) as they pass.
     """
 
-    def __init__(self, dialect: Dialect, tools: Sequence[Any] | None) -> None:
-        self.dialect = dialect
-        self.tools = tools
-        self.parser: StreamParser | None = None if dialect.native else dialect.stream_parser()
-        self.display = _HeldMarkup() if dialect.native else None
+    def __init__(self, call: _Call) -> None:
+        self.call = call
+        self.ids = CallIds(call.taken)
+        native = call.dialect.native
+        self.parser: StreamParser | None = None if native else call.dialect.stream_parser()
+        self.display = _HeldMarkup() if native else None
         self.index = 0
-        self.calls: list[ToolCall] = []
-        self.inner: AIMessageChunk | None = None  # the model's own stream, added up
+        self.calls: list[ToolCall] = []  # prompt dialects: the calls read so far
+        self.shown: list[str] = []  # prompt dialects: the answer text sent so far
+        self.unreadable = False  # prompt dialects: a call that could not be read was sent
+        self.reasoning: list[str] = []  # all reasoning sent so far
+        self.inner: AIMessageChunk | None = None  # the model's own stream, ids as sent
+        self.chunk_ids: dict[tuple[Any, str], str] = {}
         self.provider_reasoning = False
         self.markup_reasoning = False
 
     def feed(self, piece: BaseMessage) -> AIMessageChunk | None:
+        call_chunks = [self._identified(c) for c in getattr(piece, "tool_call_chunks", None) or []]
         if isinstance(piece, AIMessageChunk):
+            if call_chunks:
+                piece = AIMessageChunk(
+                    content=piece.content,
+                    additional_kwargs=piece.additional_kwargs,
+                    response_metadata=piece.response_metadata,
+                    tool_call_chunks=call_chunks,
+                    id=piece.id,
+                )
             self.inner = piece if self.inner is None else self.inner + piece
         text = text_of(piece.content)
         reasoning = piece.additional_kwargs.get("reasoning_content")
@@ -381,38 +399,65 @@ class _StreamState:
             self._reason(out, reasoning, provider=True)
         if self.parser is None:
             out["content"] = self.display.feed(text) if self.display is not None else text
-            for c in getattr(piece, "tool_call_chunks", None) or []:
-                out["tool_call_chunks"].append(dict(c))
+            for c in call_chunks:
+                out["tool_call_chunks"].append(c)
                 if c.get("index") is not None:
                     self.index = max(self.index, int(c["index"]) + 1)
         elif text:
             self._events(out, self.parser.feed(text))
-        chunk = _chunk(out, piece)
-        return chunk
+        return _chunk(out, piece)
 
     def close(self) -> AIMessageChunk:
         out: dict[str, Any] = {"content": "", "additional_kwargs": {}, "tool_call_chunks": []}
+        meta: dict[str, Any] = {}
         if self.parser is not None:
             self._events(out, self.parser.close())
-            extra = self._native_extra([c for c in self.calls])
-        else:
-            extra = self._markup_extra()
-            if self.display is not None and self.display.held:
-                # what the held markup was: the rest of the answer, and its reasoning
-                text = text_of(self.inner.content) if self.inner is not None else ""
-                read = normalize(AIMessage(content=text), None, tool_names=_names(self.tools))
-                out["content"] = self.display.rest(text_of(read.content))
-                reasoning = read.additional_kwargs.get("reasoning_content")
-                if reasoning:
-                    self._reason(out, reasoning, provider=False)
-        for call in extra:
-            self._call(out, call)
-        meta = {}
-        if self.parser is None and extra and self.inner is not None and not self.inner.tool_calls:
-            meta[MARKUP_FORMAT_KEY] = markup_dialect(self.inner)
+            field = list(self.inner.tool_calls) if self.inner is not None else []
+            for c in unmatched(field, self.calls):
+                self._call(out, {**c, "id": self.ids.assign(c.get("id"))})
+            if not self.calls and not self.unreadable:
+                self._fitted_late(out)
+        elif self.inner is not None:
+            self._read_native(out, meta)
         return AIMessageChunk(**out, response_metadata=meta, chunk_position="last")
 
     # -- helpers
+
+    def _identified(self, chunk: Any) -> dict[str, Any]:
+        """A provider's call chunk with its id made unique (one id per call, kept)."""
+        chunk = dict(chunk)
+        if chunk.get("id"):
+            key = (chunk.get("index"), chunk["id"])
+            if key not in self.chunk_ids:
+                self.chunk_ids[key] = self.ids.assign(chunk["id"])
+            chunk["id"] = self.chunk_ids[key]
+        return chunk
+
+    def _read_native(self, out: dict[str, Any], meta: dict[str, Any]) -> None:
+        """The one reading of a native reply: send what it adds to what was streamed."""
+        inner = self.inner
+        assert inner is not None
+        read = self.call.read(inner)
+        if self.display is not None and self.display.held:
+            out["content"] = self.display.rest(text_of(read.content))
+        streamed = str(inner.additional_kwargs.get("reasoning_content") or "")
+        reasoning = str(read.additional_kwargs.get("reasoning_content") or "")
+        if reasoning.startswith(streamed) and len(reasoning) > len(streamed):
+            out["additional_kwargs"]["reasoning_content"] = reasoning[len(streamed) :]
+        for c in read.tool_calls[len(inner.tool_calls) :]:
+            self._call(out, c)
+        for bad in read.invalid_tool_calls[len(inner.invalid_tool_calls) :]:
+            self._invalid(out, bad)
+        if MARKUP_FORMAT_KEY in read.response_metadata:
+            meta[MARKUP_FORMAT_KEY] = read.response_metadata[MARKUP_FORMAT_KEY]
+
+    def _fitted_late(self, out: dict[str, Any]) -> None:
+        """Calls the dialect finds in a whole reply that held none of its own form
+        (ReAct's fenced action blob in prose), as :meth:`_Call.read` finds them."""
+        reasoning = {"reasoning_content": "".join(self.reasoning)}
+        whole = AIMessage(content="".join(self.shown), additional_kwargs=reasoning)
+        for c in self.call.dialect.fit_to_tools(whole, self.call.tools).tool_calls:
+            self._call(out, {**c, "id": self.ids.assign(c.get("id"))})
 
     def _reason(self, out: dict[str, Any], text: str, *, provider: bool) -> None:
         # The same separator ``normalize`` puts between provider and <think> reasoning.
@@ -422,6 +467,7 @@ class _StreamState:
             self.provider_reasoning = True
         else:
             self.markup_reasoning = True
+        self.reasoning.append(text)
         kw = out["additional_kwargs"]
         kw["reasoning_content"] = kw.get("reasoning_content", "") + text
 
@@ -429,21 +475,17 @@ class _StreamState:
         for ev in events:
             if isinstance(ev, ContentDelta):
                 out["content"] += ev.text
+                self.shown.append(ev.text)
             elif isinstance(ev, ReasoningDelta):
                 self._reason(out, ev.text, provider=False)
             elif isinstance(ev, CallEvent):
-                self.calls.append(ev.call)
-                self._call(out, ev.call)
+                call = self.call.fit({**ev.call, "id": self.ids.assign(ev.call.get("id"))})
+                self.calls.append(call)
+                self._call(out, call)
             elif isinstance(ev, InvalidCallEvent):
                 bad = ev.call
-                out["tool_call_chunks"].append(
-                    tool_call_chunk(
-                        name=bad.get("name"),
-                        args=_args_text(bad.get("args")),
-                        id=bad.get("id"),
-                        index=self._next(),
-                    )
-                )
+                self.unreadable = True
+                self._invalid(out, {**bad, "id": self.ids.assign(bad.get("id"))})
 
     def _call(self, out: dict[str, Any], call: ToolCall) -> None:
         out["tool_call_chunks"].append(
@@ -455,40 +497,19 @@ class _StreamState:
             )
         )
 
+    def _invalid(self, out: dict[str, Any], bad: Any) -> None:
+        out["tool_call_chunks"].append(
+            tool_call_chunk(
+                name=bad.get("name"),
+                args=_args_text(bad.get("args")),
+                id=bad.get("id"),
+                index=self._next(),
+            )
+        )
+
     def _next(self) -> int:
         self.index += 1
         return self.index - 1
-
-    def _native_extra(self, parsed: list[ToolCall]) -> list[ToolCall]:
-        """Calls the model streamed in ``tool_call_chunks`` that the markup did not hold."""
-        if self.inner is None or not self.inner.tool_calls:
-            return []
-        done = [_key(c["name"], c["args"]) for c in parsed]
-        extra: list[ToolCall] = []
-        for c in self.inner.tool_calls:
-            k = _key(c["name"], c["args"])
-            if k in done:
-                done.remove(k)
-            else:
-                extra.append(c)
-        # their ids are made unique the same way ``normalize`` does it
-        reply = normalize(AIMessage(content="", tool_calls=extra), None)
-        return list(reply.tool_calls)
-
-    def _markup_extra(self) -> list[ToolCall]:
-        """Native mode: calls written as markup in the streamed text, found at the end."""
-        if self.inner is None:
-            return []
-        whole = normalize(self.inner, None, tool_names=_names(self.tools))
-        have = [_key(c["name"], c["args"]) for c in self.inner.tool_calls]
-        extra: list[ToolCall] = []
-        for c in whole.tool_calls:
-            k = _key(c["name"], c["args"])
-            if k in have:
-                have.remove(k)
-            else:
-                extra.append(c)
-        return extra
 
 
 class _HeldMarkup:

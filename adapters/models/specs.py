@@ -230,12 +230,8 @@ def _replay_model(spec: str, path: str, **kwargs: Any) -> BaseChatModel:
             known = ", ".join(f"'?{o}'" for o in _REPLAY_OPTIONS)
             raise ModelSpecError(spec, f"unknown replay option {option!r}", f"known: {known}")
         kwargs[_REPLAY_OPTIONS[option]] = True
-    try:
-        from fncall_graph.testing import ReplayChatModel
-    except ImportError as exc:
-        raise ModelSpecError(
-            spec, f"replay models are unavailable ({exc})", "reinstall fncall-graph"
-        ) from exc
+    from .replay import ReplayChatModel  # loaded only when a spec asks for it
+
     if not os.path.isfile(path):
         packaged = packaged_recording(path)
         if packaged is None:

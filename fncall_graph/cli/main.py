@@ -62,8 +62,8 @@ def _trace_output(path: str | None) -> Iterator[IO[str] | None]:
 def _build_graph(
     args: argparse.Namespace, ui: UI, model: BaseChatModel, tools: list[BaseTool], saver: Any
 ) -> Any:
+    from fncall_graph.adapters.models import initial_dialect
     from fncall_graph.graphs import create_fncall_graph
-    from fncall_graph.graphs.factory import initial_dialect
     from fncall_graph.nodes.approve import unknown_tool
 
     gated = list(dict.fromkeys(getattr(args, "approve", None) or []))
@@ -263,9 +263,9 @@ LOCAL_MODEL_SCORE = "answers 0 of the 4 questions correctly (bench/real_model.py
 
 def _demo_session(ui: UI, model: BaseChatModel, args: argparse.Namespace, title: str) -> None:
     """Ask the example's questions in one thread over a fresh copy of its database."""
+    from fncall_graph.adapters.models import initial_dialect
     from fncall_graph.examples import database_assistant as example
     from fncall_graph.graphs import create_fncall_graph
-    from fncall_graph.graphs.factory import initial_dialect
 
     with tempfile.TemporaryDirectory(prefix="fncall-graph-demo-") as tmp:
         db = example.make_database(Path(tmp) / "test.db")

@@ -13,11 +13,12 @@ from langchain_core.language_models import BaseChatModel
 from langchain_core.tools import BaseTool
 
 from fncall_graph import settings
+from fncall_graph.adapters.formats.registry import DIALECT_NAMES
 
 from .terminal import UI, _first_line
 
 PROG = "fncall-graph"
-DIALECTS = ("auto", "native", "hermes", "nous", "qwen", "react")
+DIALECTS = ("auto", *DIALECT_NAMES)
 DB_ENV = settings.DB_ENV
 DEBUG_ENV = "FNCALL_DEBUG"
 
