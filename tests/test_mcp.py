@@ -737,30 +737,28 @@ async def test_resource_tools_only_where_the_server_lists_resources() -> None:
     config = {"mcpServers": {"plain": {"command": sys.executable, "args": [str(server)]}}}
     async with MCPToolkit.from_config(config) as toolkit:
         assert [t.name for t in toolkit.tools] == ["plain-echo"]
+        # the server's annotations, as metadata (read by the at-most-once rule)
+        echo = toolkit.get_tool("plain-echo").metadata
+        assert echo["readOnlyHint"] is True and echo["idempotentHint"] is True
+        assert (echo["mcp_server"], echo["mcp_tool"]) == ("plain", "echo")
     async with MCPToolkit.from_config(weather_stdio_config()) as toolkit:
         assert "weather-list_resources" in [t.name for t in toolkit.tools]
 
 
-async def test_tools_that_run_only_as_tasks_are_left_out(caplog) -> None:
-    from mcp.types import ListToolsResult, Tool, ToolExecution
+def test_tools_that_run_only_as_tasks_are_left_out(caplog) -> None:
+    from mcp.types import Tool, ToolExecution
 
-    from fncall_graph.adapters.mcp.sessions import SessionProxy
+    from fncall_graph.adapters.mcp.sessions import callable_tools
 
     def tool(name: str, support: str | None) -> Tool:
         execution = ToolExecution(taskSupport=support) if support else None
         return Tool(name=name, inputSchema={"type": "object"}, execution=execution)
 
-    class Listing:
-        name = "tasks"
-
-        async def request(self, what: str, op: Any) -> ListToolsResult:
-            return ListToolsResult(
-                tools=[tool("now", None), tool("maybe", "optional"), tool("later", "required")]
-            )
-
     caplog.set_level(logging.INFO)
-    listed = await SessionProxy(Listing()).list_tools()  # type: ignore[arg-type]
-    assert [t.name for t in listed.tools] == ["now", "maybe"]
+    listed = callable_tools(
+        "tasks", [tool("now", None), tool("maybe", "optional"), tool("later", "required")]
+    )
+    assert [t.name for t in listed] == ["now", "maybe"]
     assert "'later' runs only as a task" in caplog.text
 
 
@@ -857,3 +855,40 @@ async def test_a_session_stuck_after_a_timeout_is_replaced_before_the_next_call(
         assert answer.content == "晴天,温度 22°C"
         assert pid_gone(before)
         assert "no answer to a ping" in caplog.text
+
+
+@pytest.mark.parametrize("mode", ["sync", "async"])
+def test_each_tool_result_is_converted_once(mode, monkeypatch) -> None:
+    from mcp.types import CallToolResult
+
+    from fncall_graph.adapters.mcp import toolkit as toolkit_module
+
+    converted: list[Any] = []
+    convert = toolkit_module.result_for_model
+
+    def counted(result: Any) -> Any:
+        converted.append(result)
+        return convert(result)
+
+    monkeypatch.setattr(toolkit_module, "result_for_model", counted)
+
+    with MCPToolkit.from_config(weather_stdio_config()) as toolkit:
+
+        def run(name: str, args: dict[str, Any]) -> ToolMessage:
+            tool = toolkit.get_tool(name)
+            if mode == "sync":
+                return tool.invoke(call(name, args))
+            return asyncio.run(tool.ainvoke(call(name, args)))
+
+        answer = run("weather-get_weather", {"city": "北京"})
+        assert answer.content == "晴天,温度 22°C"
+        assert answer.artifact == {"structured_content": {"result": "晴天,温度 22°C"}}
+        assert len(converted) == 1 and isinstance(converted[0], CallToolResult)
+
+        pack = run("weather-weather_pack", {"city": "北京"})
+        assert len(converted) == 2
+        assert [b["type"] for b in pack.artifact["content"]] == ["image", "file", "audio"]
+
+        failed = run("weather-broken_tool", {"reason": "维护中"})
+        assert failed.status == "error" and "weather service unavailable: 维护中" in failed.content
+        assert len(converted) == 3 and converted[2].isError

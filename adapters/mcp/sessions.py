@@ -7,7 +7,6 @@ start is reported at once with its cause (:class:`MCPServerError`).
 from __future__ import annotations
 
 import asyncio
-import contextvars
 import json
 import logging
 from collections.abc import Awaitable, Callable, Mapping
@@ -26,12 +25,13 @@ from langchain_mcp_adapters.sessions import (
 from mcp import ClientSession, McpError
 from mcp.types import (
     CONNECTION_CLOSED,
+    CallToolResult,
     ElicitRequestParams,
     ElicitResult,
     InitializeResult,
     ListRootsResult,
     Root,
-    TextContent,
+    Tool,
 )
 
 from .errors import Disconnected, MCPServerError, MCPToolTimeoutError
@@ -272,6 +272,36 @@ class Server:
             asyncio.run_coroutine_threadsafe(self._request(what, op), loop)
         )
 
+    async def list_tools(self) -> list[Tool]:
+        """The server's tools (every page) that this client can call."""
+        listed: list[Tool] = await self.request(
+            "tools/list", lambda s: paginate(lambda c: s.list_tools(cursor=c), "tools")
+        )
+        return callable_tools(self.name, listed)
+
+    async def call_tool(
+        self, name: str, arguments: dict[str, Any], hooks: CallHooks | None = None
+    ) -> CallToolResult:
+        """Call tool ``name``; what the server sends during the call goes to ``hooks``.
+
+        Raises:
+            BaseException: the interrupt in ``hooks.paused`` when the server asked the
+                person something (the thread pauses; the call runs again on resume).
+        """
+        what = f"tool {name!r}"
+        if hooks is None:
+            return await self.request(what, lambda s: s.call_tool(name, arguments))
+        self.active.append(hooks)
+        try:
+            result = await self.request(
+                what, lambda s: s.call_tool(name, arguments, progress_callback=hooks.progress)
+            )
+        finally:
+            self.active.remove(hooks)
+        if hooks.paused is not None:
+            raise hooks.paused
+        return result
+
     async def _request(self, what: str, op: Callable[[ClientSession], Awaitable[T]]) -> T:
         link = self.link
         if link is None or not link.alive:
@@ -351,76 +381,6 @@ class Server:
             raise
 
 
-class SessionProxy:
-    """Stands in for a `ClientSession` in langchain-mcp-adapters' tools.
-
-    The adapters bind each tool to the session object they are given; binding
-    them to this proxy routes every call through `Server.request`, which adds
-    the owner loop, the timeout and the restart.
-    """
-
-    def __init__(self, server: Server) -> None:
-        self._server = server
-
-    async def list_tools(self, cursor: str | None = None, **kwargs: Any) -> Any:
-        listed = await self._server.request(
-            "tools/list", lambda s: s.list_tools(cursor=cursor, **kwargs)
-        )
-        callable_tools = [t for t in listed.tools if not _task_only(t)]
-        for tool in listed.tools:
-            if _task_only(tool):
-                logger.info(
-                    "MCP server %r: tool %r runs only as a task, which this client does not "
-                    "support; left out",
-                    self._server.name,
-                    tool.name,
-                )
-        return listed.model_copy(update={"tools": callable_tools})
-
-    async def call_tool(
-        self, name: str, arguments: dict[str, Any] | None = None, **kwargs: Any
-    ) -> Any:
-        hooks = CALL_HOOKS.get()
-        if hooks is None:
-            result = await self._server.request(
-                f"tool {name!r}", lambda s: s.call_tool(name, arguments, **kwargs)
-            )
-            return _kept(result)
-        kwargs["progress_callback"] = hooks.progress
-        self._server.active.append(hooks)
-        try:
-            result = await self._server.request(
-                f"tool {name!r}", lambda s: s.call_tool(name, arguments, **kwargs)
-            )
-        finally:
-            self._server.active.remove(hooks)
-        if hooks.paused is not None:  # the server asked the person; the thread pauses
-            raise hooks.paused
-        return _kept(result)
-
-
-def _kept(result: Any) -> Any:
-    """Keep the server's own result for the toolkit; hand langchain-mcp-adapters one it
-    can convert (it has no conversion for audio yet)."""
-    raw = RAW_RESULTS.get()
-    if raw is not None:
-        raw.append(result)
-    content = getattr(result, "content", None) or []
-    if not any(getattr(b, "type", "") == "audio" for b in content):
-        return result
-    converted = [
-        TextContent(type="text", text=f"[audio: {b.mimeType}]") if b.type == "audio" else b
-        for b in content
-    ]
-    return result.model_copy(update={"content": converted})
-
-
-#: Where the toolkit collects the raw results of the tool call running in this task.
-RAW_RESULTS: contextvars.ContextVar[list[Any] | None] = contextvars.ContextVar(
-    "fncall_mcp_raw_results", default=None
-)
-
-
 @dataclass
 class CallHooks:
     """What one tool call does with what its server sends during it.
@@ -434,11 +394,6 @@ class CallHooks:
     elicit: Callable[[ElicitRequestParams], ElicitResult] | None = None
     paused: BaseException | None = None
 
-
-#: The hooks of the tool call running in this task, if it has any.
-CALL_HOOKS: contextvars.ContextVar[CallHooks | None] = contextvars.ContextVar(
-    "fncall_mcp_call_hooks", default=None
-)
 
 _LEVELS = {
     "debug": logging.DEBUG,
@@ -464,9 +419,22 @@ async def log_server_message(params: Any, context: CallbackContext) -> None:
     )
 
 
-def _task_only(tool: Any) -> bool:
-    execution = getattr(tool, "execution", None)
-    return getattr(execution, "taskSupport", None) == "required"
+def callable_tools(server: str, tools: list[Tool]) -> list[Tool]:
+    """``tools`` without those the server runs only as tasks, which this client cannot
+    run (each one left out is logged)."""
+    kept = []
+    for tool in tools:
+        execution = getattr(tool, "execution", None)
+        if getattr(execution, "taskSupport", None) == "required":
+            logger.info(
+                "MCP server %r: tool %r runs only as a task, which this client does not "
+                "support; left out",
+                server,
+                tool.name,
+            )
+        else:
+            kept.append(tool)
+    return kept
 
 
 async def paginate(fetch: Callable[[str | None], Awaitable[Any]], field: str) -> list[Any]:

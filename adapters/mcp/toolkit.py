@@ -2,9 +2,11 @@
 
 This module turns the MCP servers of a config file into LangChain tools that any
 chat model (and any LangGraph node) can call. It is built on
-`langchain-mcp-adapters`: sessions come from its `create_session`, tools from its
-`load_mcp_tools` (so MCP results are converted exactly as the adapters convert
-them), and each tool is then wrapped to add what a dependable agent needs:
+`langchain-mcp-adapters`: sessions come from its `create_session`, prompts from its
+`load_mcp_prompt`; the tools are built here, one per tool the server lists, each
+calling the open session and turning the MCP result into the `ToolMessage`'s
+content and artifact once (:func:`result_for_model`). They add what a dependable
+agent needs:
 
 - **one persistent session per server**, opened once and shared by every call
   (the adapters' `MultiServerMCPClient.get_tools()` starts a new server process
@@ -48,7 +50,7 @@ import contextvars
 import json
 import logging
 import threading
-from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Coroutine, Mapping, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from types import TracebackType
@@ -64,14 +66,15 @@ from langchain_mcp_adapters.prompts import load_mcp_prompt
 from langchain_mcp_adapters.sessions import (
     Connection,
 )
-from langchain_mcp_adapters.tools import load_mcp_tools as _adapters_load_mcp_tools
 from mcp import ClientSession, McpError
 from mcp.types import (
     BlobResourceContents,
+    CallToolResult,
     ElicitRequestParams,
     ElicitResult,
     InitializeResult,
     TextResourceContents,
+    Tool,
 )
 
 from ..formats.schema import clean_schema
@@ -85,7 +88,7 @@ from .config import (
 )
 from .errors import MCPConfigError, MCPServerError
 from .sampling import sampler
-from .sessions import CALL_HOOKS, RAW_RESULTS, CallHooks, Server, SessionProxy, paginate
+from .sessions import CallHooks, Server, paginate
 
 logger = logging.getLogger(__name__)
 
@@ -130,18 +133,12 @@ def _describe_block(block: Mapping[str, Any]) -> str:
     return f"[{kind}: {mime}]"
 
 
-def _to_content_and_artifact(
-    blocks: Sequence[Mapping[str, Any]], structured: Mapping[str, Any] | None
-) -> tuple[str, MCPArtifact | None]:
+def _blocks_for_model(blocks: Sequence[Mapping[str, Any]]) -> tuple[str, MCPArtifact | None]:
+    """A resource's contents, as LangChain blocks, as the model's text and the artifact."""
     texts = [b["text"] for b in blocks if b.get("type") == "text"]
     others = [dict(b) for b in blocks if b.get("type") != "text"]
     content = "\n\n".join(texts + [_describe_block(b) for b in others])
-    artifact: MCPArtifact = {}
-    if others:
-        artifact["content"] = others
-    if structured is not None:
-        artifact["structured_content"] = dict(structured)
-    return content, (artifact or None)
+    return content, ({"content": others} if others else None)
 
 
 def _block_and_text(block: Any) -> tuple[dict[str, Any], str]:
@@ -168,7 +165,7 @@ def _block_and_text(block: Any) -> tuple[dict[str, Any], str]:
     return {"type": "text", "text": str(block)}, f"[{kind or 'unknown'} content]"
 
 
-def result_for_model(result: Any) -> tuple[str, MCPArtifact | None]:
+def result_for_model(result: CallToolResult) -> tuple[str, MCPArtifact | None]:
     """A tool's MCP result as the model's text and the message's artifact.
 
     The text follows the server's order of parts; a part for the person only
@@ -204,16 +201,6 @@ def result_for_model(result: Any) -> tuple[str, MCPArtifact | None]:
     return content, (artifact or None)
 
 
-def _tool_error_content(error: ToolException) -> str:
-    """`handle_tool_error` for every tool: the error text the model gets to see."""
-    blocks = getattr(error, "tool_content", None)  # set by the adapters for isError results
-    if blocks:
-        content, _ = _to_content_and_artifact(blocks, None)
-        if content:
-            return content
-    return str(error) or "MCP tool error"
-
-
 # --------------------------------------------------------------------------- toolkit
 
 
@@ -235,7 +222,10 @@ class _MCPTool(StructuredTool):
         return await self.coroutine(*args, **kwargs)
 
     # What the server sends during a call (progress, elicitation requests) goes to the
-    # call's thread, tagged with the tool call id, which only the call's own input knows.
+    # call's thread, tagged with the tool call id, which only the call's own input knows:
+    # LangChain hands `_run`/`_arun` the arguments but not the call id (a JSON-schema
+    # `args_schema` gets no `InjectedToolCallId`), so the hooks cross that one step in a
+    # context variable; from `_run`/`_arun` on they are passed as an argument.
     def invoke(self, input: Any, config: Any = None, **kwargs: Any) -> Any:
         token = CALL_HOOKS.set(_call_hooks(self.name, input))
         try:
@@ -316,10 +306,30 @@ def elicit_result(answer: Any) -> ElicitResult:
     )
 
 
-async def _with_hooks(hooks: CallHooks | None, call: Awaitable[T]) -> T:
-    """Await ``call`` with ``hooks`` as its call hooks (on the toolkit's loop)."""
-    CALL_HOOKS.set(hooks)
-    return await call
+#: The hooks of the tool call being invoked in this context, from `_MCPTool.invoke`/
+#: `ainvoke` to the tool's function.
+CALL_HOOKS: contextvars.ContextVar[CallHooks | None] = contextvars.ContextVar(
+    "fncall_mcp_call_hooks", default=None
+)
+
+
+async def call_tool(
+    server: Server, name: str, arguments: dict[str, Any], hooks: CallHooks | None = None
+) -> tuple[str, MCPArtifact | None]:
+    """Call MCP tool ``name`` on ``server``'s open session: the content and artifact of the
+    `ToolMessage`, converted once from the server's result.
+
+    Raises:
+        ToolException: the server answered with an ``isError`` result (its text is the
+            message the model sees).
+    """
+    result = await server.call_tool(name, arguments, hooks)
+    content, artifact = result_for_model(result)
+    if result.isError:
+        raise ToolException(
+            content or f"MCP server {server.name!r}: tool {name!r} failed without saying why"
+        )
+    return content, artifact
 
 
 @dataclass(frozen=True)
@@ -746,11 +756,14 @@ class MCPToolkit:
         name: str,
         description: str,
         schema: dict[str, Any],
-        acall: Callable[..., Awaitable[tuple[str, Any]]],
+        run: Callable[[CallHooks | None, dict[str, Any]], Coroutine[Any, Any, tuple[str, Any]]],
         metadata: dict[str, Any],
     ) -> StructuredTool:
         def call(**kwargs: Any) -> tuple[str, Any]:
-            return self._run_sync(_with_hooks(CALL_HOOKS.get(), acall(**kwargs)))
+            return self._run_sync(run(CALL_HOOKS.get(), kwargs))
+
+        async def acall(**kwargs: Any) -> tuple[str, Any]:
+            return await run(CALL_HOOKS.get(), kwargs)
 
         return _MCPTool(
             name=name,
@@ -759,19 +772,14 @@ class MCPToolkit:
             func=call,
             coroutine=acall,
             response_format="content_and_artifact",
-            handle_tool_error=_tool_error_content,
+            handle_tool_error=True,  # the exception's message
             metadata=metadata,
         )
 
     async def _build_tools(self, server: Server) -> list[BaseTool]:
-        proxy = SessionProxy(server)
-        # The adapters' tools, bound to the proxy: their result conversion and
-        # isError handling are used as they are; only naming, schema and content
-        # layout change below.
-        inner_tools = await _adapters_load_mcp_tools(proxy, server_name=server.name)  # type: ignore[arg-type]
-        tools: list[BaseTool] = []
-        for inner in inner_tools:
-            tools.append(self._wrap(server, inner))
+        # Not the adapters' tools (even through `tool_interceptors`): an interceptor can skip
+        # their conversion only by returning a whole ToolMessage, whose call id it is not given.
+        tools: list[BaseTool] = [self._mcp_tool(server, t) for t in await server.list_tools()]
         link = server.link
         if (
             self.include_resources
@@ -808,30 +816,24 @@ class MCPToolkit:
         )
         return False
 
-    def _wrap(self, server: Server, inner: BaseTool) -> StructuredTool:
-        assert isinstance(inner, StructuredTool) and inner.coroutine is not None
-        coroutine = inner.coroutine
-        raw_schema = inner.args_schema if isinstance(inner.args_schema, dict) else {}
+    def _mcp_tool(self, server: Server, tool: Tool) -> StructuredTool:
+        # metadata as the adapters give it: the annotations' fields (readOnlyHint, ...)
+        # and the tool's `_meta`
+        metadata = tool.annotations.model_dump() if tool.annotations is not None else {}
+        if tool.meta is not None:
+            metadata["_meta"] = tool.meta
 
-        async def acall(**kwargs: Any) -> tuple[str, MCPArtifact | None]:
-            # the server's own result, as it came: order, annotations, resource names
-            raw: list[Any] = []
-            token = RAW_RESULTS.set(raw)
-            try:
-                blocks, artifact = await coroutine(**kwargs)
-            finally:
-                RAW_RESULTS.reset(token)
-            if raw:
-                return result_for_model(raw[-1])
-            structured = artifact.get("structured_content") if artifact else None
-            return _to_content_and_artifact(blocks, structured)
+        def run(
+            hooks: CallHooks | None, arguments: dict[str, Any]
+        ) -> Coroutine[Any, Any, tuple[str, MCPArtifact | None]]:
+            return call_tool(server, tool.name, arguments, hooks)
 
         return self._make_tool(
-            f"{server.name}{self.separator}{inner.name}",
-            inner.description,
-            clean_schema(raw_schema),
-            acall,
-            {**(inner.metadata or {}), "mcp_server": server.name, "mcp_tool": inner.name},
+            f"{server.name}{self.separator}{tool.name}",
+            tool.description or "",
+            clean_schema(tool.inputSchema),
+            run,
+            {**metadata, "mcp_server": server.name, "mcp_tool": tool.name},
         )
 
     def _resource_tools(self, server: Server) -> list[StructuredTool]:
@@ -872,7 +874,7 @@ class MCPToolkit:
                     block = dict(make(base64=part.blob, mime_type=mime))
                     block["uri"] = str(part.uri)
                     blocks.append(block)
-            return _to_content_and_artifact(blocks, None)
+            return _blocks_for_model(blocks)
 
         meta = {"mcp_server": name}
         return [
@@ -881,7 +883,7 @@ class MCPToolkit:
                 f"List the resources and resource templates of MCP server {name!r} "
                 "(uri or uriTemplate, name, description, mimeType), as JSON.",
                 clean_schema(None),
-                list_resources,
+                lambda _hooks, kwargs: list_resources(**kwargs),
                 {**meta, "mcp_tool": "list_resources"},
             ),
             self._make_tool(
@@ -894,7 +896,7 @@ class MCPToolkit:
                     "properties": {"uri": {"type": "string", "description": "URI of the resource"}},
                     "required": ["uri"],
                 },
-                read_resource,
+                lambda _hooks, kwargs: read_resource(**kwargs),
                 {**meta, "mcp_tool": "read_resource"},
             ),
         ]
