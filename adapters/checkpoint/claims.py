@@ -41,8 +41,8 @@ import threading
 import time
 import uuid
 import weakref
-from collections.abc import Awaitable, Callable, Generator
-from contextlib import nullcontext
+from collections.abc import Awaitable, Callable, Generator, Iterator
+from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass, replace
 from typing import Any, Literal, TypeVar
 
@@ -544,6 +544,36 @@ def claims_for(saver: BaseCheckpointSaver, *, stale_after: float | None = None) 
 
 T = TypeVar("T")
 
+
+class _Driving:
+    """A flow being driven: its next operation, then that operation's answer, or its
+    error, which goes back into the flow (where it settles the claim)."""
+
+    def __init__(self, flow: _Flow) -> None:
+        self.flow = flow
+        self.answer: Any = None
+        self.error: BaseException | None = None
+        self.value: Any = None  # what the flow returned
+
+    def next(self) -> _Op | None:
+        """The next operation; ``None`` once the flow returned."""
+        try:
+            if self.error is not None:
+                return self.flow.throw(self.error)
+            return self.flow.send(self.answer)
+        except StopIteration as done:
+            self.value = done.value
+            return None
+
+    @contextmanager
+    def answering(self) -> Iterator[None]:
+        self.answer, self.error = None, None
+        try:
+            yield
+        except BaseException as exc:
+            self.error = exc
+
+
 FINISH_ATTEMPTS = 3
 """How many times storing a call's outcome is tried before its claim is abandoned."""
 
@@ -630,30 +660,18 @@ class CallClaims:
     # drivers: an operation's error goes back into the flow, which settles the claim
 
     def _drive(self, flow: _Flow, run: Callable[[], Any] | None = None) -> Any:
-        answer: Any = None
-        error: BaseException | None = None
-        while True:
-            try:
-                op = flow.send(answer) if error is None else flow.throw(error)
-            except StopIteration as done:
-                return done.value
-            try:
-                answer, error = self._perform(op, run), None
-            except BaseException as exc:
-                answer, error = None, exc
+        driving = _Driving(flow)
+        while (op := driving.next()) is not None:
+            with driving.answering():
+                driving.answer = self._perform(op, run)
+        return driving.value
 
     async def _adrive(self, flow: _Flow, run: Callable[[], Awaitable[Any]] | None = None) -> Any:
-        answer: Any = None
-        error: BaseException | None = None
-        while True:
-            try:
-                op = flow.send(answer) if error is None else flow.throw(error)
-            except StopIteration as done:
-                return done.value
-            try:
-                answer, error = await self._aperform(op, run), None
-            except BaseException as exc:
-                answer, error = None, exc
+        driving = _Driving(flow)
+        while (op := driving.next()) is not None:
+            with driving.answering():
+                driving.answer = await self._aperform(op, run)
+        return driving.value
 
     def _perform(self, op: _Op, run: Callable[[], Any] | None) -> Any:
         if isinstance(op, _Run):
