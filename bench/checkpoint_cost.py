@@ -65,7 +65,7 @@ def outputs(steps: int) -> list[str]:
 
 @contextmanager
 def claims_off() -> Iterator[None]:
-    with mock.patch.object(ToolDispatchNode, "_claim", lambda self, call, config: None):
+    with mock.patch.object(ToolDispatchNode, "_claim", lambda self, request: None):
         yield
 
 

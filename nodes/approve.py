@@ -45,7 +45,7 @@ from langchain_core.runnables import RunnableConfig
 from langgraph.types import interrupt
 from pydantic import BaseModel, ConfigDict, Discriminator, model_validator
 
-from fncall_graph.adapters.checkpoint.claims import claim_in_task
+from fncall_graph.adapters.checkpoint.claims import TaskClaim, claim_in_task
 
 __all__ = [
     "DEFAULT_DECISIONS",
@@ -331,7 +331,7 @@ class ApproveNode:
             return {}
         ai, calls, decisions = asked
         if (claim := self._claim(calls, config)) is not None:
-            claim[0].review(claim[1], claim[2])
+            claim.review()
         return self._apply(ai, calls, decisions)
 
     async def ainvoke(self, state: Mapping[str, Any], config: RunnableConfig) -> dict[str, Any]:
@@ -340,7 +340,7 @@ class ApproveNode:
             return {}
         ai, calls, decisions = asked
         if (claim := self._claim(calls, config)) is not None:
-            await claim[0].areview(claim[1], claim[2])
+            await claim.areview()
         return self._apply(ai, calls, decisions)
 
     def _ask(
@@ -365,7 +365,7 @@ class ApproveNode:
         return ai, calls, response.decisions  # type: ignore[attr-defined]
 
     @staticmethod
-    def _claim(calls: Sequence[ToolCall], config: RunnableConfig) -> Any:
+    def _claim(calls: Sequence[ToolCall], config: RunnableConfig) -> TaskClaim | None:
         """The claim on answering this approval: of two runs resuming it, one goes on."""
         return claim_in_task(config, f"approval:{calls[0]['id']}")
 

@@ -23,6 +23,7 @@ import re
 import threading
 import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
+from functools import partial
 from typing import Any
 
 import jsonschema
@@ -32,17 +33,11 @@ from langchain_core.runnables import RunnableConfig
 from langchain_core.tools import BaseTool
 from langgraph.errors import GraphBubbleUp
 from langgraph.prebuilt import ToolNode
-from langgraph.prebuilt.tool_node import ToolCallRequest
+from langgraph.prebuilt.tool_node import ToolCallRequest, ToolCallWrapper
 from langgraph.types import Send
 
 from fncall_graph._compat import has_own_async
-from fncall_graph.adapters.checkpoint.claims import (
-    CallClaims,
-    ClaimKey,
-    ClaimRow,
-    Started,
-    claim_in_task,
-)
+from fncall_graph.adapters.checkpoint.claims import ClaimRow, TaskClaim, claim_in_task
 from fncall_graph.adapters.mcp import MCPServerError
 
 
@@ -72,23 +67,21 @@ def tool_error_message(error: Exception) -> str:
     return text
 
 
-def unknown_outcome(call: ToolCall, claim: ClaimRow) -> dict[str, list[ToolMessage]]:
+def unknown_outcome(call: ToolCall, claim: ClaimRow) -> ToolMessage:
     """Answer a call whose process died while it ran: it may or may not have happened."""
     when = time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime(claim.created_at))
-    who = claim.owner.split("|")
-    message = ToolMessage(
+    return ToolMessage(
         content=(
-            f"Outcome unknown: the process running this call (pid {who[-3]}, started the call "
-            f"at {when}) stopped before the call finished. It may or may not have taken "
-            "effect, and it was not run again. Check its effect (for example with a read) "
-            "before repeating it, or tell the user."
+            f"Outcome unknown: the process running this call (pid {claim.holder.pid}, started "
+            f"the call at {when}) stopped before the call finished. It may or may not have "
+            "taken effect, and it was not run again. Check its effect (for example with a "
+            "read) before repeating it, or tell the user."
         ),
         name=call["name"],
         tool_call_id=call["id"] or "",
         status="error",
         artifact={"outcome": "unknown", "started_at": claim.created_at},
     )
-    return {"messages": [message]}
 
 
 def is_idempotent(tool: BaseTool | None, names: frozenset[str]) -> bool:
@@ -142,9 +135,17 @@ class ToolDispatchNode:
     most once, whichever processes resume the thread.
 
     ``ToolNode`` does the execution (argument injection, ``Command`` results, content
-    conversion); this node adds what it lacks: JSON-schema validation for dict schemas
-    (MCP tools carry those and LangChain does not validate them), per-call timeouts,
-    answers to unreadable calls, and error messages for every exception type.
+    conversion); this node adds what it lacks, as a chain of layers on ToolNode's
+    ``wrap_tool_call``/``awrap_tool_call``, outermost first:
+
+    1. claim: the call runs at most once per call id (its outcome stored with the claim);
+    2. answer: every exception becomes a ``ToolMessage(status="error")``, and a result
+       too long for the model is cut;
+    3. check arguments: JSON-schema validation for dict schemas (MCP tools carry those
+       and LangChain does not validate them);
+    4. time limit: a call past ``timeout`` is abandoned.
+
+    Calls the parser could not read are answered before the chain.
     """
 
     def __init__(
@@ -162,9 +163,9 @@ class ToolDispatchNode:
         self.stale_after = None if timeout is None else 2 * timeout + 60
         self.tool_node = ToolNode(
             list(tools),
-            handle_tool_errors=tool_error_message,
-            wrap_tool_call=self._wrap,
-            awrap_tool_call=self._awrap,
+            handle_tool_errors=False,  # the answer layer does it, inside the claim
+            wrap_tool_call=chain(self._claimed, self._answered, self._check_args, self._timed),
+            awrap_tool_call=chain(self._aclaimed, self._aanswered, self._check_args, self._atimed),
         )
 
     @property
@@ -189,99 +190,99 @@ class ToolDispatchNode:
         call = payload[-1]
         if call.get("type") == "invalid_tool_call":
             return {"messages": [invalid_call_message(call)]}
-        claim = self._claim(call, config)
-        if claim is None:
-            return self.tool_node.invoke(payload, config)
-        claims, key, step = claim
-        started = claims.start(key, call["name"], step, idempotent=self._idempotent(call))
-        if not started.run:
-            return self._settled(claims, key, call, started)
-        try:
-            out = self.tool_node.invoke(payload, config)
-        except GraphBubbleUp:  # paused inside the tool: it runs again on resume
-            claims.release(key, started.holder)
-            raise
-        except BaseException:
-            claims.abandon(key, started.holder)
-            raise
-        claims.finish(key, started.holder, out)
-        return out
+        return self.tool_node.invoke(payload, config)
 
     async def ainvoke(self, payload: list[Any], config: RunnableConfig) -> Any:
         call = payload[-1]
         if call.get("type") == "invalid_tool_call":
             return {"messages": [invalid_call_message(call)]}
-        claim = self._claim(call, config)
-        if claim is None:
-            return await self._arun(payload, config)
-        claims, key, step = claim
-        started = await claims.astart(key, call["name"], step, idempotent=self._idempotent(call))
-        if not started.run:
-            return await self._asettled(claims, key, call, started)
-        try:
-            out = await self._arun(payload, config)
-        except GraphBubbleUp:
-            await claims.arelease(key, started.holder)
-            raise
-        except BaseException:
-            await claims.aabandon(key, started.holder)
-            raise
-        await claims.afinish(key, started.holder, out)
-        return out
-
-    async def _arun(self, payload: list[Any], config: RunnableConfig) -> Any:
-        tool = self.tools_by_name.get(payload[-1].get("name"))
+        tool = self.tools_by_name.get(call.get("name"))
         if self.timeout is not None and tool is not None and not has_own_async(tool):
             # A sync tool's ainvoke runs in the event loop's default executor, and a call
             # stuck there would hold up the loop's shutdown (asyncio.run never returns).
-            # Run the sync path in a thread nothing waits for; it applies the timeout.
-            return await asyncio.wrap_future(
-                _in_daemon_thread(self.tool_node.invoke, payload, config)
-            )
+            # Run the sync chain in a thread nothing waits for; it applies the timeout.
+            return await asyncio.wrap_future(_in_daemon_thread(self.invoke, payload, config))
         return await self.tool_node.ainvoke(payload, config)
 
-    # -- at most once per call id
+    # -- the layers, each ``(request, execute) -> result``; sync and async twins differ
+    #    only where they wait for ``execute``
 
-    def _idempotent(self, call: ToolCall) -> bool:
-        return is_idempotent(self.tools_by_name.get(call["name"]), self.idempotent_tools)
+    def _claim(self, request: ToolCallRequest) -> TaskClaim | None:
+        """The claim on this call; ``None`` outside a saved thread."""
+        call_id = request.tool_call.get("id")
+        return claim_in_task(request.runtime.config, call_id, stale_after=self.stale_after)
 
-    def _claim(
-        self, call: ToolCall, config: RunnableConfig
-    ) -> tuple[CallClaims, ClaimKey, str] | None:
-        """The claim store, key and step of this call; ``None`` outside a saved thread."""
-        return claim_in_task(config, call.get("id"), stale_after=self.stale_after)
+    def _claim_terms(self, request: ToolCallRequest) -> dict[str, Any]:
+        call = request.tool_call
+        tool = self.tools_by_name.get(call["name"])
+        return {
+            "tool": call["name"],
+            "idempotent": is_idempotent(tool, self.idempotent_tools),
+            "unknown": partial(unknown_outcome, call),
+        }
 
-    def _settled(self, claims: CallClaims, key: ClaimKey, call: ToolCall, started: Started) -> Any:
-        if started.unknown is None:
-            return started.output  # it ran; the process stopped before the thread saved it
-        out = unknown_outcome(call, started.unknown)
-        claims.finish(key, started.holder or "", out, status="unknown")
-        return out
+    def _claimed(self, request: ToolCallRequest, execute: Callable[[ToolCallRequest], Any]) -> Any:
+        claim = self._claim(request)
+        if claim is None:
+            return execute(request)
+        return claim.once(partial(execute, request), **self._claim_terms(request))
 
-    async def _asettled(
-        self, claims: CallClaims, key: ClaimKey, call: ToolCall, started: Started
+    async def _aclaimed(
+        self, request: ToolCallRequest, execute: Callable[[ToolCallRequest], Awaitable[Any]]
     ) -> Any:
-        if started.unknown is None:
-            return started.output
-        out = unknown_outcome(call, started.unknown)
-        await claims.afinish(key, started.holder or "", out, status="unknown")
-        return out
+        claim = self._claim(request)
+        if claim is None:
+            return await execute(request)
+        return await claim.aonce(partial(execute, request), **self._claim_terms(request))
 
-    # -- wrappers around ToolNode's execution of one call
-
-    def _check_args(self, request: ToolCallRequest) -> None:
-        tool, call = request.tool, request.tool_call
-        if tool is None or not isinstance(tool.args_schema, Mapping):
-            return  # unknown tools are answered by ToolNode; pydantic schemas validate themselves
+    def _answered(self, request: ToolCallRequest, execute: Callable[[ToolCallRequest], Any]) -> Any:
         try:
-            jsonschema.validate(call["args"], dict(tool.args_schema))
-        except jsonschema.ValidationError as exc:
-            where = "/".join(str(p) for p in exc.absolute_path) or "arguments"
-            raise ToolArgumentsError(
-                f"invalid arguments for tool {call['name']!r} at {where}: {exc.message}. "
-                f"Arguments given: {json.dumps(call['args'], ensure_ascii=False)[:300]}. "
-                f"Expected schema: {json.dumps(dict(tool.args_schema), ensure_ascii=False)[:500]}"
-            ) from None
+            result = execute(request)
+        except GraphBubbleUp:  # a pause inside the tool is no failure
+            raise
+        except Exception as exc:
+            result = self._error_message(request, exc)
+        return self._bounded(result)
+
+    async def _aanswered(
+        self, request: ToolCallRequest, execute: Callable[[ToolCallRequest], Awaitable[Any]]
+    ) -> Any:
+        try:
+            result = await execute(request)
+        except GraphBubbleUp:
+            raise
+        except Exception as exc:
+            result = self._error_message(request, exc)
+        return self._bounded(result)
+
+    @staticmethod
+    def _error_message(request: ToolCallRequest, error: Exception) -> ToolMessage:
+        call = request.tool_call
+        return ToolMessage(
+            content=tool_error_message(error),
+            name=call["name"],
+            tool_call_id=call["id"] or "",
+            status="error",
+        )
+
+    def _check_args(
+        self, request: ToolCallRequest, execute: Callable[[ToolCallRequest], Any]
+    ) -> Any:
+        """Serves both chains: it only checks before handing the request on."""
+        tool, call = request.tool, request.tool_call
+        # unknown tools are answered by ToolNode; pydantic schemas validate themselves
+        if tool is not None and isinstance(tool.args_schema, Mapping):
+            try:
+                jsonschema.validate(call["args"], dict(tool.args_schema))
+            except jsonschema.ValidationError as exc:
+                where = "/".join(str(p) for p in exc.absolute_path) or "arguments"
+                raise ToolArgumentsError(
+                    f"invalid arguments for tool {call['name']!r} at {where}: {exc.message}. "
+                    f"Arguments given: {json.dumps(call['args'], ensure_ascii=False)[:300]}. "
+                    "Expected schema: "
+                    f"{json.dumps(dict(tool.args_schema), ensure_ascii=False)[:500]}"
+                ) from None
+        return execute(request)
 
     def _timeout_error(self, call: ToolCall) -> ToolTimeoutError:
         return ToolTimeoutError(
@@ -289,27 +290,23 @@ class ToolDispatchNode:
             "try again with a smaller request or another tool"
         )
 
-    def _wrap(self, request: ToolCallRequest, execute: Callable[[ToolCallRequest], Any]) -> Any:
-        self._check_args(request)
+    def _timed(self, request: ToolCallRequest, execute: Callable[[ToolCallRequest], Any]) -> Any:
         if self.timeout is None:
-            return self._bounded(execute(request))
+            return execute(request)
         try:
-            result = _in_daemon_thread(execute, request).result(timeout=self.timeout)
+            return _in_daemon_thread(execute, request).result(timeout=self.timeout)
         except concurrent.futures.TimeoutError:
             raise self._timeout_error(request.tool_call) from None
-        return self._bounded(result)
 
-    async def _awrap(
+    async def _atimed(
         self, request: ToolCallRequest, execute: Callable[[ToolCallRequest], Awaitable[Any]]
     ) -> Any:
-        self._check_args(request)
         if self.timeout is None:
-            return self._bounded(await execute(request))
+            return await execute(request)
         try:
-            result = await asyncio.wait_for(execute(request), self.timeout)
+            return await asyncio.wait_for(execute(request), self.timeout)
         except TimeoutError:
             raise self._timeout_error(request.tool_call) from None
-        return self._bounded(result)
 
     def _bounded(self, result: Any) -> Any:
         """A result too long for the model, cut with a note; the whole of it stays attached.
@@ -334,6 +331,19 @@ class ToolDispatchNode:
         return result.model_copy(
             update={"content": text[: self.max_result_chars] + note, "artifact": artifact}
         )
+
+
+def chain(*layers: Callable[..., Any]) -> ToolCallWrapper:
+    """One ``wrap_tool_call`` of ``layers``, the first outermost (the order of LangChain's
+    middleware). Each layer is ``layer(request, execute)`` and calls ``execute`` to hand
+    the request on; for ``awrap_tool_call``, ``execute`` returns an awaitable."""
+
+    def wrapped(request: ToolCallRequest, execute: Callable[[ToolCallRequest], Any]) -> Any:
+        for layer in reversed(layers):
+            execute = partial(layer, execute=execute)
+        return execute(request)
+
+    return wrapped
 
 
 _BYTES_REPR = re.compile(r"""b(?:'[^\n]*'|"[^\n]*")""", re.DOTALL)

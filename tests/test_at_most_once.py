@@ -7,6 +7,9 @@ once) and test_crash_resume.py (a process killed inside a tool).
 from __future__ import annotations
 
 import asyncio
+import os
+import sqlite3
+from contextlib import closing
 from typing import Any
 
 import pytest
@@ -24,17 +27,22 @@ def call(name: str, args: dict[str, Any], call_id: str) -> AIMessage:
     return AIMessage(content="", tool_calls=[{"name": name, "args": args, "id": call_id}])
 
 
-def test_a_model_that_repeats_call_ids_gets_each_call_run(tmp_path):
-    """Models that number calls call_0, call_1 in every reply: ids are made unique in the
-    thread, so the second turn's call is a new call, not a claimed one."""
-    runs: list[str] = []
-
+def note_tool(runs: list[str]) -> Any:
     @tool
     def note(text: str) -> str:
         """Write a note."""
         runs.append(text)
         return "noted"
 
+    return note
+
+
+def test_a_model_that_repeats_call_ids_gets_each_call_run(tmp_path):
+    """Models that number calls call_0, call_1 in every reply: ids are made unique in the
+    thread, so the second turn's call is a new call, not a claimed one."""
+    runs: list[str] = []
+
+    note = note_tool(runs)
     outputs = [
         call("note", {"text": "one"}, "call_0"),
         "done",
@@ -125,15 +133,79 @@ def test_idempotent_tools_must_name_tools():
 def test_without_a_checkpointer_nothing_is_claimed():
     runs: list[str] = []
 
-    @tool
-    def note(text: str) -> str:
-        """Write a note."""
-        runs.append(text)
-        return "noted"
-
+    note = note_tool(runs)
     outputs = [call("note", {"text": "a"}, "c1"), "done"]
     graph = create_fncall_graph(ReplayChatModel(outputs), [note], dialect="native")
     graph.invoke({"messages": [("user", "go")]})
     graph2 = create_fncall_graph(ReplayChatModel(outputs), [note], dialect="native")
     graph2.invoke({"messages": [("user", "go")]})
     assert runs == ["a", "a"]  # two separate runs, no thread: two calls
+
+
+def claim_status(path: Any, call_id: str) -> tuple[str, int]:
+    """(status, pid of the claiming process) of ``call_id``'s claim in SQLite file ``path``."""
+    with closing(sqlite3.connect(path)) as db:
+        status, owner = db.execute(
+            "SELECT status, owner FROM fncall_tool_calls WHERE call_id = ?", (call_id,)
+        ).fetchone()
+    return status, int(owner.split("|")[1])
+
+
+def test_a_run_cancelled_inside_a_tool_settles_its_claim(tmp_path):
+    """The claim is not left running while this process lives on: it is marked
+    abandoned, and the resumed run answers the call's outcome as unknown."""
+    outputs = [call("hold", {}, "c1"), "ok"]
+
+    async def scenario() -> list[Any]:
+        entered, never = asyncio.Event(), asyncio.Event()
+
+        @tool
+        async def hold() -> str:
+            """Wait for ever."""
+            entered.set()
+            await never.wait()
+            return "held"
+
+        async with async_sqlite_saver(tmp_path / "c.db") as saver:
+            graph = create_fncall_graph(
+                ReplayChatModel(outputs), [hold], dialect="native", checkpointer=saver
+            )
+            cfg = {"configurable": {"thread_id": "t"}}
+            run = asyncio.create_task(graph.ainvoke({"messages": [("user", "go")]}, cfg))
+            await entered.wait()
+            run.cancel()
+            with pytest.raises(asyncio.CancelledError):
+                await run
+            assert claim_status(tmp_path / "c.db", "c1") == ("abandoned", os.getpid())
+            out = await graph.ainvoke(None, cfg)
+            return out["messages"]
+
+    messages = asyncio.run(scenario())
+    answer = [m for m in messages if isinstance(m, ToolMessage)]
+    assert len(answer) == 1 and answer[0].content.startswith("Outcome unknown")
+
+
+def test_a_sync_tool_under_a_timeout_in_an_async_run_is_claimed(tmp_path):
+    """It runs in a thread of its own, off the event loop; its claim is kept through the
+    async saver all the same."""
+    runs: list[str] = []
+
+    note = note_tool(runs)
+    outputs = [call("note", {"text": "a"}, "c1"), "done"]
+
+    async def scenario() -> None:
+        async with async_sqlite_saver(tmp_path / "c.db") as saver:
+            graph = create_fncall_graph(
+                ReplayChatModel(outputs),
+                [note],
+                dialect="native",
+                checkpointer=saver,
+                tool_timeout=30,
+            )
+            await graph.ainvoke(
+                {"messages": [("user", "go")]}, {"configurable": {"thread_id": "t"}}
+            )
+
+    asyncio.run(scenario())
+    assert runs == ["a"]
+    assert claim_status(tmp_path / "c.db", "c1") == ("done", os.getpid())

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import time
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager, contextmanager
 from typing import Any
@@ -16,6 +17,7 @@ from typing import Any
 import pytest
 from langchain_core.messages import ToolMessage
 from langgraph.checkpoint.memory import InMemorySaver
+from langgraph.errors import GraphInterrupt
 from langgraph.graph import START, StateGraph
 from pg_server import postgres_url  # noqa: F401  (the fixture)
 from typing_extensions import TypedDict
@@ -28,7 +30,10 @@ from fncall_graph.adapters.checkpoint import (
 )
 from fncall_graph.adapters.checkpoint import claims as claims_module
 from fncall_graph.adapters.checkpoint.claims import (
+    FINISH_ATTEMPTS,
+    CallClaims,
     ClaimKey,
+    ClaimRow,
     Owner,
     ThreadAlreadyResumed,
     ToolCallAlreadyRan,
@@ -137,47 +142,81 @@ def thread(kind, url, tmp_path, request) -> Iterator[tuple[Any, str, str, ClaimK
         yield saver, thread_id, _head(saver, thread_id), ClaimKey(thread_id, "", "c1")
 
 
-def start(saver: Any, key: ClaimKey, step: str, *, idempotent: bool = False, **kw: Any) -> Any:
-    return claims_for(saver, **kw).start(key, "log", step, idempotent=idempotent)
+def once(
+    saver: Any,
+    key: ClaimKey,
+    step: str,
+    run: Any = lambda: RESULT,
+    *,
+    idempotent: bool = False,
+    **kw: Any,
+) -> Any:
+    """Run call ``key`` at most once; an unknown outcome is answered with its claim's row."""
+    return claims_for(saver, **kw).once(
+        key, step, run, tool="log", idempotent=idempotent, unknown=unknown_answer
+    )
+
+
+def unknown_answer(row: ClaimRow) -> list[ToolMessage]:
+    return [ToolMessage(f"unknown: {row.status} by {row.owner}", tool_call_id="c1", name="log")]
+
+
+def not_run() -> Any:
+    raise AssertionError("the call ran again")
+
+
+def left_running(saver: Any, key: ClaimKey, step: str, owner: Owner) -> None:
+    """The claim as ``owner`` left it inside the call (still there, or killed there)."""
+    row = ClaimRow(key, "log", str(owner), step, "running", time.time())
+    assert claims_for(saver).store.run(claims_module._Insert(row))
+
+
+def row_of(saver: Any, key: ClaimKey) -> ClaimRow | None:
+    return claims_for(saver).store.run(claims_module._Get(key))
+
+
+class Stopped(Exception):
+    """The call's run stopped inside it (a crash in the tool, a cancel)."""
 
 
 def test_a_call_is_claimed_run_and_finished_once(thread):
     saver, _, step, key = thread
-    started = start(saver, key, step)
-    assert started.run and started.holder
-    # while it runs, this process's own second attempt is refused
-    with pytest.raises(ToolCallInProgress, match="c1 \\(log\\) is running"):
-        start(saver, key, step)
-    claims_for(saver).finish(key, started.holder, RESULT)
+
+    def call() -> Any:
+        # while it runs, this process's own second attempt is refused
+        with pytest.raises(ToolCallInProgress, match="c1 \\(log\\) is running"):
+            once(saver, key, step, not_run)
+        return RESULT
+
+    assert once(saver, key, step, call) == RESULT
     # finished by a live process (this one): another run does not run it again
     with pytest.raises(ToolCallAlreadyRan, match="already ran"):
-        start(saver, key, step)
+        once(saver, key, step, not_run)
 
 
-def test_a_call_running_in_a_live_process_is_not_run(thread, monkeypatch):
+def test_a_call_running_in_a_live_process_is_not_run(thread):
     saver, thread_id, step, key = thread
-    assert claimed_by(monkeypatch, ALIVE_ELSEWHERE, lambda: start(saver, key, step)).run
+    left_running(saver, key, step, ALIVE_ELSEWHERE)
     with pytest.raises(ToolCallInProgress) as raised:
-        start(saver, key, step, idempotent=True)
+        once(saver, key, step, not_run, idempotent=True)
     error = raised.value
     assert (error.thread_id, error.call_id, error.tool) == (thread_id, "c1", "log")
     assert "process 1 on" in str(error)
 
 
 @pytest.mark.parametrize("idempotent", [False, True])
-def test_a_call_whose_process_died_inside_it(thread, monkeypatch, idempotent):
+def test_a_call_whose_process_died_inside_it(thread, idempotent):
     saver, _, step, key = thread
-    assert claimed_by(monkeypatch, GONE, lambda: start(saver, key, step)).run
-    started = start(saver, key, step, idempotent=idempotent)
+    left_running(saver, key, step, GONE)
     if idempotent:
-        assert started.run and started.unknown is None
+        assert once(saver, key, step, idempotent=True) == RESULT
         return
-    assert not started.run
-    assert started.unknown is not None and started.unknown.owner == str(GONE)
-    claims_for(saver).finish(key, started.holder, RESULT, status="unknown")
+    answer = once(saver, key, step, not_run)
+    assert answer[0].content == f"unknown: running by {GONE}"
+    assert row_of(saver, key).status == "unknown"
     # answered once: from now on the answer is the stored one
     with pytest.raises(ToolCallAlreadyRan):
-        start(saver, key, step)
+        once(saver, key, step, not_run)
 
 
 @pytest.mark.parametrize("idempotent", [False, True])
@@ -186,49 +225,151 @@ def test_a_call_whose_run_was_cancelled_in_a_live_process(thread, monkeypatch, i
     a later run anywhere answers it as unknown (or reruns it) instead of waiting."""
     saver, _, step, key = thread
 
-    def start_then_cancel() -> None:
-        started = start(saver, key, step)
-        claims_for(saver).abandon(key, started.holder)
+    def cancelled() -> Any:
+        raise Stopped
 
-    claimed_by(monkeypatch, ALIVE_ELSEWHERE, start_then_cancel)
-    started = start(saver, key, step, idempotent=idempotent)
+    with pytest.raises(Stopped):
+        claimed_by(monkeypatch, ALIVE_ELSEWHERE, lambda: once(saver, key, step, cancelled))
     if idempotent:
-        assert started.run and started.unknown is None
+        assert once(saver, key, step, idempotent=True) == RESULT
         return
-    assert not started.run
-    assert started.unknown is not None and started.unknown.status == "abandoned"
-    assert started.unknown.owner == str(ALIVE_ELSEWHERE)
+    answer = once(saver, key, step, not_run)
+    assert answer[0].content == f"unknown: abandoned by {ALIVE_ELSEWHERE}"
 
 
 def test_a_finished_call_whose_result_was_not_saved_gives_its_result(thread, monkeypatch):
     saver, thread_id, step, key = thread
-
-    def run_and_die() -> None:
-        claims_for(saver).finish(key, start(saver, key, step).holder, RESULT)
-
-    claimed_by(monkeypatch, GONE, run_and_die)
-    again = start(saver, key, step)
-    assert not again.run
-    assert again.output == RESULT
+    claimed_by(monkeypatch, GONE, lambda: once(saver, key, step))  # ran, then died
+    assert once(saver, key, step, not_run) == RESULT
     # the thread moved on since that step: a run from the old step stops instead
     _head(saver, thread_id)
     with pytest.raises(ToolCallAlreadyRan):
-        start(saver, key, step)
+        once(saver, key, step, not_run)
 
 
-def test_a_claim_made_on_another_machine(thread, monkeypatch):
+def test_a_claim_made_on_another_machine(thread):
     saver, _, step, key = thread
-    claimed_by(monkeypatch, OTHER_MACHINE, lambda: start(saver, key, step))
+    left_running(saver, key, step, OTHER_MACHINE)
     with pytest.raises(ToolCallInProgress):  # running, as far as anyone here knows
-        start(saver, key, step)
+        once(saver, key, step, not_run)
     # once no call could still be running there, its outcome is unknown
-    assert start(saver, key, step, stale_after=0).unknown is not None
+    answer = once(saver, key, step, not_run, stale_after=0)
+    assert answer[0].content.startswith("unknown: running")
 
 
 def test_a_call_paused_by_an_interrupt_is_released(thread):
     saver, _, step, key = thread
-    claims_for(saver).release(key, start(saver, key, step).holder)
-    assert start(saver, key, step).run
+
+    def paused() -> Any:
+        raise GraphInterrupt()
+
+    with pytest.raises(GraphInterrupt):
+        once(saver, key, step, paused)
+    assert row_of(saver, key) is None
+    assert once(saver, key, step) == RESULT  # on resume it runs
+
+
+# -- a claim always settles: faults injected by wrapping the saver's claim store
+
+
+class FailingFinish:
+    """The saver's claim store, where storing a call's outcome fails ``times`` times."""
+
+    def __init__(self, store: Any, times: int) -> None:
+        self.store, self.left, self.tried = store, times, 0
+
+    def fails(self, op: Any) -> bool:
+        if not (isinstance(op, claims_module._Finish) and op.status == "done"):
+            return False
+        self.tried += 1
+        self.left -= 1
+        return self.left >= 0
+
+    def run(self, op: Any) -> Any:
+        if self.fails(op):
+            raise ConnectionError("the database went away")
+        return self.store.run(op)
+
+    async def arun(self, op: Any) -> Any:
+        if self.fails(op):
+            raise ConnectionError("the database went away")
+        return await self.store.arun(op)
+
+
+def with_store(saver: Any, store: Any) -> CallClaims:
+    return CallClaims(store, saver, stale_after=None)
+
+
+def test_an_outcome_that_fails_to_store_once_is_stored_on_retry(thread):
+    saver, _, step, key = thread
+    store = FailingFinish(claims_for(saver).store, times=1)
+    runs: list[int] = []
+
+    def call() -> Any:
+        runs.append(1)
+        return RESULT
+
+    claims = with_store(saver, store)
+    assert claims.once(key, step, call, tool="log", idempotent=False, unknown=unknown_answer)
+    assert (runs, store.tried) == ([1], 2)
+    row = row_of(saver, key)
+    assert row.status == "done" and saver.serde.loads_typed((row.result_type, row.result)) == RESULT
+    with pytest.raises(ToolCallAlreadyRan):
+        once(saver, key, step, not_run)
+
+
+def test_an_outcome_that_never_stores_leaves_the_claim_abandoned(thread):
+    saver, _, step, key = thread
+    store = FailingFinish(claims_for(saver).store, times=FINISH_ATTEMPTS)
+    claims = with_store(saver, store)
+    with pytest.raises(ConnectionError, match="went away"):
+        claims.once(key, step, lambda: RESULT, tool="log", idempotent=False, unknown=unknown_answer)
+    assert store.tried == FINISH_ATTEMPTS
+    assert row_of(saver, key).status == "abandoned"  # not running: nobody waits for it
+    answer = once(saver, key, step, not_run)
+    assert answer[0].content.startswith("unknown: abandoned")
+
+
+class CancelledAfterInsert:
+    """The saver's claim store, where the run is cancelled as the claim's INSERT lands."""
+
+    def __init__(self, store: Any) -> None:
+        self.store = store
+
+    async def arun(self, op: Any) -> Any:
+        answer = await self.store.arun(op)
+        if isinstance(op, claims_module._Insert):
+            raise asyncio.CancelledError
+        return answer
+
+
+def test_a_cancel_between_the_claim_and_the_call_gives_the_claim_up(kind, url, tmp_path, request):
+    thread = fresh_thread(request)
+    runs: list[int] = []
+
+    async def call() -> Any:
+        runs.append(1)
+        return RESULT
+
+    async def scenario() -> None:
+        async with async_saver(kind, tmp_path, url) as saver:
+            step = await _ahead(saver, thread)
+            key = ClaimKey(thread, "", "c1")
+            store = claims_for(saver).store
+            claims = with_store(saver, CancelledAfterInsert(store))
+            with pytest.raises(asyncio.CancelledError):
+                await claims.aonce(
+                    key, step, call, tool="log", idempotent=False, unknown=unknown_answer
+                )
+            assert runs == []
+            assert await store.arun(claims_module._Get(key)) is None  # not left running
+            # the call did not run: the next run runs it
+            answer = await claims_for(saver).aonce(
+                key, step, call, tool="log", idempotent=False, unknown=unknown_answer
+            )
+            assert (answer, runs) == (RESULT, [1])
+
+    asyncio.run(scenario())
 
 
 def test_one_run_answers_an_approval(thread, monkeypatch):
@@ -276,30 +417,50 @@ def test_an_approval_interrupted_while_claimed_is_given_up(thread, monkeypatch):
 def test_async_savers_keep_claims_too(kind, url, tmp_path, request, monkeypatch):
     thread = fresh_thread(request)
 
+    async def result() -> Any:
+        return RESULT
+
     async def scenario() -> None:
         async with async_saver(kind, tmp_path, url) as saver:
             step = await _ahead(saver, thread)
             claims = claims_for(saver)
+
+            def aonce(key: ClaimKey, run: Any) -> Any:
+                return claims.aonce(
+                    key, step, run, tool="log", idempotent=False, unknown=unknown_answer
+                )
+
             key = ClaimKey(thread, "", "c1")
-            started = await claims.astart(key, "log", step, idempotent=False)
-            assert started.run
-            with pytest.raises(ToolCallInProgress):
-                await claims.astart(key, "log", step, idempotent=False)
-            await claims.afinish(key, started.holder, RESULT)
+
+            async def call() -> Any:
+                with pytest.raises(ToolCallInProgress):
+                    await aonce(key, result)
+                return RESULT
+
+            assert await aonce(key, call) == RESULT
             with pytest.raises(ToolCallAlreadyRan):
-                await claims.astart(key, "log", step, idempotent=False)
+                await aonce(key, result)
 
             gone = ClaimKey(thread, "", "c2")
             with monkeypatch.context() as m:
                 as_owner(m, GONE)
-                held = await claims.astart(gone, "log", step, idempotent=False)
-                await claims.afinish(gone, held.holder, RESULT)
-            assert (await claims.astart(gone, "log", step, idempotent=False)).output == RESULT
+                await aonce(gone, result)
+            runs: list[int] = []
+
+            async def again() -> Any:
+                runs.append(1)
+                return RESULT
+
+            assert await aonce(gone, again) == RESULT and runs == []
 
             paused = ClaimKey(thread, "", "c3")
-            held = await claims.astart(paused, "ask", step, idempotent=False)
-            await claims.arelease(paused, held.holder)
-            assert (await claims.astart(paused, "ask", step, idempotent=False)).run
+
+            async def pause() -> Any:
+                raise GraphInterrupt()
+
+            with pytest.raises(GraphInterrupt):
+                await aonce(paused, pause)
+            assert await aonce(paused, again) == RESULT and runs == [1]
 
             review = ClaimKey(thread, "", "approval:c4")
             await claims.areview(review, step)

@@ -22,7 +22,13 @@ What a run finds when the call is already claimed:
 
 Whether a process is alive is exact on one machine (the pid, its start time, the boot);
 a claim made on another machine counts as running until ``stale_after`` seconds (if
-given) have passed. Nothing here knows about graphs; the nodes use it.
+given) have passed.
+
+A claim's whole life (claim, run the call, store its outcome) is one flow,
+:meth:`CallClaims.once`: however an attempt stops once it made the claim (an error, a
+cancel, an outcome that could not be stored), the claim is settled (given up, finished
+or marked abandoned) and not left ``running`` while its process lives on. Nothing here
+knows about graphs beyond LangGraph's pause (``GraphBubbleUp``); the nodes use it.
 """
 
 from __future__ import annotations
@@ -35,13 +41,14 @@ import threading
 import time
 import uuid
 import weakref
-from collections.abc import Generator
-from contextlib import nullcontext
+from collections.abc import Awaitable, Callable, Generator, Iterator
+from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass, replace
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 
 from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.checkpoint.memory import InMemorySaver
+from langgraph.errors import GraphBubbleUp
 
 from fncall_graph._compat import CONFIG_KEY_CHECKPOINTER, task_position
 
@@ -50,7 +57,8 @@ __all__ = [
     "CallClaims",
     "ClaimKey",
     "ClaimRow",
-    "Started",
+    "Owner",
+    "TaskClaim",
     "ThreadAlreadyResumed",
     "ToolCallAlreadyRan",
     "ToolCallClaimed",
@@ -200,21 +208,38 @@ class ClaimRow:
     result_type: str | None = None
     result: bytes | None = None
 
+    @property
+    def holder(self) -> Owner:
+        """Who made the claim: the process and its attempt (``owner``, parsed)."""
+        return Owner.parse(self.owner)
+
 
 @dataclass(frozen=True)
-class Started:
-    """What :meth:`CallClaims.start` decided.
+class _Started:
+    """What claiming a call decided.
 
-    ``run``: this attempt holds the claim and runs the call (``holder`` for ``finish``).
+    ``run``: this attempt holds the claim and runs the call.
     ``output``: the stored outcome to use instead (the call ran and its result was stored).
-    ``unknown``: the call's process died inside it; this attempt holds the claim and
-    answers it (``unknown`` is the stale claim).
+    ``unknown``: an earlier attempt stopped inside the call; this attempt holds the claim
+    and answers it (``unknown`` is that attempt's claim).
     """
 
     run: bool = False
     output: Any = None
     unknown: ClaimRow | None = None
-    holder: str | None = None
+
+
+@dataclass
+class _Attempt:
+    """One attempt at a call: who claims it, and whether its claim replaced an earlier
+    attempt's (whose outcome is unknown, so giving the claim up would forget that)."""
+
+    me: Owner
+    replacing: bool = False
+
+    @property
+    def holder(self) -> str:
+        return str(self.me)
 
 
 # -- operations on a claim store, as data: one flow drives a sync or an async store
@@ -256,7 +281,12 @@ class _Head:  # the thread's latest checkpoint id (from the saver)
     key: ClaimKey
 
 
-_Op = _Insert | _Get | _Swap | _Finish | _Release | _Head
+@dataclass(frozen=True)
+class _Run:  # run the call itself (what the caller of the flow gave)
+    pass
+
+
+_Op = _Insert | _Get | _Swap | _Finish | _Release | _Head | _Run
 _Flow = Generator[_Op, Any, Any]
 
 
@@ -376,7 +406,23 @@ class _SqliteStore(_SqlStore):
                 return self.outcome(op, cur.rowcount, cur.fetchall())
 
 
-class _AioSqliteStore(_SqlStore):
+class _AsyncStore(_SqlStore):
+    """The claims of an async saver. A sync caller in another thread (a sync tool under
+    a timeout runs in a thread of its own) runs them on the saver's event loop, as the
+    saver's own sync methods do."""
+
+    def __init__(self, conn: Any, lock: Any, *, postgres: bool, loop: Any) -> None:
+        super().__init__(conn, lock, postgres=postgres)
+        self.loop = loop
+
+    def run(self, op: _Op) -> Any:
+        return asyncio.run_coroutine_threadsafe(self.arun(op), self.loop).result()
+
+    async def arun(self, op: _Op) -> Any:
+        raise NotImplementedError
+
+
+class _AioSqliteStore(_AsyncStore):
     async def arun(self, op: _Op) -> Any:
         async with self.lock:
             if not self.ready:
@@ -409,7 +455,7 @@ class _PostgresStore(_SqlStore):
                 return self.outcome(op, cur.rowcount, rows)
 
 
-class _AsyncPostgresStore(_SqlStore):
+class _AsyncPostgresStore(_AsyncStore):
     async def arun(self, op: _Op) -> Any:
         from psycopg.rows import tuple_row
 
@@ -457,11 +503,11 @@ def _store_for(saver: BaseCheckpointSaver) -> Any:
     if "langgraph.checkpoint.sqlite.SqliteSaver" in kinds:
         return _SqliteStore(saver.conn, saver.lock, postgres=False)  # type: ignore[attr-defined]
     if "langgraph.checkpoint.sqlite.aio.AsyncSqliteSaver" in kinds:
-        return _AioSqliteStore(saver.conn, saver.lock, postgres=False)  # type: ignore[attr-defined]
+        return _AioSqliteStore(saver.conn, saver.lock, postgres=False, loop=saver.loop)  # type: ignore[attr-defined]
     if "langgraph.checkpoint.postgres.PostgresSaver" in kinds:
         return _PostgresStore(saver.conn, saver.lock, postgres=True)  # type: ignore[attr-defined]
     if "langgraph.checkpoint.postgres.aio.AsyncPostgresSaver" in kinds:
-        return _AsyncPostgresStore(saver.conn, saver.lock, postgres=True)  # type: ignore[attr-defined]
+        return _AsyncPostgresStore(saver.conn, saver.lock, postgres=True, loop=saver.loop)  # type: ignore[attr-defined]
     if not isinstance(saver, InMemorySaver):
         log.warning(
             "%s: tool call claims are kept in this process only; at-most-once across "
@@ -473,15 +519,16 @@ def _store_for(saver: BaseCheckpointSaver) -> Any:
 
 def claim_in_task(
     config: Any, call_id: str | None, *, stale_after: float | None = None
-) -> tuple[CallClaims, ClaimKey, str] | None:
-    """The claims, the key of ``call_id`` and the step of the graph task ``config`` runs
-    (``None`` outside a thread with a checkpointer)."""
+) -> TaskClaim | None:
+    """The claim on ``call_id`` in the graph task ``config`` runs (``None`` outside a
+    thread with a checkpointer)."""
     position = task_position(config)
     saver = ((config or {}).get("configurable") or {}).get(CONFIG_KEY_CHECKPOINTER)
     if position is None or saver is None or not call_id:
         return None
     thread_id, namespace, step = position
-    return claims_for(saver, stale_after=stale_after), ClaimKey(thread_id, namespace, call_id), step
+    claims = claims_for(saver, stale_after=stale_after)
+    return TaskClaim(claims, ClaimKey(thread_id, namespace, call_id), step)
 
 
 def claims_for(saver: BaseCheckpointSaver, *, stale_after: float | None = None) -> CallClaims:
@@ -494,6 +541,41 @@ def claims_for(saver: BaseCheckpointSaver, *, stale_after: float | None = None) 
 
 
 # -- the flows: what to do with a claim, whatever the store
+
+T = TypeVar("T")
+
+
+class _Driving:
+    """A flow being driven: its next operation, then that operation's answer, or its
+    error, which goes back into the flow (where it settles the claim)."""
+
+    def __init__(self, flow: _Flow) -> None:
+        self.flow = flow
+        self.answer: Any = None
+        self.error: BaseException | None = None
+        self.value: Any = None  # what the flow returned
+
+    def next(self) -> _Op | None:
+        """The next operation; ``None`` once the flow returned."""
+        try:
+            if self.error is not None:
+                return self.flow.throw(self.error)
+            return self.flow.send(self.answer)
+        except StopIteration as done:
+            self.value = done.value
+            return None
+
+    @contextmanager
+    def answering(self) -> Iterator[None]:
+        self.answer, self.error = None, None
+        try:
+            yield
+        except BaseException as exc:
+            self.error = exc
+
+
+FINISH_ATTEMPTS = 3
+"""How many times storing a call's outcome is tried before its claim is abandoned."""
 
 
 class CallClaims:
@@ -514,98 +596,101 @@ class CallClaims:
 
     # sync and async entry points drive the same flows
 
-    def start(self, key: ClaimKey, tool: str, step: str, *, idempotent: bool) -> Started:
-        """Claim the call before it runs (see :class:`Started`); raises :class:`ToolCallClaimed`."""
-        return self._drive(self._start(key, tool, step, idempotent))
+    def once(
+        self,
+        key: ClaimKey,
+        step: str,
+        run: Callable[[], T],
+        *,
+        tool: str,
+        idempotent: bool,
+        unknown: Callable[[ClaimRow], T],
+    ) -> T:
+        """Run the call ``key`` at most once: claim it, ``run()`` it, store its outcome.
 
-    async def astart(self, key: ClaimKey, tool: str, step: str, *, idempotent: bool) -> Started:
-        return await self._adrive(self._start(key, tool, step, idempotent))
+        The whole life of the claim is one protected flow: however the attempt stops
+        once the claim is made (an error, a cancel, a failed store), the claim is
+        settled, never left ``running``:
 
-    def finish(self, key: ClaimKey, holder: str, output: Any, status: Status = "done") -> None:
-        """Store the outcome of a call this attempt ran (or answered)."""
-        self._drive(self._finish(key, holder, output, status))
+        - the call paused inside (``GraphBubbleUp``, e.g. ``interrupt``), or the attempt
+          stopped before the call ran: the claim is given up, and the call runs on resume;
+        - the call raised, or the attempt stopped inside it or before its outcome was
+          stored: the claim is marked ``abandoned`` (its outcome is unknown);
+        - the outcome could not be stored: tried :data:`FINISH_ATTEMPTS` times, then the
+          claim is abandoned and the error raised.
 
-    async def afinish(
-        self, key: ClaimKey, holder: str, output: Any, status: Status = "done"
-    ) -> None:
-        await self._adrive(self._finish(key, holder, output, status))
+        Already claimed: the stored outcome is returned if the call ran and the thread
+        did not save it; ``unknown(claim)`` answers a call whose earlier attempt stopped
+        inside it (unless ``idempotent``: then it runs again); otherwise
+        :class:`ToolCallClaimed` is raised and nothing runs.
 
-    def release(self, key: ClaimKey, holder: str) -> None:
-        """Give the claim up: the call did not happen (it paused for an interrupt)."""
-        self._drive(self._release(key, holder))
+        Args:
+            key: the call.
+            step: the checkpoint the call's step runs from.
+            run: runs the call and returns its outcome (stored with the claim).
+            tool: the tool's name (said in errors).
+            idempotent: whether the call may run again when its outcome is unknown.
+            unknown: the answer to a call whose outcome is unknown.
+        """
+        return self._drive(self._once(key, step, tool, idempotent, unknown), run)
 
-    async def arelease(self, key: ClaimKey, holder: str) -> None:
-        await self._adrive(self._release(key, holder))
-
-    def abandon(self, key: ClaimKey, holder: str) -> None:
-        """The call stopped without an outcome (its run was cancelled, or the process is
-        stopping): the claim stays, marked ``abandoned``, and a later run of the thread,
-        in any process, answers the call's outcome as unknown instead of waiting for it."""
-        _forget(holder)
-        self._quietly(self._abandon(key, holder), f"mark tool call {key.call_id} abandoned")
-
-    async def aabandon(self, key: ClaimKey, holder: str) -> None:
-        _forget(holder)
-        # shielded: it runs while the run's task is being cancelled
-        what = f"mark tool call {key.call_id} abandoned"
-        await asyncio.shield(self._aquietly(self._abandon(key, holder), what))
+    async def aonce(
+        self,
+        key: ClaimKey,
+        step: str,
+        run: Callable[[], Awaitable[T]],
+        *,
+        tool: str,
+        idempotent: bool,
+        unknown: Callable[[ClaimRow], T],
+    ) -> T:
+        """:meth:`once` for an async ``run``."""
+        return await self._adrive(self._once(key, step, tool, idempotent, unknown), run)
 
     def review(self, key: ClaimKey, step: str) -> None:
         """Claim the answer to an approval; raises :class:`ThreadAlreadyResumed` if taken.
 
         Interrupted while claiming (its run cancelled, the process stopping), it gives
         the claim up again, so the run that follows can answer the approval."""
-        me = Owner.here()
-        try:
-            self._drive(self._review(key, step, me))
-        except ToolCallClaimed:
-            raise
-        except BaseException:
-            self._quietly(self._release(key, str(me)), f"give up approval {key.call_id}")
-            raise
+        self._drive(self._review(key, step))
 
     async def areview(self, key: ClaimKey, step: str) -> None:
-        me = Owner.here()
-        try:
-            await self._adrive(self._review(key, step, me))
-        except ToolCallClaimed:
-            raise
-        except BaseException:
-            what = f"give up approval {key.call_id}"
-            await asyncio.shield(self._aquietly(self._release(key, str(me)), what))
-            raise
+        await self._adrive(self._review(key, step))
 
-    # what runs while a run is being torn down must not hide why it is
+    # drivers: an operation's error goes back into the flow, which settles the claim
 
-    def _quietly(self, flow: _Flow, what: str) -> None:
-        try:
-            self._drive(flow)
-        except Exception as exc:
-            log.warning("could not %s: %s", what, exc)
+    def _drive(self, flow: _Flow, run: Callable[[], Any] | None = None) -> Any:
+        driving = _Driving(flow)
+        while (op := driving.next()) is not None:
+            with driving.answering():
+                driving.answer = self._perform(op, run)
+        return driving.value
 
-    async def _aquietly(self, flow: _Flow, what: str) -> None:
-        try:
-            await self._adrive(flow)
-        except Exception as exc:
-            log.warning("could not %s: %s", what, exc)
+    async def _adrive(self, flow: _Flow, run: Callable[[], Awaitable[Any]] | None = None) -> Any:
+        driving = _Driving(flow)
+        while (op := driving.next()) is not None:
+            with driving.answering():
+                driving.answer = await self._aperform(op, run)
+        return driving.value
 
-    def _drive(self, flow: _Flow) -> Any:
-        answer = None
-        try:
-            while True:
-                op = flow.send(answer)
-                answer = self._head(op) if isinstance(op, _Head) else self.store.run(op)
-        except StopIteration as done:
-            return done.value
+    def _perform(self, op: _Op, run: Callable[[], Any] | None) -> Any:
+        if isinstance(op, _Run):
+            assert run is not None
+            return run()
+        if isinstance(op, _Head):
+            return self._head(op)
+        return self.store.run(op)
 
-    async def _adrive(self, flow: _Flow) -> Any:
-        answer = None
-        try:
-            while True:
-                op = flow.send(answer)
-                answer = await (self._ahead(op) if isinstance(op, _Head) else self.store.arun(op))
-        except StopIteration as done:
-            return done.value
+    async def _aperform(self, op: _Op, run: Callable[[], Awaitable[Any]] | None) -> Any:
+        if isinstance(op, _Run):
+            assert run is not None
+            return await run()
+        if isinstance(op, _Head):
+            return await self._ahead(op)
+        if isinstance(op, _Finish | _Release):
+            # settling a claim is not cut short by a (further) cancel of the run
+            return await asyncio.shield(self.store.arun(op))
+        return await self.store.arun(op)
 
     @staticmethod
     def _head_config(key: ClaimKey) -> dict[str, Any]:
@@ -621,22 +706,62 @@ class CallClaims:
 
     # the flows
 
+    def _once(
+        self,
+        key: ClaimKey,
+        step: str,
+        tool: str,
+        idempotent: bool,
+        unknown: Callable[[ClaimRow], Any],
+    ) -> _Flow:
+        attempt = _Attempt(Owner.here())
+        try:
+            try:
+                started = yield from self._start(key, tool, step, idempotent, attempt)
+            except (ToolCallClaimed, GeneratorExit):
+                raise
+            except BaseException:
+                # stopped while claiming: the call did not run in this attempt
+                yield from self._settle(key, attempt.holder, abandon=attempt.replacing)
+                raise
+            if not started.run and started.unknown is None:
+                return started.output  # it ran; its process stopped before the thread saved it
+            status: Status = "done"
+            try:
+                if started.unknown is None:
+                    output = yield _Run()
+                else:
+                    output, status = unknown(started.unknown), "unknown"
+            except GraphBubbleUp:  # paused inside the call: it runs again on resume
+                yield from self._settle(key, attempt.holder, abandon=False)
+                raise
+            except GeneratorExit:
+                raise
+            except BaseException:
+                yield from self._settle(key, attempt.holder, abandon=True)
+                raise
+            yield from self._store(key, attempt.holder, output, status)
+            return output
+        finally:
+            _forget(attempt.me)
+
     def _running(self, owner: Owner, row: ClaimRow) -> bool:
         running = owner.running()
         if running is None:  # another machine: running until stale
             return self.stale_after is None or time.time() - row.created_at < self.stale_after
         return running
 
-    def _start(self, key: ClaimKey, tool: str, step: str, idempotent: bool) -> _Flow:
-        me = Owner.here()
-        mine = ClaimRow(key, tool, str(me), step, "running", time.time())
+    def _start(
+        self, key: ClaimKey, tool: str, step: str, idempotent: bool, attempt: _Attempt
+    ) -> _Flow:
+        mine = ClaimRow(key, tool, attempt.holder, step, "running", time.time())
         for _ in range(8):  # a claim that changes hands while we look: look again
             if (yield _Insert(mine)):
-                return self._began(me)
+                return self._began(attempt.me)
             held: ClaimRow | None = yield _Get(key)
             if held is None:
                 continue
-            owner = Owner.parse(held.owner)
+            owner = held.holder
             if held.status in ("running", "abandoned"):
                 if held.status == "running" and self._running(owner, held):
                     raise ToolCallInProgress(
@@ -647,8 +772,10 @@ class CallClaims:
                         call_id=key.call_id,
                         tool=tool,
                     )
+                attempt.replacing = True  # from here on, the claim may be ours
                 if (yield _Swap(mine, held.owner)):
-                    return self._began(me) if idempotent else Started(unknown=held, holder=str(me))
+                    return self._began(attempt.me) if idempotent else _Started(unknown=held)
+                attempt.replacing = False
                 continue
             moved_on = (yield _Head(key)) != step
             if moved_on or owner.process_alive() is not False:
@@ -661,32 +788,67 @@ class CallClaims:
                     tool=tool,
                 )
             # its process died after the call, before the thread saved the result
-            return Started(output=self.saver.serde.loads_typed((held.result_type, held.result)))
+            return _Started(output=self.saver.serde.loads_typed((held.result_type, held.result)))
         raise RuntimeError(f"tool call claim {key} kept changing hands")
 
     @staticmethod
-    def _began(me: Owner) -> Started:
+    def _began(me: Owner) -> _Started:
         with _ACTIVE_LOCK:
             _ACTIVE.add(me.token)
-        return Started(run=True, holder=str(me))
+        return _Started(run=True)
 
-    def _finish(self, key: ClaimKey, holder: str, output: Any, status: Status) -> _Flow:
-        _forget(holder)
-        rtype, data = self.saver.serde.dumps_typed(output)
-        yield _Finish(key, holder, status, rtype, data)
+    def _store(self, key: ClaimKey, holder: str, output: Any, status: Status) -> _Flow:
+        """Store the outcome with the claim; the last failure abandons it and is raised."""
+        for attempt in range(1, FINISH_ATTEMPTS + 1):
+            try:
+                rtype, data = self.saver.serde.dumps_typed(output)
+                yield _Finish(key, holder, status, rtype, data)
+                return None
+            except Exception as exc:
+                if attempt < FINISH_ATTEMPTS:
+                    log.warning(
+                        "could not store the outcome of tool call %s (attempt %d of %d): %s",
+                        key.call_id,
+                        attempt,
+                        FINISH_ATTEMPTS,
+                        exc,
+                    )
+                    continue
+                yield from self._settle(key, holder, abandon=True)
+                raise
+            except GeneratorExit:
+                raise
+            except BaseException:  # stopped while storing: the outcome may not be stored
+                yield from self._settle(key, holder, abandon=True)
+                raise
         return None
 
     @staticmethod
-    def _abandon(key: ClaimKey, holder: str) -> _Flow:
-        yield _Finish(key, holder, "abandoned", None, None)
+    def _settle(key: ClaimKey, holder: str, *, abandon: bool) -> _Flow:
+        """Mark the claim abandoned, or give it up; what goes wrong here is logged, not
+        raised: it runs while a run stops, and must not hide why it stops."""
+        op: _Op = (
+            _Finish(key, holder, "abandoned", None, None) if abandon else _Release(key, holder)
+        )
+        try:
+            yield op
+        except Exception as exc:
+            what = "mark tool call %s abandoned" if abandon else "give up the claim on %s"
+            log.warning("could not " + what + ": %s", key.call_id, exc)
         return None
 
-    def _release(self, key: ClaimKey, holder: str) -> _Flow:
-        _forget(holder)
-        yield _Release(key, holder)
+    def _review(self, key: ClaimKey, step: str) -> _Flow:
+        me = Owner.here()
+        try:
+            yield from self._take_review(key, step, me)
+        except (ToolCallClaimed, GeneratorExit):
+            raise
+        except BaseException:
+            yield from self._settle(key, str(me), abandon=False)
+            raise
         return None
 
-    def _review(self, key: ClaimKey, step: str, me: Owner) -> _Flow:
+    def _take_review(self, key: ClaimKey, step: str, me: Owner) -> _Flow:
         mine = ClaimRow(key, "approval", str(me), step, "done", time.time())
         for _ in range(8):
             if (yield _Insert(mine)):
@@ -694,7 +856,7 @@ class CallClaims:
             held: ClaimRow | None = yield _Get(key)
             if held is None:
                 continue
-            owner = Owner.parse(held.owner)
+            owner = held.holder
             alive = owner.process_alive()
             same_process = (owner.host, owner.pid, owner.start) == (me.host, me.pid, me.start)
             # a resume that died (or failed in this process) before the thread moved on
@@ -716,6 +878,53 @@ class CallClaims:
         raise RuntimeError(f"approval claim {key} kept changing hands")
 
 
-def _forget(holder: str) -> None:
+def _forget(me: Owner) -> None:
     with _ACTIVE_LOCK:
-        _ACTIVE.discard(Owner.parse(holder).token)
+        _ACTIVE.discard(me.token)
+
+
+@dataclass(frozen=True)
+class TaskClaim:
+    """The claim on one call in the graph task that runs it (see :func:`claim_in_task`).
+
+    Attributes:
+        claims: the claims of the task's thread.
+        key: the call.
+        step: the checkpoint the task's step runs from.
+    """
+
+    claims: CallClaims
+    key: ClaimKey
+    step: str
+
+    def once(
+        self,
+        run: Callable[[], T],
+        *,
+        tool: str,
+        idempotent: bool,
+        unknown: Callable[[ClaimRow], T],
+    ) -> T:
+        """Run the call at most once (see :meth:`CallClaims.once`)."""
+        return self.claims.once(
+            self.key, self.step, run, tool=tool, idempotent=idempotent, unknown=unknown
+        )
+
+    async def aonce(
+        self,
+        run: Callable[[], Awaitable[T]],
+        *,
+        tool: str,
+        idempotent: bool,
+        unknown: Callable[[ClaimRow], T],
+    ) -> T:
+        return await self.claims.aonce(
+            self.key, self.step, run, tool=tool, idempotent=idempotent, unknown=unknown
+        )
+
+    def review(self) -> None:
+        """Claim the answer to an approval (see :meth:`CallClaims.review`)."""
+        self.claims.review(self.key, self.step)
+
+    async def areview(self) -> None:
+        await self.claims.areview(self.key, self.step)
