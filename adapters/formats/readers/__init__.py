@@ -29,11 +29,14 @@ from ..base import (
 )
 from .base import Reader
 from .deepseek import DeepSeekReader
+from .dsml import DsmlReader
 from .functionary import FunctionaryReader
+from .gemma import GEMMA_FORMATS, GemmaReader
 from .harmony import HarmonyReader
 from .json_tags import JSON_TAG_FORMATS, JsonTagReader
 from .kimi import KimiReader
 from .mistral import MistralReader
+from .plamo import PlamoReader
 from .tool_call_tag import ToolCallTagReader
 from .whole_reply import may_be_calls_only, read_whole_reply
 from .xml_params import FunctionTagReader, MinimaxReader
@@ -47,9 +50,12 @@ READERS: tuple[Reader, ...] = (
     *(JsonTagReader(f) for f in JSON_TAG_FORMATS),
     MistralReader(),
     DeepSeekReader(),
+    DsmlReader(),
+    *(GemmaReader(f) for f in GEMMA_FORMATS),
     KimiReader(),
     HarmonyReader(),
     FunctionaryReader(),
+    PlamoReader(),
 )
 
 

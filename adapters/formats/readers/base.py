@@ -121,7 +121,12 @@ def call_event(
 
 
 def _calls(
-    value: Any, raw: str, where: str, name_keys: Sequence[str], args_keys: Sequence[str]
+    value: Any,
+    raw: str,
+    where: str,
+    name_keys: Sequence[str],
+    args_keys: Sequence[str],
+    name_is_key: bool,
 ) -> Iterator[ParseEvent]:
     if isinstance(value, Mapping) and isinstance(value.get("tool_calls"), list):
         value = value["tool_calls"]  # {"tool_calls": [...]}, as some fine-tunes write
@@ -129,6 +134,11 @@ def _calls(
     if not items:
         yield invalid(raw, f"no tool call inside {where}")
     for item in items:
+        if name_is_key and isinstance(item, Mapping) and len(item) == 1:
+            [(name, args)] = item.items()  # {"NAME": {arguments}}
+            if name not in name_keys:
+                yield named_call(str(name), args, raw)
+                continue
         yield call_event(item, raw, name_keys=name_keys, args_keys=args_keys)
 
 
@@ -140,17 +150,19 @@ def read_json_calls(
     name_keys: Sequence[str] = ("name",),
     args_keys: Sequence[str] = ARGS_KEYS,
     prose_after: bool = True,
+    name_is_key: bool = False,
 ) -> Iterator[ParseEvent]:
     """Read one or more JSON call objects (or lists of them, or JSON lines).
 
     Strict JSON first, then the usual repairs (single quotes, trailing commas, Python
     literals). If the reply ended inside the block, a JSON value cut short is an invalid
     call, never completed: half-written arguments are not run. With ``prose_after``,
-    text after the JSON is answer text.
+    text after the JSON is answer text. With ``name_is_key``, a call may also be written
+    ``{"NAME": {arguments}}`` (Apertus).
     """
     values, rest = strict_prefix(text)
     for value in values:
-        yield from _calls(value, text, where, name_keys, args_keys)
+        yield from _calls(value, text, where, name_keys, args_keys, name_is_key)
     if not rest:
         if not values and text.strip():
             yield invalid(text, f"no tool call inside {where}")
@@ -170,7 +182,7 @@ def read_json_calls(
     except ValueError as exc:
         yield invalid(text, f"{where} does not hold a JSON call object: {exc}")
         return
-    yield from _calls(value, text, where, name_keys, args_keys)
+    yield from _calls(value, text, where, name_keys, args_keys, name_is_key)
 
 
 def json_value(text: str) -> Any:
