@@ -50,8 +50,8 @@ def _gemma(value: Any, q: str) -> str:
     return str(value)
 
 
-def _dsml(cs: Calls, wrapper: str, space: str) -> str:
-    d = "｜DSML｜"
+def _dsml(cs: Calls, wrapper: str, space: str = "", d: str = "｜DSML｜") -> str:
+    """DSML (or GigaChat's GCML): text values marked string="true", others JSON."""
     body = ""
     for n, a in cs:
         body += f'<{d}{space}invoke name="{n}">\n'
@@ -77,7 +77,8 @@ def _plamo(cs: Calls) -> str:
         tag("begin_tool_requests")
         + "".join(
             f"{tag('begin_tool_request')}{tag('begin_tool_name')}{n}{tag('end_tool_name')}"
-            f"{tag('begin_tool_arguments')}{_j(a)}{tag('end_tool_arguments')}"
+            f"{tag('begin_tool_arguments')}<|plamo:constrain|>json<|plamo:msg|>{_j(a)}"
+            f"{tag('end_tool_arguments')}"
             f"{tag('end_tool_request')}"
             for n, a in cs
         )
@@ -92,9 +93,10 @@ WRITERS: dict[str, Callable[[Calls], str]] = {
     "functiongemma": lambda cs: "".join(
         f"<start_function_call>call:{n}{_gemma(a, QF)}<end_function_call>" for n, a in cs
     ),
-    "dsml-v32": lambda cs: _dsml(cs, "function_calls", ""),
-    "dsml-v4": lambda cs: _dsml(cs, "tool_calls", ""),
+    "dsml-v32": lambda cs: _dsml(cs, "function_calls"),
+    "dsml-v4": lambda cs: _dsml(cs, "tool_calls"),
     "dsml-v41": lambda cs: _dsml(cs, " calls", " "),
+    "gigachat35": lambda cs: _dsml(cs, "tool_calls", d="｜GCML｜"),
     "lfm2-pythonic": lambda cs: f"<|tool_call_start|>{_pythonic(cs)}<|tool_call_end|>",
     "lfm2-json": lambda cs: (
         "<|tool_call_start|>"
@@ -151,6 +153,7 @@ SPECIAL = {
     "dsml-v32",
     "dsml-v4",
     "dsml-v41",
+    "gigachat35",
     "lfm2-pythonic",
     "lfm2-json",
     "apertus",
@@ -310,6 +313,26 @@ def test_dsml_values_typed_by_the_string_attribute():
     ]
 
 
+def test_gcml_parameters_without_a_string_mark_are_text():
+    g = "｜GCML｜"
+    text = (
+        f'<{g}tool_calls>\n<{g}invoke name="f">\n<{g}parameter name="n">42</{g}parameter>\n'
+        f'<{g}parameter name="m" string="false">42</{g}parameter>\n</{g}invoke>\n</{g}tool_calls>'
+    )
+    assert calls(read("Сейчас.\n" + text + "</s>")) == [("f", {"n": "42", "m": 42})]
+
+
+def test_plamo_thinking_and_end_of_turn():
+    text = (
+        "<|plamo:begin_think:plamo|>Need the weather.<|plamo:end_think:plamo|>"
+        + _plamo(TWO)
+        + "<|plamo:tag|>"
+    )
+    for message in (read(text), parsed(text)):
+        assert calls(message) == TWO and message.content == ""
+        assert message.additional_kwargs["reasoning_content"] == "Need the weather."
+
+
 def test_dsml_json_bodies_and_calls_without_arguments():
     d = "｜DSML｜"
     text = (
@@ -411,7 +434,7 @@ def _safe(fmt: str, cs: Calls) -> bool:
 )
 @given(fmt=st.sampled_from(sorted(WRITERS)), cs=CALLS, data=st.data())
 def test_any_chunking_streams_the_same_message_and_no_markup(fmt, cs, data):
-    if fmt.startswith("dsml"):  # DSML writes string values verbatim: keep them plain text
+    if fmt.startswith("dsml") or fmt == "gigachat35":  # string values verbatim: no markup
         cs = [
             (n, {k: v for k, v in a.items() if not isinstance(v, str) or "<" not in v})
             for n, a in cs

@@ -29,7 +29,7 @@ from ..base import (
 )
 from .base import Reader
 from .deepseek import DeepSeekReader
-from .dsml import DsmlReader
+from .dsml import INVOKE_FORMATS, InvokeReader
 from .functionary import FunctionaryReader
 from .gemma import GEMMA_FORMATS, GemmaReader
 from .harmony import HarmonyReader
@@ -50,7 +50,7 @@ READERS: tuple[Reader, ...] = (
     *(JsonTagReader(f) for f in JSON_TAG_FORMATS),
     MistralReader(),
     DeepSeekReader(),
-    DsmlReader(),
+    *(InvokeReader(f) for f in INVOKE_FORMATS),
     *(GemmaReader(f) for f in GEMMA_FORMATS),
     KimiReader(),
     HarmonyReader(),
