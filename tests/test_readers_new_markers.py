@@ -276,6 +276,10 @@ def test_gemma4_grammar():
     assert calls(read("<|tool_call>call:ping{}<tool_call|>")) == [("ping", {})]
     assert calls(read(f"<|tool_call>call:get_time{{zone:{q}CET{q}}}<turn|>")) == TWO[1:]
     assert calls(read(f"<|tool_call>call:get_time{{zone:{q}CET{q}}}")) == TWO[1:]
+    # keys written as strings, Python's None for null, and the <|tool_response> that ends the turn
+    text = f"<|tool_call>call:f{{{q}a b{q}:None,{q}c{q}:[None]}}<tool_call|><|tool_response>"
+    message = read(text)
+    assert calls(message) == [("f", {"a b": None, "c": [None]})] and message.content == ""
 
 
 def test_gemma4_thinking_is_reasoning_and_a_call_in_it_is_not_run():

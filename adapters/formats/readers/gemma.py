@@ -136,7 +136,9 @@ class _Args:
             end += 1
         if end >= self.n:
             raise _Cut  # a bare value may still be growing
-        return json_value(text[i:end].strip()), end
+        bare = text[i:end].strip()
+        # some Gemma templates print a null argument as Python's None
+        return (None if bare == "None" else json_value(bare)), end
 
 
 def read_gemma_calls(text: str, *, quote: str, where: str, closed: bool) -> Iterator[ParseEvent]:
