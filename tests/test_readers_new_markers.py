@@ -238,7 +238,21 @@ def test_a_reply_cut_inside_the_arguments_runs_nothing(fmt):
         assert message.invalid_tool_calls, cut
 
 
-@pytest.mark.parametrize("fmt", ["gemma4", "functiongemma", "dsml-v32", "dsml-v41", "plamo3"])
+@pytest.mark.parametrize(
+    "fmt",
+    [
+        "gemma4",
+        "functiongemma",
+        "dsml-v32",
+        "dsml-v41",
+        "gigachat35",
+        "plamo3",
+        "lfm2-json",
+        "apertus",
+        "nemotron",
+        "hunyuan-a13b",
+    ],
+)
 def test_a_trailing_partial_second_call_keeps_the_first(fmt):
     whole = WRITERS[fmt](TWO)
     cut = whole[: whole.index("CET") + 1]
@@ -389,6 +403,13 @@ def test_apertus_shape_only_is_read_as_name_and_arguments():
         '<|tools_prefix|>[{"name": "get_time", "arguments": {"zone": "CET"}}]<|tools_suffix|>'
     )
     assert calls(message) == TWO[1:]
+
+
+def test_apertus_thinking_is_reasoning():
+    text = "<|inner_prefix|>Paris, so the weather tool.<|inner_suffix|>" + WRITERS["apertus"](TWO)
+    for message in (read(text), parsed(text)):
+        assert calls(message) == TWO and message.content == ""
+        assert message.additional_kwargs["reasoning_content"] == "Paris, so the weather tool."
 
 
 def test_hunyuan_calls_without_arguments():

@@ -172,10 +172,16 @@ def read_json_calls(
             yield ContentDelta(rest)
         return
     if not closed and not brackets_closed(rest, quotes="\"'", must_open=True):
-        yield invalid(
-            text,
-            f"the reply ended inside {where} before its JSON was complete; the call was not run",
-        )
+        # a list cut short: the calls written whole before the cut are the model's
+        items, cut = _whole_items(rest)
+        if items:
+            yield from _calls(items, text, where, name_keys, args_keys, name_is_key)
+        if cut.strip() or not items:
+            yield invalid(
+                cut if items else text,
+                f"the reply ended inside {where} before its JSON was complete; "
+                "the call was not run",
+            )
         return
     try:
         value = loads_lenient(rest)
@@ -183,6 +189,22 @@ def read_json_calls(
         yield invalid(text, f"{where} does not hold a JSON call object: {exc}")
         return
     yield from _calls(value, text, where, name_keys, args_keys, name_is_key)
+
+
+def _whole_items(text: str) -> tuple[list[Any], str]:
+    """The complete items at the start of a JSON list cut short, and the rest."""
+    items: list[Any] = []
+    if not text.startswith("["):
+        return items, text
+    i = 1
+    while True:
+        while i < len(text) and (text[i].isspace() or (items and text[i] == ",")):
+            i += 1
+        try:
+            item, i = _DECODER.raw_decode(text, i)
+        except ValueError:
+            return items, text[i:]
+        items.append(item)
 
 
 def json_value(text: str) -> Any:

@@ -17,7 +17,7 @@ object, a list, or one object per line; see :func:`.base.read_json_calls`.
     <|START_ACTION|>[{"tool_call_id": "0", "tool_name": "f", "parameters": {...}}]<|END_ACTION|>  Command R7B
     <|python_tag|>{"name": "f", "parameters": {...}}                    Llama 3.1/3.2
     <|tool_call_start|>[f(a=1, b="x")]<|tool_call_end|>                 LFM2 (or a JSON list)
-    <|tools_prefix|>[{"f": {...}}, {"g": {...}}]<|tools_suffix|>         Apertus
+    <|tools_prefix|>[{"f": {...}}, {"g": {...}}]<|tools_suffix|>         Apertus (thinks in <|inner_prefix|>…<|inner_suffix|>)
     <TOOLCALL>[{"name": "f", "arguments": {...}}]</TOOLCALL>             Nemotron Nano v2
     <longcat_tool_call>{"name": "f", "arguments": {...}}</longcat_tool_call>   LongCat
     …<|message_sep|>function call<|role_sep|>
@@ -142,7 +142,8 @@ JSON_TAG_FORMATS: tuple[JsonTagFormat, ...] = (
             '<|tools_prefix|>[{"get_weather": {"city": "Paris"}}, '
             '{"get_time": {"zone": "CET"}}]<|tools_suffix|>',
         ),
-        drop_tokens=("<|tools_suffix|>",),
+        extra_blocks=(Block("<|inner_prefix|>", ("<|inner_suffix|>",), "reasoning"),),
+        drop_tokens=("<|tools_suffix|>", "<|inner_suffix|>"),
         name_is_key=True,
     ),
     JsonTagFormat(
