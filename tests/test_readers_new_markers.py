@@ -16,7 +16,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from langchain_core.messages import AIMessage
-from test_readers import CALLS, MARKERS, calls, read, streamed
+from test_readers import CALLS, MARKERS, _streamed_through_graph, calls, read, streamed
 
 from fncall_graph.adapters.formats.normalize import markup_dialect
 from fncall_graph.adapters.formats.readers import AUTO
@@ -439,6 +439,35 @@ def test_markup_quoted_in_a_code_block_is_not_a_call(fmt):
     ):
         message = read(quoted)
         assert message.tool_calls == [] and message.content == quoted
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "Сейчас.<|message_sep|>\n\nfunction call<|role_sep|>\n"
+        '{"name": "get_weather", "arguments": {"city": "Москва"}}</s>',
+        UNTYPED["hy-v3"]([(W, {"city": "巴黎", "days": "3"}), ("get_time", {"zone": "CET"})]),
+        "先查。\n" + UNTYPED["hy-v4"]([(W, {"city": "巴黎", "opts": '{"a": [1]}'}), ("ping", {})]),
+    ],
+    ids=["gigachat3", "hy-v3", "hy-v4"],
+)
+def test_one_call_and_untyped_formats_stream_the_same_for_any_chunk_size(text):
+    whole = read(text)
+    assert whole.tool_calls and not whole.invalid_tool_calls
+    for size in (1, 2, 3, 5, 8, 13):
+        message, shown = streamed(text, list(range(size, len(text), size)))
+        assert calls(message) == calls(whole)
+        assert message.content == whole.content == shown
+        assert not any(m in shown for m in MARKERS)
+
+
+@pytest.mark.parametrize("fmt", ["gemma4", "functiongemma", "dsml-v41", "lfm2-pythonic", "plamo3"])
+def test_a_native_reply_through_the_graph_streams_no_markup(fmt):
+    reply = "我来查一下。\n" + WRITERS[fmt](TWO[:1])
+    shown, final = _streamed_through_graph(reply)
+    assert calls(final) == TWO[:1]
+    assert shown.strip() == str(final.content).strip() == "我来查一下。"
+    assert not any(m in shown for m in MARKERS)
 
 
 # -- properties: streaming, and replies cut anywhere
