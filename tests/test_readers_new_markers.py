@@ -290,6 +290,7 @@ def test_gemma4_grammar():
     assert calls(read("<|tool_call>call:ping{}<tool_call|>")) == [("ping", {})]
     assert calls(read(f"<|tool_call>call:get_time{{zone:{q}CET{q}}}<turn|>")) == TWO[1:]
     assert calls(read(f"<|tool_call>call:get_time{{zone:{q}CET{q}}}")) == TWO[1:]
+    assert calls(read(f"<|tool_call>call:get_time{{zone:{q}CET{q}}}}}<tool_call|>")) == TWO[1:]
     # keys written as strings, Python's None for null, and the <|tool_response> that ends the turn
     text = f"<|tool_call>call:f{{{q}a b{q}:None,{q}c{q}:[None]}}<tool_call|><|tool_response>"
     message = read(text)
@@ -390,6 +391,11 @@ def test_lfm2_pythonic_values_and_text_after_the_call():
     assert message.content == "Checking now."
 
 
+def test_lfm2_call_without_the_list_brackets():
+    message = read('<|tool_call_start|>get_weather(city="Paris")<|tool_call_end|>')
+    assert calls(message) == TWO[:1]
+
+
 def test_lfm2_block_that_is_not_calls_is_invalid():
     message = read("<|tool_call_start|>[not a call]<|tool_call_end|>")
     assert message.tool_calls == [] and message.invalid_tool_calls
@@ -410,6 +416,16 @@ def test_apertus_thinking_is_reasoning():
     for message in (read(text), parsed(text)):
         assert calls(message) == TWO and message.content == ""
         assert message.additional_kwargs["reasoning_content"] == "Paris, so the weather tool."
+
+
+def test_hunyuan_a13b_answer_frame():
+    body = WRITERS["hunyuan-a13b"](TWO)
+    text = f"<think>\nThe user wants weather.\n</think>\n<answer>\n{body}\n</answer>"
+    for message in (read(text), parsed(text)):
+        assert calls(message) == TWO and message.content == ""
+        assert message.additional_kwargs["reasoning_content"] == "The user wants weather."
+    message = read("<think>\nEasy.\n</think>\n<answer>\nSunny.\n</answer>")
+    assert message.tool_calls == [] and message.content == "Sunny."
 
 
 def test_hunyuan_calls_without_arguments():

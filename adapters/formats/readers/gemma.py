@@ -167,7 +167,7 @@ def read_gemma_calls(text: str, *, quote: str, where: str, closed: bool) -> Iter
             yield invalid(where + text, f"bad arguments for {name!r}: {exc}", name=name)
             return
         yield named_call(name, args, where + text)
-        if not text[i:].strip():
+        if not text[i:].strip().strip("}]").strip():  # a stray closing bracket is no call
             return
 
 

@@ -69,7 +69,9 @@ JSON_TAG_FORMATS: tuple[JsonTagFormat, ...] = (
         Block("<tool_calls>", ("</tool_calls>",), "call"),
         (f"<tool_calls>[{_W}, {_T}]</tool_calls>", f"<tool_calls>\n{_W}\n{_T}\n</tool_calls>"),
         special=False,
-        drop_tokens=("</tool_calls>",),
+        # Hunyuan A13B frames its answer, calls or not, in <answer>…</answer>
+        drop_tokens=("</tool_calls>", "<answer>", "</answer>"),
+        channel_tokens=("<answer>", "</answer>"),
         nested=True,
     ),
     JsonTagFormat(
@@ -190,8 +192,9 @@ class JsonTagReader(Reader):
 
     def read_block(self, block: Block, text: str, *, closed: bool) -> Iterable[ParseEvent]:
         body = text.strip()
-        if self.fmt.pythonic and PYTHONIC.match(body):
-            return read_pythonic(body) or [
+        listed = body if body.startswith("[") else f"[{body}]"  # the list's brackets left out
+        if self.fmt.pythonic and PYTHONIC.match(listed):
+            return read_pythonic(listed) or [
                 invalid(block.open + text, f"{block.open} holds no pythonic call list")
             ]
         if self.fmt.nested and body.startswith(TOOL_CALL.open):
