@@ -309,6 +309,25 @@ def test_gemma4_thinking_is_reasoning_and_a_call_in_it_is_not_run():
     assert calls(message) == TWO[1:] and shown == ""
 
 
+def test_gemma4_variants_vllm_reads():
+    q = Q4
+    call = f"<|tool_call>call:get_time{{zone:{q}CET{q}}}<tool_call|>"
+    # a call straight after the thought, without <channel|>
+    text = "<|channel>thought\nTime first." + call
+    message = read(text)
+    assert calls(message) == TWO[1:]
+    assert message.additional_kwargs["reasoning_content"] == "Time first."
+    for size in (1, 2, 5):
+        streamed_message, shown = streamed(text, list(range(size, len(text), size)))
+        assert calls(streamed_message) == TWO[1:] and shown == ""
+    # a channel without the thought label
+    message = parsed(f"<|channel>Time first.<channel|>{call}")
+    assert calls(message) == TWO[1:] and message.content == ""
+    # arguments in parentheses
+    message = read(f"<|tool_call>call:get_time(zone:{q}CET{q})<tool_call|>")
+    assert calls(message) == TWO[1:]
+
+
 def test_gemma_arguments_that_are_not_the_grammar_are_invalid():
     message = read("<|tool_call>call:f{no colon here}<tool_call|>")
     assert message.tool_calls == [] and message.invalid_tool_calls

@@ -31,7 +31,7 @@ from .base import Reader
 from .deepseek import DeepSeekReader
 from .dsml import INVOKE_FORMATS, InvokeReader
 from .functionary import FunctionaryReader
-from .gemma import GEMMA_FORMATS, GemmaReader
+from .gemma import GEMMA_FORMATS, GemmaReader, GemmaThoughtReader
 from .harmony import HarmonyReader
 from .json_tags import JSON_TAG_FORMATS, JsonTagReader
 from .kimi import KimiReader
@@ -52,6 +52,7 @@ READERS: tuple[Reader, ...] = (
     DeepSeekReader(),
     *(InvokeReader(f) for f in INVOKE_FORMATS),
     *(GemmaReader(f) for f in GEMMA_FORMATS),
+    GemmaThoughtReader(),
     KimiReader(),
     HarmonyReader(),
     FunctionaryReader(),

@@ -8,7 +8,9 @@
 The arguments are not JSON: keys are bare, strings are wrapped in one delimiter token
 (``<|"|>`` or ``<escape>``) with nothing escaped inside, numbers, ``true``/``false`` and
 ``null`` are bare, and objects and lists nest with ``{…}`` and ``[…]``. Several calls are
-several blocks, one after the other. Gemma 4 thinks in ``<|channel>thought … <channel|>``.
+several blocks, one after the other. Gemma 4 thinks in ``<|channel>thought … <channel|>``
+(a call may follow the thought without the ``<channel|>``), and sometimes writes its
+arguments in parentheses, ``call:NAME(key:value)``.
 """
 
 from __future__ import annotations
@@ -22,7 +24,7 @@ from typing import Any, ClassVar
 from ..base import Block, ParseEvent, invalid
 from .base import Reader, json_value, named_call
 
-__all__ = ["GEMMA_FORMATS", "GemmaReader", "read_gemma_calls"]
+__all__ = ["GEMMA_FORMATS", "GemmaReader", "GemmaThoughtReader", "read_gemma_calls"]
 
 
 @dataclass(frozen=True)
@@ -48,8 +50,7 @@ GEMMA_FORMATS: tuple[GemmaFormat, ...] = (
             f"<|tool_call>call:get_weather{{city:{_Q4}Paris{_Q4}}}<tool_call|>"
             f"<|tool_call>call:get_time{{zone:{_Q4}CET{_Q4}}}<tool_call|>",
         ),
-        extra_blocks=(Block("<|channel>thought", ("<channel|>",), "reasoning"),),
-        drop_tokens=("<tool_call|>", "<turn|>", "<|tool_response>", "<channel|>"),
+        drop_tokens=("<tool_call|>", "<turn|>", "<|tool_response>"),
     ),
     GemmaFormat(
         "functiongemma",
@@ -68,7 +69,8 @@ GEMMA_FORMATS: tuple[GemmaFormat, ...] = (
     ),
 )
 
-_CALL = re.compile(r"\s*(?:call:)?\s*([A-Za-z_][\w.\-]*)\s*(?=\{)")
+_CALL = re.compile(r"\s*(?:call:)?\s*([A-Za-z_][\w.\-]*)\s*(?=[{(])")
+_CLOSE = {"{": "}", "(": ")"}  # Gemma 4 sometimes writes call:NAME(key:value)
 
 
 class _Cut(Exception):
@@ -90,10 +92,11 @@ class _Args:
 
     def object(self, i: int) -> tuple[dict[str, Any], int]:
         out: dict[str, Any] = {}
+        close = _CLOSE[self.text[i]]
         i += 1  # past "{"
         while True:
             i = self._skip(i, ",")
-            if self.text[i] == "}":
+            if self.text[i] == close:
                 return out, i + 1
             colon = self.text.find(":", i)
             if colon < 0:
@@ -132,7 +135,7 @@ class _Args:
             except ValueError:
                 raise _Cut from None
         end = i
-        while end < self.n and text[end] not in ",}]":
+        while end < self.n and text[end] not in ",}])":
             end += 1
         if end >= self.n:
             raise _Cut  # a bare value may still be growing
@@ -167,7 +170,7 @@ def read_gemma_calls(text: str, *, quote: str, where: str, closed: bool) -> Iter
             yield invalid(where + text, f"bad arguments for {name!r}: {exc}", name=name)
             return
         yield named_call(name, args, where + text)
-        if not text[i:].strip().strip("}]").strip():  # a stray closing bracket is no call
+        if not text[i:].strip().strip("}])").strip():  # a stray closing bracket is no call
             return
 
 
@@ -188,3 +191,21 @@ class GemmaReader(Reader):
 
     def __repr__(self) -> str:
         return f"GemmaReader({self.fmt.name!r})"
+
+
+class GemmaThoughtReader(Reader):
+    """Gemma 4's thought channel: reasoning until ``<channel|>``, or until a call starts
+    without it (the ``<|tool_call>`` is left to open the call)."""
+
+    name: ClassVar[str] = "gemma4-thought"
+    blocks: ClassVar[tuple[Block, ...]] = tuple(
+        Block(opener, ("<channel|>", "<|tool_call>"), "reasoning", consume_close=False)
+        for opener in ("<|channel>thought", "<|channel>")
+    )
+    drop_tokens: ClassVar[tuple[str, ...]] = ("<channel|>",)
+    examples: ClassVar[tuple[str, ...]] = (
+        f"<|channel>thought\nThe user wants the weather.<channel|>"
+        f"<|tool_call>call:get_weather{{city:{_Q4}Paris{_Q4}}}<tool_call|>",
+        f"<|channel>thought\nThe weather, then.<|tool_call>call:get_weather{{city:{_Q4}Paris{_Q4}}}"
+        "<tool_call|>",
+    )
