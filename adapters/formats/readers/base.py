@@ -33,6 +33,7 @@ from ..base import (
 
 __all__ = [
     "ARGS_KEYS",
+    "FormatReader",
     "Reader",
     "call_event",
     "json_value",
@@ -76,6 +77,31 @@ class Reader:
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}()"
+
+
+class FormatReader(Reader):
+    """A reader made from one format's data, for families read by one class
+    (:data:`~.json_tags.JSON_TAG_FORMATS`, :data:`~.gemma.GEMMA_FORMATS`, …)."""
+
+    def __init__(
+        self,
+        name: str,
+        blocks: tuple[Block, ...],
+        *,
+        drop_tokens: tuple[str, ...] = (),
+        channel_tokens: tuple[str, ...] = (),
+        special: bool = True,
+        examples: tuple[str, ...] = (),
+    ) -> None:
+        self.name = name  # type: ignore[misc]
+        self.blocks = blocks  # type: ignore[misc]
+        self.drop_tokens = drop_tokens  # type: ignore[misc]
+        self.channel_tokens = channel_tokens  # type: ignore[misc]
+        self.special = special  # type: ignore[misc]
+        self.examples = examples  # type: ignore[misc]
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self.name!r})"
 
 
 _DECODER = json.JSONDecoder()

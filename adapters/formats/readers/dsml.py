@@ -23,10 +23,9 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
-from typing import ClassVar
 
 from ..base import Block, ParseEvent, invalid
-from .base import Reader, json_value, named_call
+from .base import FormatReader, json_value, named_call
 
 __all__ = ["INVOKE_FORMATS", "InvokeReader"]
 
@@ -83,20 +82,21 @@ INVOKE_FORMATS: tuple[InvokeFormat, ...] = (
 )
 
 
-class InvokeReader(Reader):
+class InvokeReader(FormatReader):
     """All of :data:`INVOKE_FORMATS`, one block per wrapper tag."""
-
-    name: ClassVar[str] = "invoke"
 
     def __init__(self, fmt: InvokeFormat) -> None:
         self.fmt = fmt
-        t = re.escape(fmt.token)
-        self.name = fmt.name  # type: ignore[misc]
-        self.blocks = tuple(  # type: ignore[misc]
+        blocks = tuple(
             Block(f"<{fmt.token}{w}>", (f"</{fmt.token}{w}>",), "call") for w in fmt.wrappers
         )
-        self.drop_tokens = (*(b.close[0] for b in self.blocks), *fmt.drop_tokens)  # type: ignore[misc]
-        self.examples = fmt.examples  # type: ignore[misc]
+        super().__init__(
+            fmt.name,
+            blocks,
+            drop_tokens=(*(b.close[0] for b in blocks), *fmt.drop_tokens),
+            examples=fmt.examples,
+        )
+        t = re.escape(fmt.token)
         self._invoke = re.compile(
             rf'<{t} ?invoke\s+name="([^"]*)"\s*(?:/>|>(.*?)</{t} ?invoke>)', re.DOTALL
         )
@@ -143,6 +143,3 @@ class InvokeReader(Reader):
                 else "an invoke is not closed",
                 name=name.group(1) if name else None,
             )
-
-    def __repr__(self) -> str:
-        return f"InvokeReader({self.fmt.name!r})"

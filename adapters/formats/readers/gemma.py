@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from ..base import Block, ParseEvent, invalid
-from .base import Reader, json_value, named_call
+from .base import FormatReader, Reader, json_value, named_call
 
 __all__ = ["GEMMA_FORMATS", "GemmaReader", "GemmaThoughtReader", "read_gemma_calls"]
 
@@ -33,7 +33,6 @@ class GemmaFormat:
     block: Block
     quote: str  # the token that opens and closes a string
     examples: tuple[str, ...]
-    extra_blocks: tuple[Block, ...] = ()
     drop_tokens: tuple[str, ...] = ()
 
 
@@ -174,23 +173,15 @@ def read_gemma_calls(text: str, *, quote: str, where: str, closed: bool) -> Iter
             return
 
 
-class GemmaReader(Reader):
+class GemmaReader(FormatReader):
     """All of :data:`GEMMA_FORMATS`, one block each."""
-
-    name: ClassVar[str] = "gemma"
 
     def __init__(self, fmt: GemmaFormat) -> None:
         self.fmt = fmt
-        self.name = fmt.name  # type: ignore[misc]
-        self.blocks = (fmt.block, *fmt.extra_blocks)  # type: ignore[misc]
-        self.drop_tokens = fmt.drop_tokens  # type: ignore[misc]
-        self.examples = fmt.examples  # type: ignore[misc]
+        super().__init__(fmt.name, (fmt.block,), drop_tokens=fmt.drop_tokens, examples=fmt.examples)
 
     def read_block(self, block: Block, text: str, *, closed: bool) -> Iterable[ParseEvent]:
         return read_gemma_calls(text, quote=self.fmt.quote, where=block.open, closed=closed)
-
-    def __repr__(self) -> str:
-        return f"GemmaReader({self.fmt.name!r})"
 
 
 class GemmaThoughtReader(Reader):

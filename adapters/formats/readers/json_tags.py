@@ -33,10 +33,9 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import ClassVar
 
 from ..base import Block, ParseEvent, invalid
-from .base import ARGS_KEYS, Reader, named_call, read_json_calls
+from .base import ARGS_KEYS, FormatReader, named_call, read_json_calls
 from .tool_call_tag import TOOL_CALL, read_tool_call
 from .whole_reply import PYTHONIC, read_pythonic
 
@@ -176,19 +175,19 @@ JSON_TAG_FORMATS: tuple[JsonTagFormat, ...] = (
 )
 
 
-class JsonTagReader(Reader):
+class JsonTagReader(FormatReader):
     """All of :data:`JSON_TAG_FORMATS`, one block each."""
-
-    name: ClassVar[str] = "json-tags"
 
     def __init__(self, fmt: JsonTagFormat) -> None:
         self.fmt = fmt
-        self.name = fmt.name  # type: ignore[misc]
-        self.blocks = (fmt.block, *fmt.extra_blocks)  # type: ignore[misc]
-        self.drop_tokens = fmt.drop_tokens  # type: ignore[misc]
-        self.channel_tokens = fmt.channel_tokens  # type: ignore[misc]
-        self.special = fmt.special  # type: ignore[misc]
-        self.examples = fmt.examples  # type: ignore[misc]
+        super().__init__(
+            fmt.name,
+            (fmt.block, *fmt.extra_blocks),
+            drop_tokens=fmt.drop_tokens,
+            channel_tokens=fmt.channel_tokens,
+            special=fmt.special,
+            examples=fmt.examples,
+        )
 
     def read_block(self, block: Block, text: str, *, closed: bool) -> Iterable[ParseEvent]:
         body = text.strip()
@@ -207,9 +206,6 @@ class JsonTagReader(Reader):
             args_keys=self.fmt.args_keys,
             name_is_key=self.fmt.name_is_key,
         )
-
-    def __repr__(self) -> str:
-        return f"JsonTagReader({self.fmt.name!r})"
 
 
 _BARE_NAME = re.compile(r"\s*([A-Za-z_][\w.\-]*)\s*(?:<tool_sep>)?\s*")
