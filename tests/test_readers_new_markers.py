@@ -222,6 +222,10 @@ def test_text_before_the_calls_is_kept(fmt):
         assert calls(message) == TWO and message.content == "Let me check."
 
 
+def test_gigachat_answer_without_a_call_loses_its_separator():
+    assert read("Готово.<|message_sep|>").content == "Готово."
+
+
 def test_gigachat_text_before_the_call_is_kept():
     text = "Сейчас посмотрю." + SINGLE["gigachat3"](TWO[:1]) + "</s>"
     message = read(text)

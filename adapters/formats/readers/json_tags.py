@@ -171,6 +171,7 @@ JSON_TAG_FORMATS: tuple[JsonTagFormat, ...] = (
             f"Checking.<|message_sep|>\n\nfunction call<|role_sep|>\n{_W}</s>",
         ),
         drop_tokens=("<|message_sep|>", "</s>"),
+        channel_tokens=("<|message_sep|>",),  # ends the answer part, call or not
     ),
 )
 

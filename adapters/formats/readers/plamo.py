@@ -68,6 +68,7 @@ def _read(text: str, closed: bool) -> Iterator[ParseEvent]:
 
 
 class PlamoReader(Reader):
+    # the tags are several tokens each, but no prose holds <|plamo:…:plamo|> by accident
     name: ClassVar[str] = "plamo3"
     blocks: ClassVar[tuple[Block, ...]] = (
         Block(REQUESTS[0], (REQUESTS[1], EOT), "call"),
