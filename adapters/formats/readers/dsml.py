@@ -32,6 +32,8 @@ __all__ = ["INVOKE_FORMATS", "InvokeReader"]
 
 @dataclass(frozen=True)
 class InvokeFormat:
+    """One ``<TOKENinvoke name=…>`` format: its token and the tags that wrap the invokes."""
+
     name: str
     token: str  # "｜DSML｜"
     wrappers: tuple[str, ...]  # the tag names of the block around the invokes

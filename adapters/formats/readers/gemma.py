@@ -29,6 +29,8 @@ __all__ = ["GEMMA_FORMATS", "GemmaReader", "GemmaThoughtReader", "read_gemma_cal
 
 @dataclass(frozen=True)
 class GemmaFormat:
+    """One ``call:NAME{…}`` format: its call block and the token its strings are wrapped in."""
+
     name: str
     block: Block
     quote: str  # the token that opens and closes a string

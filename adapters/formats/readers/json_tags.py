@@ -44,6 +44,8 @@ __all__ = ["JSON_TAG_FORMATS", "JsonTagReader"]
 
 @dataclass(frozen=True)
 class JsonTagFormat:
+    """One format of JSON (or pythonic) calls between markers, and its call objects' keys."""
+
     name: str
     block: Block
     examples: tuple[str, ...]
