@@ -301,7 +301,7 @@ def test_gemma4_grammar():
     assert calls(message) == [("f", {"a b": None, "c": [None]})] and message.content == ""
 
 
-def test_gemma4_thinking_is_reasoning_and_a_call_in_it_is_not_run():
+def test_gemma4_thinking_is_reasoning():
     q = Q4
     call = f"<|tool_call>call:get_time{{zone:{q}CET{q}}}<tool_call|>"
     text = f"<|channel>thought\nThe user wants the time.<channel|>{call}"
