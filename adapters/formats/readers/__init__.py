@@ -29,11 +29,14 @@ from ..base import (
 )
 from .base import Reader
 from .deepseek import DeepSeekReader
+from .dsml import INVOKE_FORMATS, InvokeReader
 from .functionary import FunctionaryReader
+from .gemma import GEMMA_FORMATS, GemmaReader, GemmaThoughtReader
 from .harmony import HarmonyReader
 from .json_tags import JSON_TAG_FORMATS, JsonTagReader
 from .kimi import KimiReader
 from .mistral import MistralReader
+from .plamo import PlamoReader
 from .tool_call_tag import ToolCallTagReader
 from .whole_reply import may_be_calls_only, read_whole_reply
 from .xml_params import FunctionTagReader, MinimaxReader
@@ -47,9 +50,13 @@ READERS: tuple[Reader, ...] = (
     *(JsonTagReader(f) for f in JSON_TAG_FORMATS),
     MistralReader(),
     DeepSeekReader(),
+    *(InvokeReader(f) for f in INVOKE_FORMATS),
+    *(GemmaReader(f) for f in GEMMA_FORMATS),
+    GemmaThoughtReader(),
     KimiReader(),
     HarmonyReader(),
     FunctionaryReader(),
+    PlamoReader(),
 )
 
 

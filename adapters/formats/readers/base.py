@@ -33,6 +33,7 @@ from ..base import (
 
 __all__ = [
     "ARGS_KEYS",
+    "FormatReader",
     "Reader",
     "call_event",
     "json_value",
@@ -78,6 +79,31 @@ class Reader:
         return f"{type(self).__name__}()"
 
 
+class FormatReader(Reader):
+    """A reader made from one format's data, for families read by one class
+    (:data:`~.json_tags.JSON_TAG_FORMATS`, :data:`~.gemma.GEMMA_FORMATS`, …)."""
+
+    def __init__(
+        self,
+        name: str,
+        blocks: tuple[Block, ...],
+        *,
+        drop_tokens: tuple[str, ...] = (),
+        channel_tokens: tuple[str, ...] = (),
+        special: bool = True,
+        examples: tuple[str, ...] = (),
+    ) -> None:
+        self.name = name  # type: ignore[misc]
+        self.blocks = blocks  # type: ignore[misc]
+        self.drop_tokens = drop_tokens  # type: ignore[misc]
+        self.channel_tokens = channel_tokens  # type: ignore[misc]
+        self.special = special  # type: ignore[misc]
+        self.examples = examples  # type: ignore[misc]
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self.name!r})"
+
+
 _DECODER = json.JSONDecoder()
 
 
@@ -121,7 +147,12 @@ def call_event(
 
 
 def _calls(
-    value: Any, raw: str, where: str, name_keys: Sequence[str], args_keys: Sequence[str]
+    value: Any,
+    raw: str,
+    where: str,
+    name_keys: Sequence[str],
+    args_keys: Sequence[str],
+    name_is_key: bool,
 ) -> Iterator[ParseEvent]:
     if isinstance(value, Mapping) and isinstance(value.get("tool_calls"), list):
         value = value["tool_calls"]  # {"tool_calls": [...]}, as some fine-tunes write
@@ -129,6 +160,11 @@ def _calls(
     if not items:
         yield invalid(raw, f"no tool call inside {where}")
     for item in items:
+        if name_is_key and isinstance(item, Mapping) and len(item) == 1:
+            [(name, args)] = item.items()  # {"NAME": {arguments}}
+            if name not in name_keys:
+                yield named_call(str(name), args, raw)
+                continue
         yield call_event(item, raw, name_keys=name_keys, args_keys=args_keys)
 
 
@@ -140,17 +176,19 @@ def read_json_calls(
     name_keys: Sequence[str] = ("name",),
     args_keys: Sequence[str] = ARGS_KEYS,
     prose_after: bool = True,
+    name_is_key: bool = False,
 ) -> Iterator[ParseEvent]:
     """Read one or more JSON call objects (or lists of them, or JSON lines).
 
     Strict JSON first, then the usual repairs (single quotes, trailing commas, Python
     literals). If the reply ended inside the block, a JSON value cut short is an invalid
     call, never completed: half-written arguments are not run. With ``prose_after``,
-    text after the JSON is answer text.
+    text after the JSON is answer text. With ``name_is_key``, a call may also be written
+    ``{"NAME": {arguments}}`` (Apertus).
     """
     values, rest = strict_prefix(text)
     for value in values:
-        yield from _calls(value, text, where, name_keys, args_keys)
+        yield from _calls(value, text, where, name_keys, args_keys, name_is_key)
     if not rest:
         if not values and text.strip():
             yield invalid(text, f"no tool call inside {where}")
@@ -160,17 +198,39 @@ def read_json_calls(
             yield ContentDelta(rest)
         return
     if not closed and not brackets_closed(rest, quotes="\"'", must_open=True):
-        yield invalid(
-            text,
-            f"the reply ended inside {where} before its JSON was complete; the call was not run",
-        )
+        # a list cut short: the calls written whole before the cut are the model's
+        items, cut = _whole_items(rest)
+        if items:
+            yield from _calls(items, text, where, name_keys, args_keys, name_is_key)
+        if cut.strip() or not items:
+            yield invalid(
+                cut if items else text,
+                f"the reply ended inside {where} before its JSON was complete; "
+                "the call was not run",
+            )
         return
     try:
         value = loads_lenient(rest)
     except ValueError as exc:
         yield invalid(text, f"{where} does not hold a JSON call object: {exc}")
         return
-    yield from _calls(value, text, where, name_keys, args_keys)
+    yield from _calls(value, text, where, name_keys, args_keys, name_is_key)
+
+
+def _whole_items(text: str) -> tuple[list[Any], str]:
+    """The complete items at the start of a JSON list cut short, and the rest."""
+    items: list[Any] = []
+    if not text.startswith("["):
+        return items, text
+    i = 1
+    while True:
+        while i < len(text) and (text[i].isspace() or (items and text[i] == ",")):
+            i += 1
+        try:
+            item, i = _DECODER.raw_decode(text, i)
+        except ValueError:
+            return items, text[i:]
+        items.append(item)
 
 
 def json_value(text: str) -> Any:

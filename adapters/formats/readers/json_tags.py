@@ -16,22 +16,36 @@ object, a list, or one object per line; see :func:`.base.read_json_calls`.
     <|action_start|><|plugin|>{"name": "f", "parameters": {...}}<|action_end|>   InternLM2
     <|START_ACTION|>[{"tool_call_id": "0", "tool_name": "f", "parameters": {...}}]<|END_ACTION|>  Command R7B
     <|python_tag|>{"name": "f", "parameters": {...}}                    Llama 3.1/3.2
+    <|tool_call_start|>[f(a=1, b="x")]<|tool_call_end|>                 LFM2 (or a JSON list)
+    <|tools_prefix|>[{"f": {...}}, {"g": {...}}]<|tools_suffix|>         Apertus (thinks in <|inner_prefix|>…<|inner_suffix|>)
+    <TOOLCALL>[{"name": "f", "arguments": {...}}]</TOOLCALL>             Nemotron Nano v2
+    <longcat_tool_call>{"name": "f", "arguments": {...}}</longcat_tool_call>   LongCat
+    …<|message_sep|>function call<|role_sep|>
+    {"name": "f", "arguments": {...}}                                   GigaChat 3
+
+Hunyuan's ``<tool_calls>`` may hold ``<tool_call>`` elements instead of JSON (HY v3:
+``<tool_call>f<tool_sep><arg_key>k</arg_key><arg_value>v</arg_value></tool_call>``, HY v4
+the same without ``<tool_sep>``); those are read as Hermes/GLM ``<tool_call>`` blocks.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+import re
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import ClassVar
 
-from ..base import Block, ParseEvent
-from .base import ARGS_KEYS, Reader, read_json_calls
+from ..base import Block, ParseEvent, invalid
+from .base import ARGS_KEYS, FormatReader, named_call, read_json_calls
+from .tool_call_tag import TOOL_CALL, read_tool_call
+from .whole_reply import PYTHONIC, read_pythonic
 
 __all__ = ["JSON_TAG_FORMATS", "JsonTagReader"]
 
 
 @dataclass(frozen=True)
 class JsonTagFormat:
+    """One format of JSON (or pythonic) calls between markers, and its call objects' keys."""
+
     name: str
     block: Block
     examples: tuple[str, ...]
@@ -42,6 +56,9 @@ class JsonTagFormat:
     extra_blocks: tuple[Block, ...] = ()
     drop_tokens: tuple[str, ...] = ()
     channel_tokens: tuple[str, ...] = ()
+    pythonic: bool = False  # a pythonic call list may stand instead of the JSON
+    name_is_key: bool = False  # calls written {"NAME": {arguments}}
+    nested: bool = False  # <tool_call> elements may stand instead of the JSON
 
 
 _W = '{"name": "get_weather", "arguments": {"city": "Paris"}}'
@@ -53,7 +70,10 @@ JSON_TAG_FORMATS: tuple[JsonTagFormat, ...] = (
         Block("<tool_calls>", ("</tool_calls>",), "call"),
         (f"<tool_calls>[{_W}, {_T}]</tool_calls>", f"<tool_calls>\n{_W}\n{_T}\n</tool_calls>"),
         special=False,
-        drop_tokens=("</tool_calls>",),
+        # Hunyuan A13B frames its answer, calls or not, in <answer>…</answer>
+        drop_tokens=("</tool_calls>", "<answer>", "</answer>"),
+        channel_tokens=("<answer>", "</answer>"),
+        nested=True,
     ),
     JsonTagFormat(
         "granite",
@@ -107,31 +127,99 @@ JSON_TAG_FORMATS: tuple[JsonTagFormat, ...] = (
         ),
         drop_tokens=("<|eom_id|>", "<|eot_id|>"),
     ),
+    JsonTagFormat(
+        "lfm2",
+        Block("<|tool_call_start|>", ("<|tool_call_end|>",), "call"),
+        (
+            '<|tool_call_start|>[get_weather(city="巴黎", days=3)]<|tool_call_end|>',
+            '<|tool_call_start|>[get_weather(city="Paris"), get_time(zone="CET")]<|tool_call_end|>',
+            f"<|tool_call_start|>[{_W}, {_T}]<|tool_call_end|>",
+        ),
+        drop_tokens=("<|tool_call_end|>", "<|im_end|>"),
+        pythonic=True,
+    ),
+    JsonTagFormat(
+        "apertus",
+        Block("<|tools_prefix|>", ("<|tools_suffix|>",), "call"),
+        (
+            '<|tools_prefix|>[{"get_weather": {"city": "Paris"}}, '
+            '{"get_time": {"zone": "CET"}}]<|tools_suffix|>',
+        ),
+        extra_blocks=(Block("<|inner_prefix|>", ("<|inner_suffix|>",), "reasoning"),),
+        drop_tokens=("<|tools_suffix|>", "<|inner_suffix|>"),
+        name_is_key=True,
+    ),
+    JsonTagFormat(
+        "nemotron",
+        Block("<TOOLCALL>", ("</TOOLCALL>",), "call"),
+        (f"<TOOLCALL>[{_W}, {_T}]</TOOLCALL>",),
+        drop_tokens=("</TOOLCALL>",),
+    ),
+    JsonTagFormat(
+        "longcat",
+        Block("<longcat_tool_call>", ("</longcat_tool_call>",), "call"),
+        (
+            f"<longcat_tool_call>\n{_W}\n</longcat_tool_call>\n"
+            f"<longcat_tool_call>\n{_T}\n</longcat_tool_call>",
+        ),
+        special=False,
+        drop_tokens=("</longcat_tool_call>",),
+    ),
+    JsonTagFormat(
+        "gigachat3",
+        Block("function call<|role_sep|>", ("</s>", "<|message_sep|>"), "call"),
+        (
+            f"function call<|role_sep|>\n{_W}",
+            f"Checking.<|message_sep|>\n\nfunction call<|role_sep|>\n{_W}</s>",
+        ),
+        drop_tokens=("<|message_sep|>", "</s>"),
+        channel_tokens=("<|message_sep|>",),  # ends the answer part, call or not
+    ),
 )
 
 
-class JsonTagReader(Reader):
+class JsonTagReader(FormatReader):
     """All of :data:`JSON_TAG_FORMATS`, one block each."""
-
-    name: ClassVar[str] = "json-tags"
 
     def __init__(self, fmt: JsonTagFormat) -> None:
         self.fmt = fmt
-        self.name = fmt.name  # type: ignore[misc]
-        self.blocks = (fmt.block, *fmt.extra_blocks)  # type: ignore[misc]
-        self.drop_tokens = fmt.drop_tokens  # type: ignore[misc]
-        self.channel_tokens = fmt.channel_tokens  # type: ignore[misc]
-        self.special = fmt.special  # type: ignore[misc]
-        self.examples = fmt.examples  # type: ignore[misc]
+        super().__init__(
+            fmt.name,
+            (fmt.block, *fmt.extra_blocks),
+            drop_tokens=fmt.drop_tokens,
+            channel_tokens=fmt.channel_tokens,
+            special=fmt.special,
+            examples=fmt.examples,
+        )
 
     def read_block(self, block: Block, text: str, *, closed: bool) -> Iterable[ParseEvent]:
+        body = text.strip()
+        listed = body if body.startswith("[") else f"[{body}]"  # the list's brackets left out
+        if self.fmt.pythonic and PYTHONIC.match(listed):
+            return read_pythonic(listed) or [
+                invalid(block.open + text, f"{block.open} holds no pythonic call list")
+            ]
+        if self.fmt.nested and body.startswith(TOOL_CALL.open):
+            return _read_nested(body, closed=closed)
         return read_json_calls(
             self.fmt.prefix + text,
             closed=closed,
             where=self.fmt.block.open,
             name_keys=self.fmt.name_keys,
             args_keys=self.fmt.args_keys,
+            name_is_key=self.fmt.name_is_key,
         )
 
-    def __repr__(self) -> str:
-        return f"JsonTagReader({self.fmt.name!r})"
+
+_BARE_NAME = re.compile(r"\s*([A-Za-z_][\w.\-]*)\s*(?:<tool_sep>)?\s*")
+
+
+def _read_nested(body: str, *, closed: bool) -> Iterator[ParseEvent]:
+    """Hunyuan: ``<tool_call>`` elements inside ``<tool_calls>``."""
+    for part in body.split(TOOL_CALL.open)[1:]:
+        inner, ended, _ = part.partition(TOOL_CALL.close[0])
+        bare = _BARE_NAME.fullmatch(inner)
+        if bare and (ended or closed):
+            yield named_call(bare.group(1), {}, TOOL_CALL.open + part)  # a call without arguments
+        else:
+            yield from read_tool_call(inner, closed=closed or bool(ended))

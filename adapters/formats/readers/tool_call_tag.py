@@ -38,7 +38,11 @@ def read_tool_call(text: str, *, closed: bool) -> Iterator[ParseEvent]:
         if after.strip():
             yield ContentDelta(_MARKUP.sub("", after).strip())
         return
-    if "<arg_key>" in body or (body and body[0] not in "{[" and "\n" in body and "<" in body):
+    if (
+        "<arg_key>" in body
+        or "<tool_sep>" in body
+        or (body and body[0] not in "{[" and "\n" in body and "<" in body)
+    ):
         yield from read_arg_pairs(body, closed=closed)
         return
     for event in read_json_calls(text, closed=closed, where="<tool_call>"):

@@ -25,13 +25,20 @@ from typing import Any
 from ..base import CallEvent, ParseEvent, brackets_closed, invalid
 from .base import call_event, named_call, strict_prefix
 
-__all__ = ["OPENERS", "may_be_calls_only", "read_whole_reply", "whole_reply_format"]
+__all__ = [
+    "OPENERS",
+    "PYTHONIC",
+    "may_be_calls_only",
+    "read_pythonic",
+    "read_whole_reply",
+    "whole_reply_format",
+]
 
 #: What a reply made only of calls starts with: held back while streaming until it ends.
 OPENERS = ("{", "[", "```")
 
 _FENCE = re.compile(r"```(?:json|JSON|python|tool_code)?[ \t]*\n?(.*?)\n?```", re.DOTALL)
-_PYTHONIC = re.compile(r"\[\s*[A-Za-z_][\w.]*\s*\(")
+PYTHONIC = re.compile(r"\[\s*[A-Za-z_][\w.]*\s*\(")
 _JSON_CALL = re.compile(r'^\s*\[?\s*\{\s*"(?:name|function)"\s*:')
 _ARGS = ("arguments", "parameters")
 
@@ -47,8 +54,8 @@ def read_whole_reply(text: str) -> list[ParseEvent] | None:
     fenced = _FENCE.fullmatch(body)
     if fenced:
         body = fenced.group(1).strip()
-    if _PYTHONIC.match(body):
-        return _pythonic(body)
+    if PYTHONIC.match(body):
+        return read_pythonic(body)
     if not body.startswith(("{", "[")):
         return None
     values, rest = strict_prefix(body)
@@ -76,7 +83,7 @@ def whole_reply_format(text: str) -> str | None:
         return None
     body = text.strip()
     fenced = _FENCE.fullmatch(body)
-    return "pythonic" if _PYTHONIC.match(fenced.group(1) if fenced else body) else "json"
+    return "pythonic" if PYTHONIC.match(fenced.group(1) if fenced else body) else "json"
 
 
 def _is_call(item: Any) -> bool:
@@ -90,7 +97,11 @@ def _is_call(item: Any) -> bool:
     )
 
 
-def _pythonic(body: str) -> list[ParseEvent] | None:
+def read_pythonic(body: str) -> list[ParseEvent] | None:
+    """The calls of a pythonic list ``[f(a=1), g(b="x")]``, ``None`` if ``body`` is not one.
+
+    A list cut short (brackets or quotes left open) is one invalid call.
+    """
     try:
         tree = ast.parse(body, mode="eval").body
     except SyntaxError:

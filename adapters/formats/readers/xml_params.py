@@ -75,10 +75,12 @@ def read_function_body(text: str, *, closed: bool) -> Iterator[ParseEvent]:
 
 
 def read_arg_pairs(text: str, *, closed: bool) -> Iterator[ParseEvent]:
-    """GLM-4.5/4.7: ``NAME`` then ``<arg_key>…</arg_key><arg_value>…</arg_value>`` pairs."""
+    """GLM-4.5/4.7: ``NAME`` then ``<arg_key>…</arg_key><arg_value>…</arg_value>`` pairs
+    (Hunyuan HY v3 puts ``<tool_sep>`` after the name)."""
     name, _, rest = text.strip().partition("\n")
     if "<arg_key>" in name:
         name, rest = name[: name.index("<arg_key>")], name[name.index("<arg_key>") :] + rest
+    name = name.replace("<tool_sep>", "")
     pairs = _ARG.findall(rest)
     if not closed or rest.count("<arg_key>") > len(pairs):
         yield invalid(
