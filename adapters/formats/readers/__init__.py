@@ -36,14 +36,16 @@ from .kimi import KimiReader
 from .mistral import MistralReader
 from .tool_call_tag import ToolCallTagReader
 from .whole_reply import may_be_calls_only, read_whole_reply
-from .xml_params import FunctionTagReader, MinimaxReader
+from .xml_params import FunctionTagReader, MinimaxReader, SeedOssReader, Step3Reader
 
 __all__ = ["AUTO", "NO_CALL_MARKUP", "READERS", "AutoReader", "Reader", "reader_of_block"]
 
 READERS: tuple[Reader, ...] = (
     ToolCallTagReader(),
     FunctionTagReader(),
+    SeedOssReader(),
     MinimaxReader(),
+    Step3Reader(),
     *(JsonTagReader(f) for f in JSON_TAG_FORMATS),
     MistralReader(),
     DeepSeekReader(),
@@ -88,6 +90,9 @@ class AutoReader(PromptDialect):
 
     def read_block(self, block: Block, text: str, *, closed: bool) -> Iterable[ParseEvent]:
         return self._owner[block.open].read_block(block, text, closed=closed)
+
+    def block_may_close(self, block: Block, text: str, marker: str) -> bool:
+        return self._owner[block.open].block_may_close(block, text, marker)
 
     def reader_of(self, marker: str) -> Reader | None:
         return self._owner.get(marker)
