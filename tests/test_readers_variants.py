@@ -351,6 +351,67 @@ CASES: list[Case] = [
         invalid=1,
         tags=("cut",),
     ),
+    # ---------------------------------------------------------------- Kimi-K2-Thinking / K3
+    Case(
+        "kimi-k2-thinking",
+        "<think>Need weather and time.</think><|tool_calls_section_begin|>"
+        '<|tool_call_begin|>functions.get_weather:0<|tool_call_argument_begin|>{"city": "Paris"}'
+        "<|tool_call_end|><|tool_call_begin|>functions.get_time:1<|tool_call_argument_begin|>"
+        '{"zone": "CET"}<|tool_call_end|><|tool_calls_section_end|>',
+        [PARIS, CET],
+        reasoning="Need weather and time.",
+    ),
+    Case(
+        "kimi-k2-thinking",
+        "让我查一下。<|tool_calls_section_begin|><|tool_call_begin|>functions.get_weather:0"
+        '<|tool_call_argument_begin|>{"city": "東京", "when": {"days": [1, 2]}}<|tool_call_end|>'
+        "<|tool_call_begin|>functions.get_time:1<|tool_call_argument_begin|>"
+        '{"zone": "C',
+        [(W, {"city": "東京", "when": {"days": [1, 2]}})],
+        content="让我查一下。",
+        invalid=1,
+        tags=("second-cut",),
+    ),
+    Case(
+        "kimi-k3",
+        "<|open|>think<|sep|>Weather, then time.<|close|>think<|sep|>"
+        "<|open|>response<|sep|>Let me look.<|close|>response<|sep|><|open|>tools<|sep|>"
+        + K3_CALL.format(W, 1)
+        + K3_ARG.format("city", "string", "Paris")
+        + K3_ARG.format("days", "integer", "3")
+        + K3_ARG.format("when", "object", '{"unit": "°C", "d": [1, 2]}')
+        + K3_END
+        + K3_CALL.format(T, 2)
+        + K3_ARG.format("zone", "string", "CET")
+        + K3_END
+        + "<|close|>tools<|sep|>",
+        [(W, {"city": "Paris", "days": 3, "when": {"unit": "°C", "d": [1, 2]}}), CET],
+        content="Let me look.",
+        reasoning="Weather, then time.",
+    ),
+    Case(
+        "kimi-k3",
+        "<|open|>tools<|sep|>"
+        + K3_CALL.format("note", 1)
+        + K3_ARG.format("text", "string", "42")
+        + K3_ARG.format("q", "string", "say &quot;hi&quot; <b>")
+        + K3_END
+        + "<|close|>tools<|sep|>",
+        [("note", {"text": "42", "q": "say &quot;hi&quot; <b>"})],
+        tags=("strings-stay-raw",),
+    ),
+    Case(
+        "kimi-k3",
+        "<|open|>tools<|sep|>"
+        + K3_CALL.format(W, 1)
+        + K3_ARG.format("city", "string", "Paris")
+        + K3_END
+        + K3_CALL.format(T, 2)
+        + '<|open|>argument key="zone" type="string"<|sep|>CE',
+        [PARIS],
+        invalid=1,
+        tags=("second-cut",),
+    ),
     # ---------------------------------------------------------------- Seed-OSS
     Case(
         "seed-oss",

@@ -32,7 +32,7 @@ from .deepseek import DeepSeekReader
 from .functionary import FunctionaryReader
 from .harmony import HarmonyReader
 from .json_tags import JSON_TAG_FORMATS, JsonTagReader
-from .kimi import KimiReader
+from .kimi import KimiK3Reader, KimiReader
 from .mistral import MistralReader
 from .tool_call_tag import ToolCallTagReader
 from .whole_reply import may_be_calls_only, read_whole_reply
@@ -50,6 +50,7 @@ READERS: tuple[Reader, ...] = (
     MistralReader(),
     DeepSeekReader(),
     KimiReader(),
+    KimiK3Reader(),
     HarmonyReader(),
     FunctionaryReader(),
 )
