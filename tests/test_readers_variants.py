@@ -412,6 +412,36 @@ CASES: list[Case] = [
         invalid=1,
         tags=("second-cut",),
     ),
+    # ---------------------------------------------------------------- Mistral v13
+    Case(
+        "mistral-v13",
+        "[THINK]The user asks for two things.[/THINK]"
+        '[TOOL_CALLS]get_weather[ARGS]{"city": "Paris"}[TOOL_CALLS]get_time[ARGS]{"zone": "CET"}',
+        [PARIS, CET],
+        reasoning="The user asks for two things.",
+        tags=("think-parallel",),
+    ),
+    Case(
+        "mistral-v13",
+        'Je regarde.[TOOL_CALLS]get_weather[CALL_ID]a1B2c3D4e[ARGS]{"city": "Paris"}'
+        '[TOOL_CALLS]get_time[CALL_ID]Zz9yY8xX7[ARGS]{"zone": "CET"}',
+        [PARIS, CET],
+        content="Je regarde.",
+        tags=("call-id-text-before",),
+    ),
+    Case(
+        "mistral-v13",
+        '[TOOL_CALLS]log[ARGS]{"text": "to call, write [TOOL_CALLS]f[ARGS]{} </s>"}',
+        [("log", {"text": "to call, write [TOOL_CALLS]f[ARGS]{} </s>"})],
+        tags=("marker-inside-string",),
+    ),
+    Case(
+        "mistral-v13",
+        '[TOOL_CALLS]get_weather[ARGS]{"city": "Paris"}[TOOL_CALLS]get_time[ARGS]{"zone": "C',
+        [PARIS],
+        invalid=1,
+        tags=("second-cut",),
+    ),
     # ---------------------------------------------------------------- Seed-OSS
     Case(
         "seed-oss",
