@@ -442,6 +442,40 @@ CASES: list[Case] = [
         invalid=1,
         tags=("second-cut",),
     ),
+    # ---------------------------------------------------------------- OLMo 3 / Llama 4
+    Case(
+        "olmo3",
+        '<function_calls>\nget_weather(city="Paris", exact=true, unit=null)\n'
+        'get_time(zone="CET")\n</function_calls>',
+        [(W, {"city": "Paris", "exact": True, "unit": None}), CET],
+    ),
+    Case(
+        "olmo3",
+        "Let me check.\n<function_calls>\n"
+        "get_weather(city='東京', when={'days': [1, 2], 'unit': '°C'})\n</function_calls>",
+        [(W, {"city": "東京", "when": {"days": [1, 2], "unit": "°C"}})],
+        content="Let me check.",
+        tags=("text-before-nested",),
+    ),
+    Case(
+        "olmo3",
+        '<function_calls>\nget_weather(city="Par',
+        [],
+        invalid=1,
+        tags=("cut",),
+    ),
+    Case(
+        "llama4",
+        '<|python_start|>[get_weather(city="Paris"), get_time(zone="CET")]<|python_end|>',
+        [PARIS, CET],
+    ),
+    Case(
+        "llama4",
+        '[get_weather(city="Paris", when={"days": [1, 2]})]',
+        [(W, {"city": "Paris", "when": {"days": [1, 2]}})],
+        tags=("bare-list",),
+    ),
+    Case("llama4", '<|python_start|>[get_weather(city="Pa', [], invalid=1, tags=("cut",)),
     # ---------------------------------------------------------------- Seed-OSS
     Case(
         "seed-oss",

@@ -35,7 +35,7 @@ from .json_tags import JSON_TAG_FORMATS, JsonTagReader
 from .kimi import KimiK3Reader, KimiReader
 from .mistral import MistralReader
 from .tool_call_tag import ToolCallTagReader
-from .whole_reply import may_be_calls_only, read_whole_reply
+from .whole_reply import PythonicTagReader, may_be_calls_only, read_whole_reply
 from .xml_params import FunctionTagReader, MinimaxReader, SeedOssReader, Step3Reader
 
 __all__ = ["AUTO", "NO_CALL_MARKUP", "READERS", "AutoReader", "Reader", "reader_of_block"]
@@ -53,6 +53,7 @@ READERS: tuple[Reader, ...] = (
     KimiK3Reader(),
     HarmonyReader(),
     FunctionaryReader(),
+    PythonicTagReader(),
 )
 
 
