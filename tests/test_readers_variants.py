@@ -476,6 +476,47 @@ CASES: list[Case] = [
         tags=("bare-list",),
     ),
     Case("llama4", '<|python_start|>[get_weather(city="Pa', [], invalid=1, tags=("cut",)),
+    # ---------------------------------------------------------------- Functionary v3.2
+    Case(
+        "functionary",
+        '>>>all\nLet me look.\n>>>get_weather\n{"city": "Paris"}\n>>>get_time\n{"zone": "CET"}',
+        [PARIS, CET],
+        content="Let me look.",
+    ),
+    Case(
+        "functionary",
+        'all\nLet me look.\n>>>get_weather\n{"city": "Paris"}',
+        [PARIS],
+        content="Let me look.",
+        tags=("bare-all",),
+    ),
+    Case(
+        "functionary",
+        'get_weather\n{"city": "東京", "when": {"days": [1, 2]}}>>>get_time\n{"zone": "CET"}',
+        [(W, {"city": "東京", "when": {"days": [1, 2]}}), CET],
+        normalized=False,
+        tags=("bare-name",),
+    ),
+    Case("functionary", "all\nSunny, 22 °C.", [], content="Sunny, 22 °C.", normalized=False),
+    Case(
+        "functionary",
+        '>>>log\n{"text": "a >>>b"}',
+        [("log", {"text": "a >>>b"})],
+        tags=(">>>-inside-string",),
+    ),
+    Case(
+        "functionary",
+        ">>>python\nprint(2 + 2)",
+        [("python", {"code": "print(2 + 2)"})],
+        tags=("python-code",),
+    ),
+    Case(
+        "functionary",
+        '>>>get_weather\n{"city": "Paris"}>>>get_time\n{"zone": "C',
+        [PARIS],
+        invalid=1,
+        tags=("second-cut",),
+    ),
     # ---------------------------------------------------------------- Seed-OSS
     Case(
         "seed-oss",

@@ -29,7 +29,7 @@ from ..base import (
 )
 from .base import Reader
 from .deepseek import DeepSeekReader
-from .functionary import FunctionaryReader
+from .functionary import MARKER, FunctionaryReader, bare_recipient
 from .harmony import HarmonyReader
 from .json_tags import JSON_TAG_FORMATS, JsonTagReader
 from .kimi import KimiK3Reader, KimiReader
@@ -115,12 +115,16 @@ class _AutoStreamParser(StreamParser):
         self._held: list[str] | None = None
         self._passing = False
         self._whole: list[ParseEvent] = []
+        # the reply's first line, until it is known whether it names a Functionary
+        # recipient whose ">>>" was the prompt's last token
+        self._head: str | None = "" if reader.reader_of(MARKER) is not None else None
 
     def feed(self, chunk: str) -> list[ParseEvent]:
-        return self._filter(self._scan.feed(chunk))
+        return self._filter(self._scan.feed(self._opening(chunk, final=False)))
 
     def close(self) -> list[ParseEvent]:
-        events = self._filter(self._scan.close())
+        events = self._filter(self._scan.feed(self._opening("", final=True)))
+        events += self._filter(self._scan.close())
         if self._held is not None:
             text = "".join(self._held)
             calls_by_markup = any(
@@ -133,6 +137,19 @@ class _AutoStreamParser(StreamParser):
                 self._whole = whole
                 events += whole
         return events
+
+    def _opening(self, chunk: str, *, final: bool) -> str:
+        """``chunk`` as the scanner should see it: the head of the reply is held until
+        it is known whether it starts with a bare recipient, which gets its ``>>>``."""
+        if self._head is None:
+            return chunk
+        head = self._head + chunk
+        bare = bare_recipient(head, final=final)
+        if bare is None:
+            self._head = head
+            return ""
+        self._head = None
+        return MARKER + head.lstrip() if bare else head
 
     def message(self) -> AIMessage:
         message = self._scan.message()
