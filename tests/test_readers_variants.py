@@ -600,3 +600,24 @@ def test_a_reply_cut_anywhere_runs_only_calls_of_the_whole_reply(case):
         cut = case.text[:end]
         for call in calls(AUTO.parse(cut)):
             assert call in case.calls, (cut, call)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        '<tool_call>\n{"name": "log", "arguments": {"text": "a </tool_call> b"}}\n</tool_call>',
+        '<tool_call>{"name": "log", "arguments": {"text": "say \\"</tool_call>\\" now"}}'
+        "</tool_call>",
+    ],
+)
+def test_a_closer_inside_a_json_string_does_not_end_the_call(text):
+    from fncall_graph.adapters import get_dialect
+
+    expected = AUTO.parse(text)
+    assert [c["name"] for c in expected.tool_calls] == ["log"]
+    assert "</tool_call>" in expected.tool_calls[0]["args"]["text"]
+    assert expected.content == ""
+    assert calls(get_dialect("hermes").parse(text)) == calls(expected)
+    for cut in range(1, len(text)):
+        message, shown = streamed(text, [cut])
+        assert calls(message) == calls(expected) and shown == ""
