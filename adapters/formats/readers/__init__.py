@@ -120,7 +120,10 @@ class _AutoStreamParser(StreamParser):
         self._head: str | None = "" if reader.reader_of(MARKER) is not None else None
 
     def feed(self, chunk: str) -> list[ParseEvent]:
-        return self._filter(self._scan.feed(self._opening(chunk, final=False)))
+        if self._head is not None:
+            chunk = self._opening(chunk, final=False)
+        events = self._scan.feed(chunk)
+        return events if self._passing else self._filter(events)
 
     def close(self) -> list[ParseEvent]:
         events = self._filter(self._scan.feed(self._opening("", final=True)))
