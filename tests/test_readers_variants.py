@@ -621,3 +621,88 @@ def test_a_closer_inside_a_json_string_does_not_end_the_call(text):
     for cut in range(1, len(text)):
         message, shown = streamed(text, [cut])
         assert calls(message) == calls(expected) and shown == ""
+
+
+# -- untyped formats: any text value survives any chunking
+
+XML_WRITERS = {
+    "qwen3-xml": lambda cs: "\n".join(q3(n, a) for n, a in cs),
+    "glm-4.7": lambda cs: "".join(
+        f"<tool_call>{n}"
+        + "".join(f"<arg_key>{k}</arg_key><arg_value>{v}</arg_value>" for k, v in a.items())
+        + "</tool_call>"
+        for n, a in cs
+    ),
+    "minimax-m2": lambda cs: "<minimax:tool_call>\n"
+    + "".join(
+        f'<invoke name="{n}">\n'
+        + "".join(f'<parameter name="{k}">{v}</parameter>\n' for k, v in a.items())
+        + "</invoke>\n"
+        for n, a in cs
+    )
+    + "</minimax:tool_call>",
+    "minimax-m3": lambda cs: f"{NS}<tool_call>\n"
+    + "".join(
+        f'{NS}<invoke name="{n}">\n'
+        + "".join(f"{NS}<{k}>{v}{NS}</{k}>\n" for k, v in a.items())
+        + f"{NS}</invoke>\n"
+        for n, a in cs
+    )
+    + f"{NS}</tool_call>",
+    "step3": lambda cs: "<｜tool_calls_begin｜>"
+    + "".join(
+        STEP_CALL
+        + f'<steptml:invoke name="{n}">'
+        + "".join(f'<steptml:parameter name="{k}">{v}</steptml:parameter>' for k, v in a.items())
+        + "</steptml:invoke>"
+        + STEP_END
+        for n, a in cs
+    )
+    + "<｜tool_calls_end｜>",
+    "kimi-k3": lambda cs: "<|open|>tools<|sep|>"
+    + "".join(
+        K3_CALL.format(n, i)
+        + "".join(K3_ARG.format(k, "string", v) for k, v in a.items())
+        + K3_END
+        for i, (n, a) in enumerate(cs)
+    )
+    + "<|close|>tools<|sep|>",
+    "seed-oss": lambda cs: "".join(
+        "<seed:tool_call>\n<function="
+        + n
+        + ">\n"
+        + "".join(f"<parameter={k}>{v}</parameter>\n" for k, v in a.items())
+        + "</function>\n</seed:tool_call>"
+        for n, a in cs
+    ),
+}
+
+# text a value may hold: angle brackets, slashes and equals signs, not a format's closers
+TEXT = st.text("ab XY東京✈<>/=_.,:!\n", min_size=1, max_size=24).map(str.strip).filter(
+    lambda s: s[:1].isalpha()
+    and not any(
+        m in s
+        for m in ("</", "<parameter", "<function", "<arg_", "<invoke", "<tool_call", "<item")
+    )
+)
+UNTYPED_CALLS = st.lists(
+    st.tuples(
+        st.sampled_from(["get_weather", "log_it"]),
+        st.dictionaries(st.sampled_from(["city", "note", "q"]), TEXT, min_size=1, max_size=3),
+    ),
+    min_size=1,
+    max_size=3,
+)
+
+
+@settings(
+    max_examples=300, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow]
+)
+@given(fmt=st.sampled_from(sorted(XML_WRITERS)), cs=UNTYPED_CALLS, data=st.data())
+def test_text_values_survive_any_chunking(fmt, cs, data):
+    text = "先查一下。\n" + XML_WRITERS[fmt](cs)
+    cuts = data.draw(st.lists(st.integers(0, len(text)), max_size=8))
+    message, shown = streamed(text, cuts)
+    assert calls(message) == cs, text
+    assert message.content == shown == "先查一下。"
+    assert calls(normalize(AIMessage(content=text), None)) == cs
