@@ -346,6 +346,17 @@ CASES: list[Case] = [
         "step3",
         "<｜tool_calls_begin｜>"
         + STEP_CALL
+        + '<steptml:invoke name="get_weather"><steptml:parameter name="when">'
+        '{"days": [1, 2], "unit": "°C"}</steptml:parameter></steptml:invoke>'
+        + STEP_END
+        + "<｜tool_calls_end｜>",
+        [(W, {"when": {"days": [1, 2], "unit": "°C"}})],
+        tags=("nested",),
+    ),
+    Case(
+        "step3",
+        "<｜tool_calls_begin｜>"
+        + STEP_CALL
         + '<steptml:invoke name="get_weather"><steptml:parameter name="city">Par',
         [],
         invalid=1,
@@ -431,6 +442,14 @@ CASES: list[Case] = [
     ),
     Case(
         "mistral-v13",
+        '[TOOL_CALLS]get_weather[ARGS]{"city": "東京 ✈", "when": {"days": [1, 2]}}\n'
+        "Je reviens avec la météo.",
+        [(W, {"city": "東京 ✈", "when": {"days": [1, 2]}})],
+        content="Je reviens avec la météo.",
+        tags=("nested-text-after",),
+    ),
+    Case(
+        "mistral-v13",
         '[TOOL_CALLS]log[ARGS]{"text": "to call, write [TOOL_CALLS]f[ARGS]{} </s>"}',
         [("log", {"text": "to call, write [TOOL_CALLS]f[ARGS]{} </s>"})],
         tags=("marker-inside-string",),
@@ -474,6 +493,13 @@ CASES: list[Case] = [
         '[get_weather(city="Paris", when={"days": [1, 2]})]',
         [(W, {"city": "Paris", "when": {"days": [1, 2]}})],
         tags=("bare-list",),
+    ),
+    Case(
+        "llama4",
+        'I will check.\n<|python_start|>[get_weather(city="東京")]<|python_end|><|eom|>',
+        [(W, {"city": "東京"})],
+        content="I will check.",
+        tags=("text-before",),
     ),
     Case("llama4", '<|python_start|>[get_weather(city="Pa', [], invalid=1, tags=("cut",)),
     # ---------------------------------------------------------------- Functionary v3.2
@@ -633,40 +659,50 @@ XML_WRITERS = {
         + "</tool_call>"
         for n, a in cs
     ),
-    "minimax-m2": lambda cs: "<minimax:tool_call>\n"
-    + "".join(
-        f'<invoke name="{n}">\n'
-        + "".join(f'<parameter name="{k}">{v}</parameter>\n' for k, v in a.items())
-        + "</invoke>\n"
-        for n, a in cs
-    )
-    + "</minimax:tool_call>",
-    "minimax-m3": lambda cs: f"{NS}<tool_call>\n"
-    + "".join(
-        f'{NS}<invoke name="{n}">\n'
-        + "".join(f"{NS}<{k}>{v}{NS}</{k}>\n" for k, v in a.items())
-        + f"{NS}</invoke>\n"
-        for n, a in cs
-    )
-    + f"{NS}</tool_call>",
-    "step3": lambda cs: "<｜tool_calls_begin｜>"
-    + "".join(
-        STEP_CALL
-        + f'<steptml:invoke name="{n}">'
-        + "".join(f'<steptml:parameter name="{k}">{v}</steptml:parameter>' for k, v in a.items())
-        + "</steptml:invoke>"
-        + STEP_END
-        for n, a in cs
-    )
-    + "<｜tool_calls_end｜>",
-    "kimi-k3": lambda cs: "<|open|>tools<|sep|>"
-    + "".join(
-        K3_CALL.format(n, i)
-        + "".join(K3_ARG.format(k, "string", v) for k, v in a.items())
-        + K3_END
-        for i, (n, a) in enumerate(cs)
-    )
-    + "<|close|>tools<|sep|>",
+    "minimax-m2": lambda cs: (
+        "<minimax:tool_call>\n"
+        + "".join(
+            f'<invoke name="{n}">\n'
+            + "".join(f'<parameter name="{k}">{v}</parameter>\n' for k, v in a.items())
+            + "</invoke>\n"
+            for n, a in cs
+        )
+        + "</minimax:tool_call>"
+    ),
+    "minimax-m3": lambda cs: (
+        f"{NS}<tool_call>\n"
+        + "".join(
+            f'{NS}<invoke name="{n}">\n'
+            + "".join(f"{NS}<{k}>{v}{NS}</{k}>\n" for k, v in a.items())
+            + f"{NS}</invoke>\n"
+            for n, a in cs
+        )
+        + f"{NS}</tool_call>"
+    ),
+    "step3": lambda cs: (
+        "<｜tool_calls_begin｜>"
+        + "".join(
+            STEP_CALL
+            + f'<steptml:invoke name="{n}">'
+            + "".join(
+                f'<steptml:parameter name="{k}">{v}</steptml:parameter>' for k, v in a.items()
+            )
+            + "</steptml:invoke>"
+            + STEP_END
+            for n, a in cs
+        )
+        + "<｜tool_calls_end｜>"
+    ),
+    "kimi-k3": lambda cs: (
+        "<|open|>tools<|sep|>"
+        + "".join(
+            K3_CALL.format(n, i)
+            + "".join(K3_ARG.format(k, "string", v) for k, v in a.items())
+            + K3_END
+            for i, (n, a) in enumerate(cs)
+        )
+        + "<|close|>tools<|sep|>"
+    ),
     "seed-oss": lambda cs: "".join(
         "<seed:tool_call>\n<function="
         + n
@@ -678,11 +714,25 @@ XML_WRITERS = {
 }
 
 # text a value may hold: angle brackets, slashes and equals signs, not a format's closers
-TEXT = st.text("ab XY東京✈<>/=_.,:!\n", min_size=1, max_size=24).map(str.strip).filter(
-    lambda s: s[:1].isalpha()
-    and not any(
-        m in s
-        for m in ("</", "<parameter", "<function", "<arg_", "<invoke", "<tool_call", "<item")
+TEXT = (
+    st.text("ab XY東京✈<>/=_.,:!\n", min_size=1, max_size=24)
+    .map(str.strip)
+    .filter(
+        lambda s: (
+            s[:1].isalpha()
+            and not any(
+                m in s
+                for m in (
+                    "</",
+                    "<parameter",
+                    "<function",
+                    "<arg_",
+                    "<invoke",
+                    "<tool_call",
+                    "<item",
+                )
+            )
+        )
     )
 )
 UNTYPED_CALLS = st.lists(
