@@ -384,6 +384,14 @@ CASES: list[Case] = [
         tags=("second-cut",),
     ),
     Case(
+        "kimi-k2-thinking",
+        "<think>One call.</think>\n<|tool_call_begin|>functions.get_weather:0"
+        '<|tool_call_argument_begin|>{"city": "Paris"}<|tool_call_end|>',
+        [PARIS],
+        reasoning="One call.",
+        tags=("without-section",),
+    ),
+    Case(
         "kimi-k3",
         "<|open|>think<|sep|>Weather, then time.<|close|>think<|sep|>"
         "<|open|>response<|sep|>Let me look.<|close|>response<|sep|><|open|>tools<|sep|>"

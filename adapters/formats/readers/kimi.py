@@ -36,14 +36,20 @@ CALL, ARGS, END = "<|tool_call_begin|>", "<|tool_call_argument_begin|>", "<|tool
 
 class KimiReader(Reader):
     name: ClassVar[str] = "kimi"
-    blocks: ClassVar[tuple[Block, ...]] = (Block(SECTION[0], (SECTION[1],), "call"),)
-    drop_tokens: ClassVar[tuple[str, ...]] = (SECTION[1], "<|im_end|>")
+    blocks: ClassVar[tuple[Block, ...]] = (
+        Block(SECTION[0], (SECTION[1],), "call"),
+        # a call written without its section
+        Block(CALL, (END,), "call"),
+    )
+    drop_tokens: ClassVar[tuple[str, ...]] = (SECTION[1], END, "<|im_end|>")
     examples: ClassVar[tuple[str, ...]] = (
         f'{SECTION[0]}{CALL}functions.get_weather:0{ARGS}{{"city": "Paris"}}{END}'
         f'{CALL}functions.get_time:1{ARGS}{{"zone": "CET"}}{END}{SECTION[1]}',
     )
 
     def read_block(self, block: Block, text: str, *, closed: bool) -> Iterable[ParseEvent]:
+        if block.open == CALL:
+            return _read(CALL + text + (END if closed else ""), closed)
         return _read(text, closed)
 
 

@@ -82,6 +82,8 @@ class ToolCallTagReader(Reader):
         "</function>\n</tool_call>",
         "<tool_call>get_weather\n<arg_key>city</arg_key>\n<arg_value>北京</arg_value>\n"
         "<arg_key>days</arg_key>\n<arg_value>2</arg_value>\n</tool_call>",
+        "<tool_call>get_weather<arg_key>city</arg_key><arg_value>北京</arg_value></tool_call>"
+        "<tool_call>get_time<arg_key>zone</arg_key><arg_value>CST</arg_value></tool_call>",
     )
 
     def read_block(self, block: Block, text: str, *, closed: bool) -> Iterable[ParseEvent]:
