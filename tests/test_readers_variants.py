@@ -221,6 +221,13 @@ CASES: list[Case] = [
         [PARIS, CET],
         tags=("4.5-parallel",),
     ),
+    Case(
+        "glm",
+        "<tool_call>write_file<arg_key>content</arg_key><arg_value><function=f>"
+        "<parameter=x>1</parameter></function></arg_value></tool_call>",
+        [("write_file", {"content": "<function=f><parameter=x>1</parameter></function>"})],
+        tags=("xml-inside-a-value",),
+    ),
     Case("glm", "<tool_call>get_time</tool_call>", [(T, {})], tags=("4.7-no-args",)),
     Case("glm", "<tool_call>get_time\n</tool_call>", [(T, {})], tags=("4.5-no-args",)),
     Case(
@@ -508,6 +515,12 @@ CASES: list[Case] = [
         [(W, {"city": "東京"})],
         content="I will check.",
         tags=("text-before",),
+    ),
+    Case(
+        "llama4",
+        '<|python_start|>{"name": "get_weather", "parameters": {"city": "Paris"}}<|python_end|>',
+        [PARIS],
+        tags=("json-between-tags",),
     ),
     Case("llama4", '<|python_start|>[get_weather(city="Pa', [], invalid=1, tags=("cut",)),
     # ---------------------------------------------------------------- Functionary v3.2

@@ -38,11 +38,11 @@ _MARKUP = re.compile(
 def read_tool_call(text: str, *, closed: bool) -> Iterator[ParseEvent]:
     """Read the text of one ``<tool_call>`` block, whichever family wrote it."""
     body = text.strip()
-    if FUNCTION in body and not body.startswith(("{", "[")):
-        yield from read_function_calls(body, closed=closed)
-        return
     if _GLM.match(body):
         yield from read_arg_pairs(body, closed=closed)
+        return
+    if FUNCTION in body and not body.startswith(("{", "[")):
+        yield from read_function_calls(body, closed=closed)
         return
     for event in read_json_calls(text, closed=closed, where="<tool_call>"):
         if isinstance(event, ContentDelta):

@@ -33,7 +33,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any, ClassVar
 
 from ..base import Block, CallEvent, ParseEvent, brackets_closed, invalid
-from .base import Reader, call_event, named_call, strict_prefix
+from .base import Reader, call_event, named_call, read_json_calls, strict_prefix
 
 __all__ = [
     "OPENERS",
@@ -153,6 +153,8 @@ def _literal(node: ast.expr) -> Any:
 def read_pythonic_calls(text: str, *, closed: bool, where: str) -> list[ParseEvent]:
     """Pythonic calls between tags: a list of calls, or one call a line."""
     body = text.strip()
+    if body.startswith("{"):  # Llama 4 also writes JSON calls between the same tags
+        return list(read_json_calls(body, closed=closed, where=where))
     if not closed and not brackets_closed(body, quotes="\"'"):
         return [invalid(text, f"the reply ended inside {where}; the call was not run")]
     if not body.startswith("["):

@@ -278,9 +278,7 @@ def read_invokes(
     for match in invoke.finditer(text):
         name = next(g for g in match.groups()[:3] if g is not None)
         params = {
-            next(g for g in p.groups()[:3] if g is not None).strip(): json_value(
-                _strip_one_newline(p.group(4).strip(" \t"))
-            )
+            next(g for g in p.groups()[:3] if g is not None).strip(): json_value(p.group(4).strip())
             for p in param.finditer(match.group(4))
         }
         yield named_call(name, params, match.group(0))
