@@ -131,6 +131,20 @@ CASES: list[Case] = [
     ),
     Case(
         "qwen3-xml",
+        "<tool_call>\n<function=get_weather>\n<parameter=city>\nParis\n</parameter>\n"
+        "</tool_call>\n" + q3(T, {"zone": "CET"}),
+        [PARIS, CET],
+        tags=("missing-</function>",),
+    ),
+    Case(
+        "qwen3-xml",
+        "<tool_call>\n<function=get_weather>\n<parameter=city>\nParis\n</parameter>\n"
+        "<function=get_time>\n<parameter=zone>\nCET\n</parameter>\n</function>\n</tool_call>",
+        [PARIS, CET],
+        tags=("missing-</function>-and-</tool_call>",),
+    ),
+    Case(
+        "qwen3-xml",
         "<tool_call>\n<function=get_weather>\n<parameter=city>\nParis\n</parameter>\n</function>",
         [PARIS],
         tags=("missing-</tool_call>-at-end",),

@@ -67,9 +67,11 @@ FUNCTION, FUNCTION_END = "<function=", "</function>"
 PARAM, PARAM_END = "<parameter=", "</parameter>"
 # markup that wraps calls but carries nothing: what is left of it between calls
 _WRAPPERS = re.compile(r"</?tool_call>|</?seed:tool_call>|</function>|</parameter>")
-# what may follow a structural </parameter> or </function> (white space aside)
-_AFTER_PARAM = (PARAM, FUNCTION_END, "</tool_call>", "</seed:tool_call>")
-_AFTER_FUNCTION = ("</tool_call>", "<tool_call>", "</seed:tool_call>", "<seed:tool_call>", FUNCTION)
+# what may follow a structural </function> (white space aside), and what starts the
+# next call where a </function> is missing
+_NEXT_CALL = (FUNCTION, "<tool_call>", "</tool_call>", "<seed:tool_call>", "</seed:tool_call>")
+# what may follow a structural </parameter>
+_AFTER_PARAM = (PARAM, FUNCTION_END, *_NEXT_CALL)
 _BAD_NAME = re.compile(r"[{}<>\"'\s]")
 
 
@@ -99,9 +101,8 @@ def _read_function(text: str, start: int, *, closed: bool) -> tuple[ParseEvent, 
         end = text.find(FUNCTION_END, head)
         end = len(text) if end < 0 else end + len(FUNCTION_END)
         return invalid(text[start:end], "unreadable <function=NAME> tag"), end
-    rest = text[body:].lstrip()
-    if rest.startswith(("{", "[")):
-        return _json_function(text, start, name, closed=closed)
+    if text[body:].lstrip().startswith(("{", "[")):
+        return _json_function(text, start, body, name, closed=closed)
     args: dict[str, Any] = {}
     pos = body
     while True:
@@ -109,37 +110,39 @@ def _read_function(text: str, start: int, *, closed: bool) -> tuple[ParseEvent, 
         if text.startswith(FUNCTION_END, pos):
             raw = text[start : pos + len(FUNCTION_END)]
             return named_call(name, args, raw), pos + len(FUNCTION_END)
-        if pos >= len(text) or not text.startswith(PARAM, pos):
-            if closed and pos >= len(text):
-                # the block's own closer came where </function> was missing
-                return named_call(name, args, text[start:]), pos
-            if pos < len(text) and not text.startswith(FUNCTION, pos):
-                end = text.find(FUNCTION_END, pos)
-                if end >= 0 and _structural_function_end(text, end, closed=closed):
-                    # stray words between parameters: kept out of the call
-                    pos = end
-                    continue
+        if text.startswith(PARAM, pos):
+            key, value_at = _tag_name(text, pos + len(PARAM))
+            if not key:
+                return _cut(text, start, name), len(text)
+            if text.startswith("\n", value_at):
+                value_at += 1
+            end, pos = _value_end(text, value_at, closed=closed)
+            if end < 0:
+                return _cut(text, start, name, inside=key), len(text)
+            args[key] = json_value(_strip_one_newline(text[value_at:end]))
+            continue
+        if (pos >= len(text) and closed) or text.startswith(_NEXT_CALL, pos):
+            # </function> missing where the block's closer or the next call came
+            return named_call(name, args, text[start:pos]), pos
+        end = text.find(FUNCTION_END, pos)
+        if pos >= len(text) or end < 0 or not _structural_function_end(text, end, closed=closed):
             return _cut(text, start, name), len(text)
-        key, value_at = _tag_name(text, pos + len(PARAM))
-        if not key:
-            return _cut(text, start, name), len(text)
-        if text.startswith("\n", value_at):
-            value_at += 1
-        end, after = _value_end(text, value_at, closed=closed)
-        if end < 0:
-            return _cut(text, start, name, inside=key), len(text)
-        args[key] = json_value(_strip_one_newline(text[value_at:end]))
-        pos = after
+        pos = end  # stray words between parameters: kept out of the call
 
 
-def _json_function(text: str, start: int, name: str, *, closed: bool) -> tuple[ParseEvent, int]:
+def _json_function(
+    text: str, start: int, body: int, name: str, *, closed: bool
+) -> tuple[ParseEvent, int]:
     """``<function=NAME>{json}</function>`` (Llama 3.1)."""
-    end = text.find(FUNCTION_END, start)
+    end = text.find(FUNCTION_END, body)
     stop = len(text) if end < 0 else end
-    body = text[text.index(">", start) + 1 if ">" in text[start:stop] else start : stop]
     events = list(
         read_json_calls(
-            '{"name": ' + json.dumps(name, ensure_ascii=False) + ', "arguments": ' + body + "}",
+            '{"name": '
+            + json.dumps(name, ensure_ascii=False)
+            + ', "arguments": '
+            + text[body:stop]
+            + "}",
             closed=closed or end >= 0,
             where=f"<function={name}>",
             prose_after=False,
@@ -204,7 +207,7 @@ def _structural_function_end(text: str, at: int, *, closed: bool) -> bool:
     on a line of its own counts (one inside a line of code may be cut short)."""
     rest = text[at + len(FUNCTION_END) :].lstrip()
     if rest:
-        return rest.startswith(_AFTER_FUNCTION)
+        return rest.startswith(_NEXT_CALL)
     return closed or text[:at].rstrip(" \t").endswith("\n")
 
 
