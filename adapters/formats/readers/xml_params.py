@@ -97,6 +97,8 @@ def _read_function(text: str, start: int, *, closed: bool) -> tuple[ParseEvent, 
     """The call at ``text[start:]`` (which starts with ``<function=``), and where it ends."""
     head = start + len(FUNCTION)
     name, body = _tag_name(text, head)
+    if not name and body >= len(text) and not closed:
+        return invalid(text[start:], "the reply ended inside a <function= tag; not run"), body
     if not name or _BAD_NAME.search(name):
         end = text.find(FUNCTION_END, head)
         end = len(text) if end < 0 else end + len(FUNCTION_END)
@@ -179,8 +181,8 @@ def _value_end(text: str, at: int, *, closed: bool) -> tuple[int, int]:
         found = text.find(PARAM_END, search)
         if found < 0:
             break
-        rest = text[found + len(PARAM_END) :].lstrip()
-        if not rest or rest.startswith(_AFTER_PARAM):
+        after = _skip_space(text, found + len(PARAM_END))
+        if after >= len(text) or text.startswith(_AFTER_PARAM, after):
             close = found
             break
         search = found + len(PARAM_END)  # a </parameter> inside the value's own text
@@ -205,9 +207,9 @@ def _structural_function_end(text: str, at: int, *, closed: bool) -> bool:
     """Whether the ``</function>`` at ``at`` ends the call, not a value's text: a tag
     follows it, or the block ends there; where the reply itself ended there, only one
     on a line of its own counts (one inside a line of code may be cut short)."""
-    rest = text[at + len(FUNCTION_END) :].lstrip()
-    if rest:
-        return rest.startswith(_NEXT_CALL)
+    after = _skip_space(text, at + len(FUNCTION_END))
+    if after < len(text):
+        return text.startswith(_NEXT_CALL, after)
     return closed or text[:at].rstrip(" \t").endswith("\n")
 
 
