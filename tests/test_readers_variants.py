@@ -124,6 +124,13 @@ CASES: list[Case] = [
     ),
     Case(
         "qwen3-xml",
+        "<tool_call>\n<function=get_weather>\n<parameter=city Paris</parameter>\n"
+        "<parameter=days: 2</parameter>\n</function>\n</tool_call>",
+        [(W, {"city": "Paris", "days": 2})],
+        tags=("missing->-value-on-the-line",),
+    ),
+    Case(
+        "qwen3-xml",
         "<tool_call>\n<function=get_weather>\n<parameter=parameter=city>\nParis\n</parameter>\n"
         "</function>\n</tool_call>",
         [PARIS],

@@ -155,21 +155,23 @@ def _json_function(
 
 def _tag_name(text: str, at: int) -> tuple[str, int]:
     """The name of a ``<function=``/``<parameter=`` tag whose name starts at ``at``, and
-    where its body starts. A missing ``>`` ends the name at the line's end (or at the next
-    tag); ``<parameter=parameter=x>`` is ``x``."""
+    where its body starts. A missing ``>`` ends the name at its first word (at the line's
+    end, or at the next tag); ``<parameter=parameter=x>`` is ``x``."""
     i = at
     while i < len(text) and text[i] not in ">\n<":
         i += 1
-    name = text[at:i].strip()
-    if i < len(text) and text[i] == ">":
-        i += 1
-    elif i >= len(text):
+    if i >= len(text):
         return "", i  # the reply ended inside the tag
+    name = text[at:i].strip()
     for prefix in ("parameter=", "function="):
         name = name.removeprefix(prefix)
-    if text[i - 1 : i] != ">" and name:
-        name = name.rstrip(":;,. ")  # a name cut off without its '>'
-    return name, i
+    if text[i] == ">":
+        return name, i + 1
+    # no '>': the name is the first word; a value may follow it on the same line
+    word = name.split(maxsplit=1)[0] if name.strip() else ""
+    if word != name:
+        i = text.index(word, at) + len(word) + 1
+    return word.rstrip(":;,."), i
 
 
 def _value_end(text: str, at: int, *, closed: bool) -> tuple[int, int]:
