@@ -459,6 +459,15 @@ CASES: list[Case] = [
         invalid=1,
         tags=("second-cut",),
     ),
+    Case(
+        "kimi-k3",
+        "<|open|>think<|sep|>Easy.<|close|>think<|sep|><|open|>response<|sep|>It is sunny."
+        "<|close|>response<|sep|><|close|>message<|sep|>",
+        [],
+        content="It is sunny.",
+        reasoning="Easy.",
+        tags=("answer-only",),
+    ),
     # ---------------------------------------------------------------- Mistral v13
     Case(
         "mistral-v13",
@@ -496,6 +505,14 @@ CASES: list[Case] = [
         [PARIS],
         invalid=1,
         tags=("second-cut",),
+    ),
+    Case(
+        "mistral-v13",
+        "[THINK]Paris, so Celsius.[/THINK]It is 22 °C in Paris.",
+        [],
+        content="It is 22 °C in Paris.",
+        reasoning="Paris, so Celsius.",
+        tags=("answer-only",),
     ),
     # ---------------------------------------------------------------- OLMo 3 / Llama 4
     Case(
@@ -613,6 +630,14 @@ CASES: list[Case] = [
         [PARIS],
         invalid=1,
         tags=("second-cut",),
+    ),
+    Case(
+        "seed-oss",
+        "<seed:think>No tool needed.</seed:think>It is sunny.<seed:eos>",
+        [],
+        content="It is sunny.",
+        reasoning="No tool needed.",
+        tags=("answer-only",),
     ),
     Case(
         "seed-oss",
