@@ -113,7 +113,12 @@ class KimiK3Reader(Reader):
         Block(K3_TOOLS[0], (K3_TOOLS[1],), "call"),
         Block(K3_THINK[0], (K3_THINK[1],), "reasoning"),
     )
-    drop_tokens: ClassVar[tuple[str, ...]] = (*K3_RESPONSE, K3_MESSAGE_END, K3_TOOLS[1])
+    drop_tokens: ClassVar[tuple[str, ...]] = (
+        *K3_RESPONSE,
+        K3_MESSAGE_END,
+        K3_TOOLS[1],
+        K3_THINK[1],  # the prompt may open the think channel
+    )
     channel_tokens: ClassVar[tuple[str, ...]] = (*K3_RESPONSE, K3_MESSAGE_END)
     examples: ClassVar[tuple[str, ...]] = (
         f'{K3_TOOLS[0]}<|open|>call tool="get_weather" index="1"<|sep|>'
