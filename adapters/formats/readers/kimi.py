@@ -119,7 +119,7 @@ class KimiK3Reader(Reader):
         K3_TOOLS[1],
         K3_THINK[1],  # the prompt may open the think channel
     )
-    channel_tokens: ClassVar[tuple[str, ...]] = (*K3_RESPONSE, K3_MESSAGE_END)
+    channel_tokens: ClassVar[tuple[str, ...]] = (*K3_RESPONSE, K3_MESSAGE_END, K3_THINK[1])
     examples: ClassVar[tuple[str, ...]] = (
         f'{K3_TOOLS[0]}<|open|>call tool="get_weather" index="1"<|sep|>'
         '<|open|>argument key="city" type="string"<|sep|>Paris<|close|>argument<|sep|>'

@@ -33,6 +33,8 @@ class MistralReader(Reader):
         Block("[THINK]", ("[/THINK]",), "reasoning"),
     )
     drop_tokens: ClassVar[tuple[str, ...]] = ("</s>", "[/THINK]")
+    # a [THINK] the prompt opened leaves its closer in a reply that holds no call
+    channel_tokens: ClassVar[tuple[str, ...]] = ("[/THINK]",)
     examples: ClassVar[tuple[str, ...]] = (
         '[TOOL_CALLS][{"name": "get_weather", "arguments": {"city": "Paris"}}, '
         '{"name": "get_time", "arguments": {"zone": "CET"}}]',

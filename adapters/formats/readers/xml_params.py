@@ -418,7 +418,7 @@ class SeedOssReader(Reader):
         Block(SEED_THINK[0], (SEED_THINK[1],), "reasoning"),
     )
     drop_tokens: ClassVar[tuple[str, ...]] = (SEED_CALL[1], SEED_THINK[1], "<seed:eos>")
-    channel_tokens: ClassVar[tuple[str, ...]] = ("<seed:eos>",)
+    channel_tokens: ClassVar[tuple[str, ...]] = ("<seed:eos>", SEED_THINK[1])
     examples: ClassVar[tuple[str, ...]] = (
         "<seed:tool_call>\n<function=get_weather>\n<parameter=city>Paris</parameter>\n"
         "</function>\n</seed:tool_call>",
