@@ -219,6 +219,12 @@ CASES: list[Case] = [
         [PARIS, CET],
         tags=("bare-functions",),
     ),
+    Case(
+        "llama3.1-function",
+        '<function=write_file>{"path": "a.html", "content": "<b>x</b></function>"}</function>',
+        [("write_file", {"path": "a.html", "content": "<b>x</b></function>"})],
+        tags=("closer-inside-json",),
+    ),
     # ---------------------------------------------------------------- GLM-4.5 / 4.6 / 4.7
     Case(
         "glm",

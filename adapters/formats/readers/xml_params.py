@@ -50,7 +50,7 @@ from collections.abc import Iterable, Iterator
 from typing import Any, ClassVar
 
 from ..base import Block, ContentDelta, ParseEvent, invalid
-from .base import Reader, json_value, named_call, read_json_calls
+from .base import Reader, inside_json_string, json_value, named_call, read_json_calls
 
 __all__ = [
     "FunctionTagReader",
@@ -137,6 +137,8 @@ def _json_function(
 ) -> tuple[ParseEvent, int]:
     """``<function=NAME>{json}</function>`` (Llama 3.1)."""
     end = text.find(FUNCTION_END, body)
+    while end >= 0 and inside_json_string(text[body:end]):  # a closer in a string argument
+        end = text.find(FUNCTION_END, end + 1)
     stop = len(text) if end < 0 else end
     events = list(
         read_json_calls(
@@ -401,6 +403,9 @@ class FunctionTagReader(Reader):
 
     def block_may_close(self, block: Block, text: str, marker: str) -> bool:
         # a </function> inside a parameter's value (source code) is the value's text
+        args = text.partition(">")[2].lstrip()
+        if args.startswith("{"):
+            return not inside_json_string(args)
         return not_inside_value(FUNCTION + text)
 
 
