@@ -255,6 +255,13 @@ CASES: list[Case] = [
         [("write_file", {"content": "<function=f><parameter=x>1</parameter></function>"})],
         tags=("xml-inside-a-value",),
     ),
+    Case(
+        "glm",
+        "<tool_call>write_file<arg_key>content</arg_key><arg_value>x = '</tool_call>'"
+        "</arg_value></tool_call>",
+        [("write_file", {"content": "x = '</tool_call>'"})],
+        tags=("closer-inside-a-value",),
+    ),
     Case("glm", "<tool_call>get_time</tool_call>", [(T, {})], tags=("4.7-no-args",)),
     Case("glm", "<tool_call>get_time\n</tool_call>", [(T, {})], tags=("4.5-no-args",)),
     Case(

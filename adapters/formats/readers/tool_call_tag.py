@@ -56,10 +56,12 @@ def read_tool_call(text: str, *, closed: bool) -> Iterator[ParseEvent]:
 
 def tool_call_may_close(text: str) -> bool:
     """Whether a ``</tool_call>`` after ``text`` ends the block: not when it stands
-    inside a JSON string or an XML parameter value of the call."""
+    inside a JSON string, a GLM ``<arg_value>`` or an XML parameter value of the call."""
     body = text.lstrip()
     if body.startswith(("{", "[")):
         return not inside_json_string(body)
+    if _GLM.match(body):
+        return body.rfind("<arg_value>") <= body.rfind("</arg_value>")
     if FUNCTION in body:
         return not_inside_value(body)
     return True
