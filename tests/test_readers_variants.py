@@ -333,6 +333,13 @@ CASES: list[Case] = [
         tags=("second-cut",),
     ),
     Case(
+        "minimax-m2",
+        '<minimax:tool_call>\n<invoke name="note">\n<parameter name="text">'
+        "ends with </minimax:tool_call></parameter>\n</invoke>\n</minimax:tool_call>",
+        [("note", {"text": "ends with </minimax:tool_call>"})],
+        tags=("closer-inside-a-value",),
+    ),
+    Case(
         "minimax-m3",
         f'{NS}<tool_call>\n{NS}<invoke name="get_weather">\n{NS}<city>Paris{NS}</city>\n'
         f"{NS}<when>\n{NS}<days>\n{NS}<item>1{NS}</item>\n{NS}<item>2{NS}</item>\n{NS}</days>\n"

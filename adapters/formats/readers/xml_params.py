@@ -480,6 +480,10 @@ class MinimaxReader(Reader):
             return read_m3_invokes(text, closed=closed)
         return read_invokes(text, closed=closed)
 
+    def block_may_close(self, block: Block, text: str, marker: str) -> bool:
+        # a closer inside a <parameter> value is the value's text
+        return block.open == M3_OPEN or text.rfind("<parameter") <= text.rfind("</parameter>")
+
 
 STEP_CALLS = ("<｜tool_calls_begin｜>", "<｜tool_calls_end｜>")
 STEP_CALL = ("<｜tool_call_begin｜>", "<｜tool_call_end｜>")
