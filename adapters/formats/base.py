@@ -441,15 +441,19 @@ class MarkupStreamParser(StreamParser):
                 pos = at + len(marker)
                 self._block = self._opened_by[marker]
                 self._block_text = []
-            elif block.kind == "call" and not self._dialect.block_may_close(
-                block, "".join(self._block_text), marker
-            ):
+            elif block.kind == "call" and not self._may_close(block, marker):
                 # the closer stands inside an argument: it is the argument's text
                 self._block_text.append(marker)
                 pos = at + len(marker)
             else:
                 pos = at + (len(marker) if block.consume_close else 0)
                 events += self._end_block(closed=True)
+
+    def _may_close(self, block: Block, marker: str) -> bool:
+        try:
+            return self._dialect.block_may_close(block, "".join(self._block_text), marker)
+        except Exception:  # a dialect bug must not lose the reply: the closer closes
+            return True
 
     def _emit_text(self, text: str, events: list[ParseEvent]) -> None:
         if text:
