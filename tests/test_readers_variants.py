@@ -843,3 +843,22 @@ def test_text_values_survive_any_chunking(fmt, cs, data):
     assert calls(message) == cs, text
     assert message.content == shown == "先查一下。"
     assert calls(normalize(AIMessage(content=text), None)) == cs
+
+
+def test_a_reader_that_fails_to_judge_a_closer_still_reads_the_reply():
+    from fncall_graph.adapters.formats.base import Block
+    from fncall_graph.adapters.formats.readers import AutoReader, Reader
+    from fncall_graph.adapters.formats.readers.base import named_call
+
+    class Broken(Reader):
+        name = "broken"
+        blocks = (Block("<x>", ("</x>",), "call"),)
+
+        def read_block(self, block, text, *, closed):
+            yield named_call(text, {}, text)
+
+        def block_may_close(self, block, text, marker):
+            raise RuntimeError("bug")
+
+    message = AutoReader(readers=(Broken(),)).parse("<x>ping</x> after")
+    assert calls(message) == [("ping", {})] and message.content == "after"
