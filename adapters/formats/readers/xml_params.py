@@ -37,13 +37,16 @@ value, anything else as a string.
 
 The repairs the inference servers make are made here too, and no others: a
 ``<parameter=…>`` whose ``</parameter>`` is missing ends at the next parameter or at
-``</function>``; a ``<function=NAME`` or ``<parameter=NAME`` whose ``>`` is missing ends
-at the line's end; a ``</parameter>`` inside a value (source code that holds one) is the
-value's own text unless a tag follows it. A call the reply ended inside is never run.
+``</function>``; a ``<function=NAME`` or ``<parameter=NAME`` whose ``>`` is missing has
+the name's first word as its name; a call whose ``</function>`` is missing ends where
+the next call or the block's closer starts; a closer inside a value (source code that
+holds one) is the value's own text unless a tag follows it. A call the reply ended
+inside is never run; the whole calls before it are.
 """
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 from collections.abc import Iterable, Iterator
@@ -281,8 +284,7 @@ def read_invokes(
     """MiniMax-M2 ``<invoke name="f"><parameter name="p">v</parameter></invoke>`` …, and
     Step-3's ``steptml:``-prefixed tags (``prefix="steptml:"``). Whole invokes are read
     even when the reply ended before the wrapper's closer; one cut short is not run."""
-    invoke = _INVOKE if not prefix else _prefixed(_INVOKE, prefix)
-    param = _INVOKE_PARAM if not prefix else _prefixed(_INVOKE_PARAM, prefix)
+    invoke, param = (_INVOKE, _INVOKE_PARAM) if not prefix else _prefixed(prefix)
     end = 0
     for match in invoke.finditer(text):
         name = next(g for g in match.groups()[:3] if g is not None)
@@ -299,12 +301,18 @@ def read_invokes(
         yield invalid(text, f"no <{prefix}invoke name=…> inside {where}")
 
 
-def _prefixed(pattern: re.Pattern[str], prefix: str) -> re.Pattern[str]:
-    source = pattern.pattern.replace("<invoke", f"<{prefix}invoke")
-    source = source.replace("</invoke", f"</{prefix}invoke")
-    source = source.replace("<parameter", f"<{prefix}parameter")
-    source = source.replace("</parameter", f"</{prefix}parameter")
-    return re.compile(source, re.DOTALL)
+@functools.cache
+def _prefixed(prefix: str) -> tuple[re.Pattern[str], re.Pattern[str]]:
+    """The invoke and parameter patterns with ``prefix`` on every tag name."""
+
+    def add(pattern: re.Pattern[str]) -> re.Pattern[str]:
+        source = pattern.pattern
+        for tag in ("invoke", "parameter"):
+            source = source.replace(f"<{tag}", f"<{prefix}{tag}")
+            source = source.replace(f"</{tag}", f"</{prefix}{tag}")
+        return re.compile(source, re.DOTALL)
+
+    return add(_INVOKE), add(_INVOKE_PARAM)
 
 
 NS = "]<]minimax[>["
@@ -313,13 +321,16 @@ _M3_INVOKE = re.compile(re.escape(NS) + r'\s*<invoke name="([^"]*)">')
 _M3_INVOKE_END = NS + "</invoke>"
 
 
-def read_m3_invokes(text: str, *, closed: bool) -> Iterator[ParseEvent]:
+def read_m3_invokes(text: str) -> Iterator[ParseEvent]:
     """MiniMax-M3: each tag behind the namespace token; a tag holding text is a value,
-    one holding tags an object (``<item>`` children: a list; a repeated tag: a list)."""
+    one holding tags an object (``<item>`` children: a list; a repeated tag: a list).
+    Whole invokes are read wherever the reply ended; one cut short is not run."""
     pos = 0
     while True:
         match = _M3_INVOKE.search(text, pos)
         if match is None:
+            if pos == 0 and text.strip():
+                yield invalid(text, f"no {NS}<invoke name=…> inside {M3_OPEN}")
             return
         end = text.find(_M3_INVOKE_END, match.end())
         if end < 0:
@@ -477,7 +488,7 @@ class MinimaxReader(Reader):
 
     def read_block(self, block: Block, text: str, *, closed: bool) -> Iterable[ParseEvent]:
         if block.open == M3_OPEN:
-            return read_m3_invokes(text, closed=closed)
+            return read_m3_invokes(text)
         return read_invokes(text, closed=closed)
 
     def block_may_close(self, block: Block, text: str, marker: str) -> bool:
