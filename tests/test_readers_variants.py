@@ -605,6 +605,13 @@ CASES: list[Case] = [
     Case("functionary", "all\nSunny, 22 °C.", [], content="Sunny, 22 °C.", normalized=False),
     Case(
         "functionary",
+        '>>>get_weather\n{"city": "Paris"}\nI will wait for the result.',
+        [PARIS],
+        content="I will wait for the result.",
+        tags=("text-after-the-arguments",),
+    ),
+    Case(
+        "functionary",
         '>>>log\n{"text": "a >>>b"}',
         [("log", {"text": "a >>>b"})],
         tags=(">>>-inside-string",),

@@ -38,6 +38,8 @@ __all__ = [
     "call_event",
     "inside_json_string",
     "json_value",
+    "named_call",
+    "named_call_and_text",
     "read_json_calls",
     "strict_prefix",
 ]
@@ -223,6 +225,17 @@ def _python_container(stripped: str, text: str) -> Any:
     except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
         return text
     return value if isinstance(value, dict | list) else text
+
+
+def named_call_and_text(name: str, args: str, raw: str) -> Iterator[ParseEvent]:
+    """A call whose JSON arguments ``args`` may be followed by answer text."""
+    values, rest = strict_prefix(args)
+    if values and rest[:1] not in ("{", "["):
+        yield named_call(name, values[0], raw)
+        if rest:
+            yield ContentDelta(rest)
+        return
+    yield named_call(name, args, raw)
 
 
 def named_call(name: str, args: Any, raw: str) -> ParseEvent:

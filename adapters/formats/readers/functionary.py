@@ -22,7 +22,7 @@ from collections.abc import Iterable, Iterator
 from typing import ClassVar
 
 from ..base import Block, ContentDelta, ParseEvent, brackets_closed, invalid
-from .base import Reader, inside_json_string, named_call
+from .base import Reader, inside_json_string, named_call, named_call_and_text
 
 __all__ = ["MARKER", "FunctionaryReader", "bare_recipient"]
 
@@ -66,7 +66,7 @@ def _read(text: str, closed: bool) -> Iterator[ParseEvent]:
     elif not closed and not brackets_closed(args, must_open=True):
         yield invalid(MARKER + text, f"the reply ended inside the arguments of {name!r}", name=name)
     else:
-        yield named_call(name, args.strip() or "{}", MARKER + text)
+        yield from named_call_and_text(name, args.strip() or "{}", MARKER + text)
 
 
 def _parses(code: str) -> bool:

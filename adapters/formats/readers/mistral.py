@@ -17,8 +17,8 @@ import re
 from collections.abc import Iterable, Iterator
 from typing import ClassVar
 
-from ..base import Block, ContentDelta, ParseEvent, brackets_closed, invalid
-from .base import Reader, inside_json_string, named_call, read_json_calls, strict_prefix
+from ..base import Block, ParseEvent, brackets_closed, invalid
+from .base import Reader, inside_json_string, named_call_and_text, read_json_calls
 
 __all__ = ["MistralReader"]
 
@@ -70,10 +70,4 @@ def _read(text: str, closed: bool) -> Iterator[ParseEvent]:
             name=named.group(1),
         )
         return
-    values, rest = strict_prefix(args)
-    if values and rest[:1] not in ("{", "["):
-        yield named_call(named.group(1), values[0], raw)
-        if rest:
-            yield ContentDelta(rest)
-        return
-    yield named_call(named.group(1), args, raw)
+    yield from named_call_and_text(named.group(1), args, raw)
