@@ -557,6 +557,20 @@ CASES: list[Case] = [
         tags=("cut",),
     ),
     Case(
+        "olmo3",
+        '<function_calls>\n<invoke name="get_weather">\n<parameter name="city">Paris</parameter>\n'
+        '</invoke>\n<invoke name="get_time">\n<parameter name="zone">CET</parameter>\n</invoke>\n'
+        "</function_calls>",
+        [PARIS, CET],
+        tags=("xml-invokes",),
+    ),
+    Case(
+        "olmo3",
+        '<function_calls>[{"name": "get_weather", "arguments": {"city": "Paris"}}]</function_calls>',
+        [PARIS],
+        tags=("json-list",),
+    ),
+    Case(
         "llama4",
         '<|python_start|>[get_weather(city="Paris"), get_time(zone="CET")]<|python_end|>',
         [PARIS, CET],

@@ -16,6 +16,7 @@ and the same calls between tags (:class:`PythonicTagReader`)::
     get_weather(city="Paris")
     get_time(zone="CET")
     </function_calls>                                            OLMo 3 (one call a line)
+    <function_calls><invoke name="f"><parameter name="k">v</parameter></invoke></function_calls>
 
 Pythonic arguments are Python literals; ``true``/``false``/``null`` are read as JSON's.
 
@@ -34,6 +35,7 @@ from typing import Any, ClassVar
 
 from ..base import Block, CallEvent, ParseEvent, brackets_closed, invalid
 from .base import Reader, call_event, named_call, read_json_calls, strict_prefix
+from .xml_params import read_invokes
 
 __all__ = [
     "OPENERS",
@@ -153,8 +155,10 @@ def _literal(node: ast.expr) -> Any:
 def read_pythonic_calls(text: str, *, closed: bool, where: str) -> list[ParseEvent]:
     """Pythonic calls between tags: a list of calls, or one call a line."""
     body = text.strip()
-    if body.startswith("{"):  # Llama 4 also writes JSON calls between the same tags
+    if _JSON_CALL.match(body):  # JSON calls between the same tags (Llama 4, fine-tunes)
         return list(read_json_calls(body, closed=closed, where=where))
+    if body.startswith("<invoke"):  # <function_calls><invoke name="f">…: XML invokes
+        return list(read_invokes(body, closed=closed, where=where))
     if not closed and not brackets_closed(body, quotes="\"'"):
         return [invalid(text, f"the reply ended inside {where}; the call was not run")]
     if not body.startswith("["):
