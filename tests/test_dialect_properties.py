@@ -552,6 +552,9 @@ class ReferenceScanner(MarkupStreamParser):
                 self._pending = self._pending[at + len(marker) :]
                 self._block = next((b for b in self._blocks if b.open == marker), None)
                 self._block_text = []
+            elif block.kind == "call" and not self._may_close(block, marker):
+                self._block_text.append(marker)  # a closer inside an argument
+                self._pending = self._pending[at + len(marker) :]
             else:
                 self._pending = self._pending[at + (len(marker) if block.consume_close else 0) :]
                 events += self._end_block(closed=True)

@@ -441,9 +441,19 @@ class MarkupStreamParser(StreamParser):
                 pos = at + len(marker)
                 self._block = self._opened_by[marker]
                 self._block_text = []
+            elif block.kind == "call" and not self._may_close(block, marker):
+                # the closer stands inside an argument: it is the argument's text
+                self._block_text.append(marker)
+                pos = at + len(marker)
             else:
                 pos = at + (len(marker) if block.consume_close else 0)
                 events += self._end_block(closed=True)
+
+    def _may_close(self, block: Block, marker: str) -> bool:
+        try:
+            return self._dialect.block_may_close(block, "".join(self._block_text), marker)
+        except Exception:  # a dialect bug must not lose the reply: the closer closes
+            return True
 
     def _emit_text(self, text: str, events: list[ParseEvent]) -> None:
         if text:
@@ -637,6 +647,15 @@ class PromptDialect(Dialect):
         """Read one call block; a dialect with one kind of call block reads it with
         :meth:`read_call`, a reader of many formats by the block it is."""
         return self.read_call(text, closed=closed)
+
+    def block_may_close(self, block: Block, text: str, marker: str) -> bool:
+        """Whether ``marker``, met after ``text`` inside the call block ``block``, ends it.
+
+        ``False`` when the marker stands inside an argument (a closer in source code the
+        call passes): it is then read as the argument's text. The decision looks only at
+        the text before the marker, so any chunking gives the same result.
+        """
+        return True
 
     def stream_parser(self) -> StreamParser:
         return MarkupStreamParser(self)

@@ -51,7 +51,7 @@ from .base import (
     reasoning_of,
     text_of,
 )
-from .readers.tool_call_tag import TOOL_CALL, read_tool_call
+from .readers.tool_call_tag import TOOL_CALL, read_tool_call, tool_call_may_close
 from .schema import ToolLike, to_tool_specs
 
 #: The ``# Tools`` system text; ``{tool_descs}`` is one tool JSON per line.
@@ -250,6 +250,10 @@ class HermesDialect(PromptDialect):
         Prose after the JSON is answer text; a call cut short by the end of the reply is
         reported as invalid, never completed."""
         return read_tool_call(text, closed=closed)
+
+    def block_may_close(self, block: Block, text: str, marker: str) -> bool:
+        """A ``</tool_call>`` inside a JSON string argument does not end the call."""
+        return block.kind != "call" or tool_call_may_close(text)
 
 
 # --------------------------------------------------------------------------- helpers

@@ -30,23 +30,25 @@ from ..base import (
 from .base import Reader
 from .deepseek import DeepSeekReader
 from .dsml import INVOKE_FORMATS, InvokeReader
-from .functionary import FunctionaryReader
+from .functionary import MARKER, FunctionaryReader, bare_recipient
 from .gemma import GEMMA_FORMATS, GemmaReader, GemmaThoughtReader
 from .harmony import HarmonyReader
 from .json_tags import JSON_TAG_FORMATS, JsonTagReader
-from .kimi import KimiReader
+from .kimi import KimiK3Reader, KimiReader
 from .mistral import MistralReader
 from .plamo import PlamoReader
 from .tool_call_tag import ToolCallTagReader
-from .whole_reply import may_be_calls_only, read_whole_reply
-from .xml_params import FunctionTagReader, MinimaxReader
+from .whole_reply import PythonicTagReader, may_be_calls_only, read_whole_reply
+from .xml_params import FunctionTagReader, MinimaxReader, SeedOssReader, Step3Reader
 
 __all__ = ["AUTO", "NO_CALL_MARKUP", "READERS", "AutoReader", "Reader", "reader_of_block"]
 
 READERS: tuple[Reader, ...] = (
     ToolCallTagReader(),
     FunctionTagReader(),
+    SeedOssReader(),
     MinimaxReader(),
+    Step3Reader(),
     *(JsonTagReader(f) for f in JSON_TAG_FORMATS),
     MistralReader(),
     DeepSeekReader(),
@@ -54,9 +56,11 @@ READERS: tuple[Reader, ...] = (
     *(GemmaReader(f) for f in GEMMA_FORMATS),
     GemmaThoughtReader(),
     KimiReader(),
+    KimiK3Reader(),
     HarmonyReader(),
     FunctionaryReader(),
     PlamoReader(),
+    PythonicTagReader(),
 )
 
 
@@ -96,6 +100,9 @@ class AutoReader(PromptDialect):
     def read_block(self, block: Block, text: str, *, closed: bool) -> Iterable[ParseEvent]:
         return self._owner[block.open].read_block(block, text, closed=closed)
 
+    def block_may_close(self, block: Block, text: str, marker: str) -> bool:
+        return self._owner[block.open].block_may_close(block, text, marker)
+
     def reader_of(self, marker: str) -> Reader | None:
         return self._owner.get(marker)
 
@@ -115,12 +122,19 @@ class _AutoStreamParser(StreamParser):
         self._held: list[str] | None = None
         self._passing = False
         self._whole: list[ParseEvent] = []
+        # the reply's first line, until it is known whether it names a Functionary
+        # recipient whose ">>>" was the prompt's last token
+        self._head: str | None = "" if reader.reader_of(MARKER) is not None else None
 
     def feed(self, chunk: str) -> list[ParseEvent]:
-        return self._filter(self._scan.feed(chunk))
+        if self._head is not None:
+            chunk = self._opening(chunk, final=False)
+        events = self._scan.feed(chunk)
+        return events if self._passing else self._filter(events)
 
     def close(self) -> list[ParseEvent]:
-        events = self._filter(self._scan.close())
+        events = self._filter(self._scan.feed(self._opening("", final=True)))
+        events += self._filter(self._scan.close())
         if self._held is not None:
             text = "".join(self._held)
             calls_by_markup = any(
@@ -133,6 +147,19 @@ class _AutoStreamParser(StreamParser):
                 self._whole = whole
                 events += whole
         return events
+
+    def _opening(self, chunk: str, *, final: bool) -> str:
+        """``chunk`` as the scanner should see it: the head of the reply is held until
+        it is known whether it starts with a bare recipient, which gets its ``>>>``."""
+        if self._head is None:
+            return chunk
+        head = self._head + chunk
+        bare = bare_recipient(head, final=final)
+        if bare is None:
+            self._head = head
+            return ""
+        self._head = None
+        return MARKER + head.lstrip() if bare else head
 
     def message(self) -> AIMessage:
         message = self._scan.message()

@@ -12,6 +12,7 @@ A new format is one file with one :class:`Reader` and one line in the registry
 
 from __future__ import annotations
 
+import ast
 import json
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Any, ClassVar
@@ -36,7 +37,10 @@ __all__ = [
     "FormatReader",
     "Reader",
     "call_event",
+    "inside_json_string",
     "json_value",
+    "named_call",
+    "named_call_and_text",
     "read_json_calls",
     "strict_prefix",
 ]
@@ -74,6 +78,12 @@ class Reader:
         """Read what stood between ``block``'s markers (``closed=False``: the reply ended
         inside it). Yields call, invalid-call, content or reasoning events."""
         raise NotImplementedError
+
+    def block_may_close(self, block: Block, text: str, marker: str) -> bool:
+        """Whether ``marker``, found after ``text`` inside ``block``, ends the block; a
+        closer that stands inside an argument's value (source code quoting one) does not.
+        """
+        return True
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}()"
@@ -233,6 +243,19 @@ def _whole_items(text: str) -> tuple[list[Any], str]:
         items.append(item)
 
 
+def inside_json_string(text: str) -> bool:
+    """Whether ``text`` (JSON written so far) ends inside a string."""
+    quoted, escaped = False, False
+    for ch in text:
+        if escaped:
+            escaped = False
+        elif quoted and ch == "\\":
+            escaped = True
+        elif ch == '"':
+            quoted = not quoted
+    return quoted
+
+
 def json_value(text: str) -> Any:
     """A parameter value written as text: its JSON value if it is one, else the text.
 
@@ -243,12 +266,36 @@ def json_value(text: str) -> Any:
     if stripped and (stripped[0] in '{["-' or stripped[0].isdigit() or stripped in _LITERALS):
         try:
             return json.loads(stripped)
-        except ValueError:
+        except (ValueError, RecursionError):
             pass
+    if stripped[:1] in ("{", "["):
+        return _python_container(stripped, text)
     return text
 
 
 _LITERALS = ("true", "false", "null")
+
+
+def _python_container(stripped: str, text: str) -> Any:
+    """A dict or list written in Python (``{'check': True}``), as models trained on
+    Python-rendered templates write them; anything else stays the text it was."""
+    try:
+        # only what JSON can carry, as JSON would carry it (tuples as lists)
+        value = json.loads(json.dumps(ast.literal_eval(stripped), allow_nan=False))
+    except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
+        return text
+    return value if isinstance(value, dict | list) else text
+
+
+def named_call_and_text(name: str, args: str, raw: str) -> Iterator[ParseEvent]:
+    """A call whose JSON arguments ``args`` may be followed by answer text."""
+    values, rest = strict_prefix(args)
+    if values and rest[:1] not in ("{", "["):
+        yield named_call(name, values[0], raw)
+        if rest:
+            yield ContentDelta(rest)
+        return
+    yield named_call(name, args, raw)
 
 
 def named_call(name: str, args: Any, raw: str) -> ParseEvent:

@@ -1,19 +1,34 @@
-"""Kimi-K2 tool calls between ``<|tool_calls_section_begin|>`` tokens.
+"""Kimi tool calls: K2 / K2-Thinking sections, and Kimi-K3's XTML ``tools`` channel.
 
 ::
 
     <|tool_calls_section_begin|><|tool_call_begin|>functions.f:0<|tool_call_argument_begin|>{...}<|tool_call_end|><|tool_calls_section_end|>
+
+    <|open|>think<|sep|>…<|close|>think<|sep|>                     K3: reasoning
+    <|open|>response<|sep|>Let me look.<|close|>response<|sep|>    K3: answer text
+    <|open|>tools<|sep|>
+    <|open|>call tool="f" index="1"<|sep|>
+    <|open|>argument key="city" type="string"<|sep|>Paris<|close|>argument<|sep|>
+    <|open|>argument key="days" type="integer"<|sep|>3<|close|>argument<|sep|>
+    <|close|>call<|sep|>
+    <|close|>tools<|sep|>
+
+K2-Thinking reasons in ``<think>`` blocks, read by the shared scanner. K3 tags each
+argument with its type: a ``string`` is the raw text, any other type is JSON.
 """
 
 from __future__ import annotations
 
+import contextlib
+import json
+import re
 from collections.abc import Iterable, Iterator
-from typing import ClassVar
+from typing import Any, ClassVar
 
 from ..base import Block, ParseEvent, brackets_closed, invalid
 from .base import Reader, named_call
 
-__all__ = ["KimiReader"]
+__all__ = ["KimiK3Reader", "KimiReader"]
 
 SECTION = ("<|tool_calls_section_begin|>", "<|tool_calls_section_end|>")
 CALL, ARGS, END = "<|tool_call_begin|>", "<|tool_call_argument_begin|>", "<|tool_call_end|>"
@@ -21,14 +36,20 @@ CALL, ARGS, END = "<|tool_call_begin|>", "<|tool_call_argument_begin|>", "<|tool
 
 class KimiReader(Reader):
     name: ClassVar[str] = "kimi"
-    blocks: ClassVar[tuple[Block, ...]] = (Block(SECTION[0], (SECTION[1],), "call"),)
-    drop_tokens: ClassVar[tuple[str, ...]] = (SECTION[1], "<|im_end|>")
+    blocks: ClassVar[tuple[Block, ...]] = (
+        Block(SECTION[0], (SECTION[1],), "call"),
+        # a call written without its section
+        Block(CALL, (END,), "call"),
+    )
+    drop_tokens: ClassVar[tuple[str, ...]] = (SECTION[1], END, "<|im_end|>")
     examples: ClassVar[tuple[str, ...]] = (
         f'{SECTION[0]}{CALL}functions.get_weather:0{ARGS}{{"city": "Paris"}}{END}'
         f'{CALL}functions.get_time:1{ARGS}{{"zone": "CET"}}{END}{SECTION[1]}',
     )
 
     def read_block(self, block: Block, text: str, *, closed: bool) -> Iterable[ParseEvent]:
+        if block.open == CALL:
+            return _read(CALL + text + (END if closed else ""), closed)
         return _read(text, closed)
 
 
@@ -47,3 +68,93 @@ def _read(text: str, closed: bool) -> Iterator[ParseEvent]:
             yield invalid(raw, f"the reply ended inside the call of {name!r}", name=name or None)
         else:
             yield named_call(name, args, raw)
+
+
+def _xtml(kind: str) -> tuple[str, str]:
+    return f"<|open|>{kind}<|sep|>", f"<|close|>{kind}<|sep|>"
+
+
+K3_TOOLS, K3_THINK, K3_RESPONSE = _xtml("tools"), _xtml("think"), _xtml("response")
+K3_MESSAGE_END = "<|close|>message<|sep|>"
+_SEP = re.escape("<|sep|>")
+_K3_CALL = re.compile(
+    re.escape("<|open|>")
+    + r"\s*call\s+((?:(?!"
+    + _SEP
+    + r").)*)"
+    + _SEP
+    + r"(.*?)("
+    + re.escape("<|close|>")
+    + r"\s*call\s*"
+    + _SEP
+    + r"|\Z)",
+    re.DOTALL,
+)
+_K3_ARG = re.compile(
+    re.escape("<|open|>")
+    + r"\s*argument\s+((?:(?!"
+    + _SEP
+    + r").)*)"
+    + _SEP
+    + r"(.*?)"
+    + re.escape("<|close|>")
+    + r"\s*argument\s*"
+    + _SEP,
+    re.DOTALL,
+)
+_ATTR = re.compile(r'(\w+)="([^"]*)"')
+
+
+class KimiK3Reader(Reader):
+    """Kimi-K3: calls in the XTML ``tools`` channel; ``think`` is reasoning."""
+
+    name: ClassVar[str] = "kimi-k3"
+    blocks: ClassVar[tuple[Block, ...]] = (
+        Block(K3_TOOLS[0], (K3_TOOLS[1],), "call"),
+        Block(K3_THINK[0], (K3_THINK[1],), "reasoning"),
+    )
+    drop_tokens: ClassVar[tuple[str, ...]] = (
+        *K3_RESPONSE,
+        K3_MESSAGE_END,
+        K3_TOOLS[1],
+        K3_THINK[1],  # the prompt may open the think channel
+    )
+    channel_tokens: ClassVar[tuple[str, ...]] = (*K3_RESPONSE, K3_MESSAGE_END, K3_THINK[1])
+    examples: ClassVar[tuple[str, ...]] = (
+        f'{K3_TOOLS[0]}<|open|>call tool="get_weather" index="1"<|sep|>'
+        '<|open|>argument key="city" type="string"<|sep|>Paris<|close|>argument<|sep|>'
+        '<|close|>call<|sep|><|open|>call tool="get_time" index="2"<|sep|>'
+        '<|open|>argument key="zone" type="string"<|sep|>CET<|close|>argument<|sep|>'
+        f"<|close|>call<|sep|>{K3_TOOLS[1]}",
+    )
+
+    def read_block(self, block: Block, text: str, *, closed: bool) -> Iterable[ParseEvent]:
+        return _read_k3(text)
+
+
+def _read_k3(text: str) -> Iterator[ParseEvent]:
+    found = False
+    for call in _K3_CALL.finditer(text):
+        found = True
+        attrs = _attrs(call.group(1))
+        name = attrs.get("tool", "")
+        if not call.group(3):
+            yield invalid(
+                call.group(0), f"the reply ended inside the call of {name!r}; not run", name=name
+            )
+            return
+        args: dict[str, Any] = {}
+        for arg in _K3_ARG.finditer(call.group(2)):
+            arg_attrs = _attrs(arg.group(1))
+            value: Any = arg.group(2)
+            if arg_attrs.get("type", "string") != "string":
+                with contextlib.suppress(ValueError):  # kept as written, as servers keep it
+                    value = json.loads(value)
+            args[arg_attrs.get("key", "")] = value
+        yield named_call(name, args, call.group(0))
+    if not found and text.strip():
+        yield invalid(text, f"no call inside {K3_TOOLS[0]}")
+
+
+def _attrs(text: str) -> dict[str, str]:
+    return {k: v.replace("&quot;", '"').replace("&amp;", "&") for k, v in _ATTR.findall(text)}

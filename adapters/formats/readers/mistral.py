@@ -6,6 +6,9 @@
     [TOOL_CALLS]f[ARGS]{...}[TOOL_CALLS]g[ARGS]{...}
     [TOOL_CALLS]f[CALL_ID]a1b2c3d4e[ARGS]{...}
     [TOOL_CALLS]f{...}                                   (Magistral, Devstral)
+    [THINK]…[/THINK]                                     reasoning (Magistral, Ministral 3)
+
+Text after a call's JSON arguments is answer text.
 """
 
 from __future__ import annotations
@@ -15,7 +18,7 @@ from collections.abc import Iterable, Iterator
 from typing import ClassVar
 
 from ..base import Block, ParseEvent, brackets_closed, invalid
-from .base import Reader, named_call, read_json_calls
+from .base import Reader, inside_json_string, named_call_and_text, read_json_calls
 
 __all__ = ["MistralReader"]
 
@@ -27,18 +30,26 @@ class MistralReader(Reader):
     # the next [TOOL_CALLS] ends a call and opens the next one
     blocks: ClassVar[tuple[Block, ...]] = (
         Block("[TOOL_CALLS]", ("[TOOL_CALLS]", "</s>"), "call", False),
+        Block("[THINK]", ("[/THINK]",), "reasoning"),
     )
-    drop_tokens: ClassVar[tuple[str, ...]] = ("</s>",)
+    drop_tokens: ClassVar[tuple[str, ...]] = ("</s>", "[/THINK]")
+    # a [THINK] the prompt opened leaves its closer in a reply that holds no call
+    channel_tokens: ClassVar[tuple[str, ...]] = ("[/THINK]",)
     examples: ClassVar[tuple[str, ...]] = (
         '[TOOL_CALLS][{"name": "get_weather", "arguments": {"city": "Paris"}}, '
         '{"name": "get_time", "arguments": {"zone": "CET"}}]',
         '[TOOL_CALLS]get_weather[ARGS]{"city": "Paris"}[TOOL_CALLS]get_time[ARGS]{"zone": "CET"}',
         '[TOOL_CALLS]get_weather[CALL_ID]a1b2c3d4e[ARGS]{"city": "Paris"}',
         '[TOOL_CALLS]get_weather{"city": "Paris"}',
+        '[THINK]The user wants the weather.[/THINK][TOOL_CALLS]get_weather[ARGS]{"city": "Paris"}',
     )
 
     def read_block(self, block: Block, text: str, *, closed: bool) -> Iterable[ParseEvent]:
         return _read(text, closed)
+
+    def block_may_close(self, block: Block, text: str, marker: str) -> bool:
+        # "[TOOL_CALLS]" written inside a string argument is that argument's text
+        return not inside_json_string(text)
 
 
 def _read(text: str, closed: bool) -> Iterator[ParseEvent]:
@@ -51,11 +62,12 @@ def _read(text: str, closed: bool) -> Iterator[ParseEvent]:
         yield invalid("[TOOL_CALLS]" + text, "no tool name after [TOOL_CALLS]")
         return
     args = body[named.end() :].strip()
+    raw = "[TOOL_CALLS]" + text
     if not closed and not brackets_closed(args, must_open=True):
         yield invalid(
-            "[TOOL_CALLS]" + text,
+            raw,
             f"the reply ended inside the arguments of {named.group(1)!r}; the call was not run",
             name=named.group(1),
         )
         return
-    yield named_call(named.group(1), args, "[TOOL_CALLS]" + text)
+    yield from named_call_and_text(named.group(1), args, raw)

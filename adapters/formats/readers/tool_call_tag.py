@@ -6,7 +6,11 @@ What stands inside the tag differs by model family; all are read here::
     <tool_call>{"name": "f", "parameters": {...}}</tool_call>    some fine-tunes
     <tool_call>[{"name": ...}, {"name": ...}]</tool_call>         several in one block
     <tool_call><function=f><parameter=p>v</parameter></function></tool_call>   Qwen3-Coder
-    <tool_call>f<arg_key>p</arg_key><arg_value>v</arg_value></tool_call>       GLM-4.5/4.7
+    <tool_call>f<arg_key>p</arg_key><arg_value>v</arg_value></tool_call>       GLM-4.5/4.6/4.7
+    <tool_call>f</tool_call>                                                   GLM, no arguments
+
+A ``</tool_call>`` inside a JSON string or an XML parameter value (source code the call
+passes) does not end the block.
 
 The Hermes prompt dialect reads its replies with :func:`read_tool_call` too.
 """
@@ -18,12 +22,14 @@ from collections.abc import Iterable, Iterator
 from typing import ClassVar
 
 from ..base import Block, ContentDelta, ParseEvent
-from .base import Reader, read_json_calls
-from .xml_params import read_arg_pairs, read_function_body
+from .base import Reader, inside_json_string, read_json_calls
+from .xml_params import FUNCTION, not_inside_value, read_arg_pairs, read_function_calls
 
-__all__ = ["TOOL_CALL", "ToolCallTagReader", "read_tool_call"]
+__all__ = ["TOOL_CALL", "ToolCallTagReader", "read_tool_call", "tool_call_may_close"]
 
 TOOL_CALL = Block("<tool_call>", ("</tool_call>",), "call")
+# GLM: a bare tool name, then <arg_key> pairs or nothing
+_GLM = re.compile(r"[^\s<>{}\[\]\"']+\s*(?:<tool_sep>\s*)?(?:<arg_key>|$)")
 _MARKUP = re.compile(
     "|".join(map(re.escape, ("<tool_call>", "</tool_call>", "<think>", "</think>")))
 )
@@ -32,18 +38,11 @@ _MARKUP = re.compile(
 def read_tool_call(text: str, *, closed: bool) -> Iterator[ParseEvent]:
     """Read the text of one ``<tool_call>`` block, whichever family wrote it."""
     body = text.strip()
-    if body.startswith("<function="):
-        inner, _, after = body[len("<function=") :].partition("</function>")
-        yield from read_function_body(inner, closed=closed or bool(_))
-        if after.strip():
-            yield ContentDelta(_MARKUP.sub("", after).strip())
-        return
-    if (
-        "<arg_key>" in body
-        or "<tool_sep>" in body
-        or (body and body[0] not in "{[" and "\n" in body and "<" in body)
-    ):
+    if _GLM.match(body):
         yield from read_arg_pairs(body, closed=closed)
+        return
+    if FUNCTION in body and not body.startswith(("{", "[")):
+        yield from read_function_calls(body, closed=closed)
         return
     for event in read_json_calls(text, closed=closed, where="<tool_call>"):
         if isinstance(event, ContentDelta):
@@ -53,6 +52,19 @@ def read_tool_call(text: str, *, closed: bool) -> Iterator[ParseEvent]:
                 yield ContentDelta(prose)
         else:
             yield event
+
+
+def tool_call_may_close(text: str) -> bool:
+    """Whether a ``</tool_call>`` after ``text`` ends the block: not when it stands
+    inside a JSON string, a GLM ``<arg_value>`` or an XML parameter value of the call."""
+    body = text.lstrip()
+    if body.startswith(("{", "[")):
+        return not inside_json_string(body)
+    if _GLM.match(body):
+        return body.rfind("<arg_value>") <= body.rfind("</arg_value>")
+    if FUNCTION in body:
+        return not_inside_value(body)
+    return True
 
 
 class ToolCallTagReader(Reader):
@@ -72,7 +84,12 @@ class ToolCallTagReader(Reader):
         "</function>\n</tool_call>",
         "<tool_call>get_weather\n<arg_key>city</arg_key>\n<arg_value>北京</arg_value>\n"
         "<arg_key>days</arg_key>\n<arg_value>2</arg_value>\n</tool_call>",
+        "<tool_call>get_weather<arg_key>city</arg_key><arg_value>北京</arg_value></tool_call>"
+        "<tool_call>get_time<arg_key>zone</arg_key><arg_value>CST</arg_value></tool_call>",
     )
 
     def read_block(self, block: Block, text: str, *, closed: bool) -> Iterable[ParseEvent]:
         return read_tool_call(text, closed=closed)
+
+    def block_may_close(self, block: Block, text: str, marker: str) -> bool:
+        return tool_call_may_close(text)

@@ -9,6 +9,17 @@
     ```                                                          the same, fenced
     [get_weather(city="Paris"), get_time(zone="CET")]            Llama 3.2 / Llama 4 pythonic
 
+and the same calls between tags (:class:`PythonicTagReader`)::
+
+    <|python_start|>[get_weather(city="Paris")]<|python_end|>     Llama 4
+    <function_calls>
+    get_weather(city="Paris")
+    get_time(zone="CET")
+    </function_calls>                                            OLMo 3 (one call a line)
+    <function_calls><invoke name="f"><parameter name="k">v</parameter></invoke></function_calls>
+
+Pythonic arguments are Python literals; ``true``/``false``/``null`` are read as JSON's.
+
 Such a reply is calls only when the *whole* reply (reasoning aside) is calls: an answer
 that shows a JSON object or a code block among other words stays an answer. A call
 object needs a ``name`` and its arguments (``arguments`` or ``parameters``), so JSON data
@@ -19,15 +30,17 @@ from __future__ import annotations
 
 import ast
 import re
-from collections.abc import Mapping
-from typing import Any
+from collections.abc import Iterable, Mapping
+from typing import Any, ClassVar
 
-from ..base import CallEvent, ParseEvent, brackets_closed, invalid
-from .base import call_event, named_call, strict_prefix
+from ..base import Block, CallEvent, ParseEvent, brackets_closed, invalid
+from .base import Reader, call_event, named_call, read_json_calls, strict_prefix
+from .xml_params import read_invokes
 
 __all__ = [
     "OPENERS",
     "PYTHONIC",
+    "PythonicTagReader",
     "may_be_calls_only",
     "read_pythonic",
     "read_whole_reply",
@@ -119,8 +132,8 @@ def read_pythonic(body: str) -> list[ParseEvent] | None:
         assert isinstance(call, ast.Call)
         name = ast.unparse(call.func)
         try:
-            args = {kw.arg: ast.literal_eval(kw.value) for kw in call.keywords if kw.arg}
-        except ValueError as exc:
+            args = {kw.arg: _literal(kw.value) for kw in call.keywords if kw.arg}
+        except (ValueError, TypeError) as exc:
             events.append(
                 invalid(
                     ast.unparse(call), f"arguments of {name!r} are not literals: {exc}", name=name
@@ -129,3 +142,59 @@ def read_pythonic(body: str) -> list[ParseEvent] | None:
             continue
         events.append(named_call(name, args, ast.unparse(call)))
     return events
+
+
+_NAMES = {"true": True, "false": False, "null": None, "True": True, "False": False, "None": None}
+
+
+def _literal(node: ast.expr) -> Any:
+    """A Python literal, with JSON's ``true``/``false``/``null`` taken as theirs."""
+    if isinstance(node, ast.Name) and node.id in _NAMES:
+        return _NAMES[node.id]
+    if isinstance(node, ast.Dict):
+        return {_literal(k): _literal(v) for k, v in zip(node.keys, node.values, strict=True) if k}
+    if isinstance(node, ast.List | ast.Tuple):
+        return [_literal(e) for e in node.elts]
+    return ast.literal_eval(node)
+
+
+def read_pythonic_calls(text: str, *, closed: bool, where: str) -> list[ParseEvent]:
+    """Pythonic calls between tags: a list of calls, or one call a line."""
+    body = text.strip()
+    if _JSON_CALL.match(body):  # JSON calls between the same tags (Llama 4, fine-tunes)
+        return list(read_json_calls(body, closed=closed, where=where))
+    if body.startswith("<invoke"):  # <function_calls><invoke name="f">…: XML invokes
+        return list(read_invokes(body, closed=closed, where=where))
+    if not closed and not brackets_closed(body, quotes="\"'"):
+        return [invalid(text, f"the reply ended inside {where}; the call was not run")]
+    if not body.startswith("["):
+        body = "[" + ", ".join(line.strip() for line in body.splitlines() if line.strip()) + "]"
+    events = read_pythonic(body) if PYTHONIC.match(body) else None
+    if not events:
+        return [invalid(text, f"{where} does not hold pythonic calls")]
+    return events
+
+
+class PythonicTagReader(Reader):
+    """Pythonic calls between tags: OLMo 3's ``<function_calls>``, Llama 4's
+    ``<|python_start|>``."""
+
+    name: ClassVar[str] = "pythonic-tag"
+    blocks: ClassVar[tuple[Block, ...]] = (
+        Block("<function_calls>", ("</function_calls>",), "call"),
+        Block("<|python_start|>", ("<|python_end|>",), "call"),
+    )
+    drop_tokens: ClassVar[tuple[str, ...]] = (
+        "</function_calls>",
+        "<|python_end|>",
+        "<|eom|>",
+        "<|eot|>",
+    )
+    special: ClassVar[bool] = False
+    examples: ClassVar[tuple[str, ...]] = (
+        '<function_calls>\nget_weather(city="Paris")\nget_time(zone="CET")\n</function_calls>',
+        '<|python_start|>[get_weather(city="Paris"), get_time(zone="CET")]<|python_end|>',
+    )
+
+    def read_block(self, block: Block, text: str, *, closed: bool) -> Iterable[ParseEvent]:
+        return read_pythonic_calls(text, closed=closed, where=block.open)

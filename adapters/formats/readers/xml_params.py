@@ -1,152 +1,533 @@
-"""Qwen3-Coder / Qwen3.5 / Seed-OSS and Llama 3.1 ``<function=NAME>`` calls, and the GLM-4.5
-``NAME<arg_key>k</arg_key><arg_value>v</arg_value>`` and MiniMax ``<invoke name=…>`` bodies.
+"""Calls written as XML-like tags whose parameter values are untyped text.
 
 ::
 
-    <function=get_weather>
+    <tool_call>                                     Qwen3-Coder, Qwen3.5, Step-3.5
+    <function=get_weather>                          (Seed-OSS: <seed:tool_call>…</seed:tool_call>)
     <parameter=city>
     Paris
     </parameter>
     </function>
+    </tool_call>
 
-    <function=get_weather>{"city": "Paris"}</function>          (Llama 3.1)
+    <function=get_weather>{"city": "Paris"}</function>          Llama 3.1
+
+    <tool_call>get_weather<arg_key>city</arg_key><arg_value>Paris</arg_value></tool_call>
+                                                    GLM-4.5 / 4.6 (a newline after the name), 4.7
+
+    <minimax:tool_call>                             MiniMax-M2 / M2.1
+    <invoke name="get_weather">
+    <parameter name="city">Paris</parameter>
+    </invoke>
+    </minimax:tool_call>
+
+    ]<]minimax[>[<tool_call>                        MiniMax-M3: every tag behind a namespace
+    ]<]minimax[>[<invoke name="get_weather">        token; nested values as nested tags
+    ]<]minimax[>[<city>Paris]<]minimax[>[</city>
+    ]<]minimax[>[</invoke>
+    ]<]minimax[>[</tool_call>
+
+    <｜tool_calls_begin｜><｜tool_call_begin｜>function<｜tool_sep｜><steptml:invoke name="f">
+    <steptml:parameter name="p">v</steptml:parameter></steptml:invoke><｜tool_call_end｜>
+    <｜tool_calls_end｜>                             Step-3
 
 Parameter values carry no types in these formats: a value written as JSON (``5``,
-``true``, ``{"a": 1}``) is taken as that JSON value, anything else as a string.
+``true``, ``{"a": 1}``) or as a Python container (``{'a': True}``) is taken as that
+value, anything else as a string.
+
+The repairs the inference servers make are made here too, and no others: a
+``<parameter=…>`` whose ``</parameter>`` is missing ends at the next parameter or at
+``</function>``; a ``<function=NAME`` or ``<parameter=NAME`` whose ``>`` is missing has
+the name's first word as its name; a call whose ``</function>`` is missing ends where
+the next call or the block's closer starts; a closer inside a value (source code that
+holds one) is the value's own text unless a tag follows it. A call the reply ended
+inside is never run; the whole calls before it are.
 """
 
 from __future__ import annotations
 
+import functools
+import json
 import re
 from collections.abc import Iterable, Iterator
-from typing import ClassVar
+from typing import Any, ClassVar
 
-from ..base import Block, ParseEvent, invalid
-from .base import Reader, json_value, named_call, read_json_calls
+from ..base import Block, ContentDelta, ParseEvent, invalid
+from .base import Reader, inside_json_string, json_value, named_call, read_json_calls
 
 __all__ = [
     "FunctionTagReader",
     "MinimaxReader",
+    "SeedOssReader",
+    "Step3Reader",
+    "not_inside_value",
     "read_arg_pairs",
-    "read_function_body",
+    "read_function_calls",
     "read_invokes",
 ]
 
-_PARAM = re.compile(r"<parameter=([^>\n]+)>\n?(.*?)\n?</parameter>", re.DOTALL)
-_PARAM_OPEN = re.compile(r"<parameter=([^>\n]+)>")
-_ARG = re.compile(r"<arg_key>(.*?)</arg_key>\s*<arg_value>(.*?)</arg_value>", re.DOTALL)
-_INVOKE = re.compile(r'<invoke\s+name="([^"]+)"\s*>(.*?)</invoke>', re.DOTALL)
-_INVOKE_PARAM = re.compile(r'<parameter\s+name="([^"]+)"\s*>(.*?)</parameter>', re.DOTALL)
+FUNCTION, FUNCTION_END = "<function=", "</function>"
+PARAM, PARAM_END = "<parameter=", "</parameter>"
+# markup that wraps calls but carries nothing: what is left of it between calls
+_WRAPPERS = re.compile(r"</?tool_call>|</?seed:tool_call>|</function>|</parameter>")
+# what may follow a structural </function> (white space aside), and what starts the
+# next call where a </function> is missing
+_NEXT_CALL = (FUNCTION, "<tool_call>", "</tool_call>", "<seed:tool_call>", "</seed:tool_call>")
+# what may follow a structural </parameter>
+_AFTER_PARAM = (PARAM, FUNCTION_END, *_NEXT_CALL)
+_BAD_NAME = re.compile(r"[{}<>\"'\s]")
 
 
-def read_function_body(text: str, *, closed: bool) -> Iterator[ParseEvent]:
-    """Read ``NAME>`` followed by ``<parameter=…>`` elements or a JSON object."""
-    raw = "<function=" + text
-    name, sep, body = text.partition(">")
-    name = name.strip()
-    if not sep or not name or "\n" in name:
-        yield invalid(raw, "unreadable <function=NAME> tag")
-        return
-    stripped = body.strip()
-    if stripped.startswith(("{", "[")):
-        yield from read_json_calls(
-            '{"name": ' + _quote(name) + ', "arguments": ' + stripped + "}",
-            closed=closed,
+def read_function_calls(text: str, *, closed: bool) -> Iterator[ParseEvent]:
+    """Read the ``<function=NAME>…</function>`` calls in ``text``, and the text between.
+
+    ``closed=False``: the reply ended inside ``text``, so a call whose ``</function>``
+    has not come is cut short and is reported, not run.
+    """
+    pos = 0
+    while True:
+        start = text.find(FUNCTION, pos)
+        prose = _WRAPPERS.sub("", text[pos : start if start >= 0 else len(text)]).strip()
+        if prose:
+            yield ContentDelta(prose)
+        if start < 0:
+            return
+        event, pos = _read_function(text, start, closed=closed)
+        yield event
+
+
+def _read_function(text: str, start: int, *, closed: bool) -> tuple[ParseEvent, int]:
+    """The call at ``text[start:]`` (which starts with ``<function=``), and where it ends."""
+    head = start + len(FUNCTION)
+    name, body = _tag_name(text, head)
+    if not name and body >= len(text) and not closed:
+        return invalid(text[start:], "the reply ended inside a <function= tag; not run"), body
+    if not name or _BAD_NAME.search(name):
+        end = text.find(FUNCTION_END, head)
+        end = len(text) if end < 0 else end + len(FUNCTION_END)
+        return invalid(text[start:end], "unreadable <function=NAME> tag"), end
+    if text[body:].lstrip().startswith(("{", "[")):
+        return _json_function(text, start, body, name, closed=closed)
+    args: dict[str, Any] = {}
+    pos = body
+    while True:
+        pos = _skip_space(text, pos)
+        if text.startswith(FUNCTION_END, pos):
+            raw = text[start : pos + len(FUNCTION_END)]
+            return named_call(name, args, raw), pos + len(FUNCTION_END)
+        if text.startswith(PARAM, pos):
+            key, value_at = _tag_name(text, pos + len(PARAM))
+            if not key:
+                return _cut(text, start, name), len(text)
+            if text.startswith("\n", value_at):
+                value_at += 1
+            end, pos = _value_end(text, value_at, closed=closed)
+            if end < 0:
+                return _cut(text, start, name, inside=key), len(text)
+            args[key] = json_value(_strip_one_newline(text[value_at:end]))
+            continue
+        if (pos >= len(text) and closed) or text.startswith(_NEXT_CALL, pos):
+            # </function> missing where the block's closer or the next call came
+            return named_call(name, args, text[start:pos]), pos
+        end = text.find(FUNCTION_END, pos)
+        if pos >= len(text) or end < 0 or not _structural_function_end(text, end, closed=closed):
+            return _cut(text, start, name), len(text)
+        pos = end  # stray words between parameters: kept out of the call
+
+
+def _json_function(
+    text: str, start: int, body: int, name: str, *, closed: bool
+) -> tuple[ParseEvent, int]:
+    """``<function=NAME>{json}</function>`` (Llama 3.1)."""
+    end = text.find(FUNCTION_END, body)
+    while end >= 0 and inside_json_string(text[body:end]):  # a closer in a string argument
+        end = text.find(FUNCTION_END, end + 1)
+    stop = len(text) if end < 0 else end
+    events = list(
+        read_json_calls(
+            '{"name": '
+            + json.dumps(name, ensure_ascii=False)
+            + ', "arguments": '
+            + text[body:stop]
+            + "}",
+            closed=closed or end >= 0,
             where=f"<function={name}>",
             prose_after=False,
         )
-        return
-    opened = _PARAM_OPEN.findall(body)
-    params = _PARAM.findall(body)
-    if len(params) < len(opened):
-        yield invalid(
-            raw,
-            f"the reply ended inside a <parameter> of <function={name}>; the call was not run",
-            name=name,
-        )
-        return
-    if not closed:
-        # more parameters may have been on their way: a cut-short call is never run
-        yield invalid(
-            raw, f"the reply ended inside <function={name}>; the call was not run", name=name
-        )
-        return
-    yield named_call(name, {k.strip(): json_value(v) for k, v in params}, raw)
+    )
+    return events[0], stop + (len(FUNCTION_END) if end >= 0 else 0)
+
+
+def _tag_name(text: str, at: int) -> tuple[str, int]:
+    """The name of a ``<function=``/``<parameter=`` tag whose name starts at ``at``, and
+    where its body starts. A missing ``>`` ends the name at its first word (at the line's
+    end, or at the next tag); ``<parameter=parameter=x>`` is ``x``."""
+    i = at
+    while i < len(text) and text[i] not in ">\n<":
+        i += 1
+    if i >= len(text):
+        return "", i  # the reply ended inside the tag
+    name = text[at:i].strip()
+    for prefix in ("parameter=", "function="):
+        name = name.removeprefix(prefix)
+    if text[i] == ">":
+        return name, i + 1
+    # no '>': the name is the first word; a value may follow it on the same line
+    word = name.split(maxsplit=1)[0] if name.strip() else ""
+    if word != name:
+        i = text.index(word, at) + len(word) + 1
+    return word.rstrip(":;,."), i
+
+
+def _value_end(text: str, at: int, *, closed: bool) -> tuple[int, int]:
+    """Where the parameter value starting at ``at`` ends, and where what follows starts;
+    ``(-1, -1)`` when the text ends inside it."""
+    search = at
+    close = -1
+    while True:
+        found = text.find(PARAM_END, search)
+        if found < 0:
+            break
+        after = _skip_space(text, found + len(PARAM_END))
+        if after >= len(text) or text.startswith(_AFTER_PARAM, after):
+            close = found
+            break
+        search = found + len(PARAM_END)  # a </parameter> inside the value's own text
+    # a missing </parameter>: the next parameter on a line of its own, or </function>
+    implicit = [i + 1 for i in (text.find("\n" + PARAM, at),) if i >= 0]
+    func_end = text.find(FUNCTION_END, at)
+    while func_end >= 0 and not _structural_function_end(text, func_end, closed=closed):
+        func_end = text.find(FUNCTION_END, func_end + 1)
+    if func_end >= 0:
+        implicit.append(func_end)
+    first_implicit = min(implicit, default=-1)
+    if close >= 0 and (first_implicit < 0 or close < first_implicit):
+        return close, close + len(PARAM_END)
+    if first_implicit >= 0:
+        return first_implicit, first_implicit
+    if closed:
+        return len(text), len(text)
+    return -1, -1
+
+
+def _structural_function_end(text: str, at: int, *, closed: bool) -> bool:
+    """Whether the ``</function>`` at ``at`` ends the call, not a value's text: a tag
+    follows it, or the block ends there; where the reply itself ended there, only one
+    on a line of its own counts (one inside a line of code may be cut short)."""
+    after = _skip_space(text, at + len(FUNCTION_END))
+    if after < len(text):
+        return text.startswith(_NEXT_CALL, after)
+    return closed or text[:at].rstrip(" \t").endswith("\n")
+
+
+def _cut(text: str, start: int, name: str, *, inside: str | None = None) -> ParseEvent:
+    where = f"the parameter {inside!r} of " if inside else ""
+    return invalid(
+        text[start:],
+        f"the reply ended inside {where}<function={name}> before the call was complete; "
+        "the call was not run",
+        name=name,
+    )
+
+
+def _skip_space(text: str, pos: int) -> int:
+    while pos < len(text) and text[pos].isspace():
+        pos += 1
+    return pos
+
+
+def _strip_one_newline(value: str) -> str:
+    """Values sit on lines of their own: the newline after the tag and the one before
+    the closer are layout, not value."""
+    value = value.removeprefix("\n")
+    return value.removesuffix("\n")
+
+
+# --------------------------------------------------------------------------- GLM
+
+_ARG = re.compile(r"<arg_key>(.*?)</arg_key>(?:\\n|\s)*<arg_value>(.*?)</arg_value>", re.DOTALL)
+_GLM_NAME = re.compile(r"\s*([^\s<>{}\"']+)\s*")
 
 
 def read_arg_pairs(text: str, *, closed: bool) -> Iterator[ParseEvent]:
-    """GLM-4.5/4.7: ``NAME`` then ``<arg_key>…</arg_key><arg_value>…</arg_value>`` pairs
-    (Hunyuan HY v3 puts ``<tool_sep>`` after the name)."""
-    name, _, rest = text.strip().partition("\n")
-    if "<arg_key>" in name:
-        name, rest = name[: name.index("<arg_key>")], name[name.index("<arg_key>") :] + rest
-    name = name.replace("<tool_sep>", "")
+    """GLM-4.5/4.6/4.7: ``NAME`` then ``<arg_key>…</arg_key><arg_value>…</arg_value>``
+    pairs, with or without newlines between them (Hunyuan HY v3 puts ``<tool_sep>`` after
+    the name); ``NAME`` alone is a call without arguments."""
+    name_match = _GLM_NAME.match(text)
+    name = name_match.group(1) if name_match else ""
+    rest = text[name_match.end() :] if name_match else text
+    rest = rest.removeprefix("<tool_sep>")
+    if not name or (rest.strip() and not rest.lstrip().startswith("<arg_key>")):
+        yield invalid(text, "a GLM tool call must start with the tool's name")
+        return
     pairs = _ARG.findall(rest)
-    if not closed or rest.count("<arg_key>") > len(pairs):
+    if not closed:
         yield invalid(
-            text, f"an <arg_key> of {name.strip()!r} has no <arg_value>; the call was not run"
+            text, f"the reply ended inside the call of {name!r}; the call was not run", name=name
         )
         return
-    yield named_call(name, {k.strip(): json_value(v) for k, v in pairs}, text)
-
-
-def read_invokes(text: str, *, closed: bool) -> Iterator[ParseEvent]:
-    """MiniMax-M2: ``<invoke name="f"><parameter name="p">v</parameter></invoke>`` …"""
-    invokes = _INVOKE.findall(text)
-    if not closed or text.count("<invoke") > len(invokes):
-        yield invalid(text, "the reply ended inside <minimax:tool_call>; no call was run")
+    if rest.count("<arg_key>") > len(pairs):
+        yield invalid(text, f"an <arg_key> of {name!r} has no <arg_value>", name=name)
         return
-    for name, body in invokes:
-        params = _INVOKE_PARAM.findall(body)
-        yield named_call(name, {k: json_value(v.strip("\n")) for k, v in params}, text)
+    yield named_call(name, {k.strip(): json_value(v.strip()) for k, v in pairs}, text)
 
 
-def _quote(name: str) -> str:
-    import json
+# --------------------------------------------------------------------------- MiniMax
 
-    return json.dumps(name, ensure_ascii=False)
+_NAME_ATTR = r"""name\s*=\s*(?:"([^"]*)"|'([^']*)'|([^\s>"']+))\s*"""
+_INVOKE = re.compile(r"<invoke\s+" + _NAME_ATTR + r">(.*?)</invoke>", re.DOTALL)
+_INVOKE_PARAM = re.compile(r"<parameter\s+" + _NAME_ATTR + r">(.*?)</parameter>", re.DOTALL)
+
+
+def read_invokes(
+    text: str, *, closed: bool, where: str = "<minimax:tool_call>", prefix: str = ""
+) -> Iterator[ParseEvent]:
+    """MiniMax-M2 ``<invoke name="f"><parameter name="p">v</parameter></invoke>`` …, and
+    Step-3's ``steptml:``-prefixed tags (``prefix="steptml:"``). Whole invokes are read
+    even when the reply ended before the wrapper's closer; one cut short is not run."""
+    invoke, param = (_INVOKE, _INVOKE_PARAM) if not prefix else _prefixed(prefix)
+    end = 0
+    for match in invoke.finditer(text):
+        name = next(g for g in match.groups()[:3] if g is not None)
+        params = {
+            next(g for g in p.groups()[:3] if g is not None).strip(): json_value(p.group(4).strip())
+            for p in param.finditer(match.group(4))
+        }
+        yield named_call(name, params, match.group(0))
+        end = match.end()
+    rest = text[end:]
+    if f"<{prefix}invoke" in rest:
+        yield invalid(rest.strip(), f"the reply ended inside an <invoke> of {where}; not run")
+    elif end == 0 and text.strip():
+        yield invalid(text, f"no <{prefix}invoke name=…> inside {where}")
+
+
+@functools.cache
+def _prefixed(prefix: str) -> tuple[re.Pattern[str], re.Pattern[str]]:
+    """The invoke and parameter patterns with ``prefix`` on every tag name."""
+
+    def add(pattern: re.Pattern[str]) -> re.Pattern[str]:
+        source = pattern.pattern
+        for tag in ("invoke", "parameter"):
+            source = source.replace(f"<{tag}", f"<{prefix}{tag}")
+            source = source.replace(f"</{tag}", f"</{prefix}{tag}")
+        return re.compile(source, re.DOTALL)
+
+    return add(_INVOKE), add(_INVOKE_PARAM)
+
+
+NS = "]<]minimax[>["
+M3_OPEN, M3_CLOSE = NS + "<tool_call>", NS + "</tool_call>"
+_M3_INVOKE = re.compile(re.escape(NS) + r'\s*<invoke name="([^"]*)">')
+_M3_INVOKE_END = NS + "</invoke>"
+
+
+def read_m3_invokes(text: str) -> Iterator[ParseEvent]:
+    """MiniMax-M3: each tag behind the namespace token; a tag holding text is a value,
+    one holding tags an object (``<item>`` children: a list; a repeated tag: a list).
+    Whole invokes are read wherever the reply ended; one cut short is not run."""
+    pos = 0
+    while True:
+        match = _M3_INVOKE.search(text, pos)
+        if match is None:
+            if pos == 0 and text.strip():
+                yield invalid(text, f"no {NS}<invoke name=…> inside {M3_OPEN}")
+            return
+        end = text.find(_M3_INVOKE_END, match.end())
+        if end < 0:
+            yield invalid(
+                text[match.start() :],
+                f"the reply ended inside the call of {match.group(1)!r}; not run",
+                name=match.group(1),
+            )
+            return
+        raw = text[match.start() : end + len(_M3_INVOKE_END)]
+        try:
+            args = _m3_tree(text[match.end() : end])
+        except ValueError as exc:
+            yield invalid(raw, f"unreadable MiniMax-M3 call: {exc}", name=match.group(1))
+        else:
+            yield named_call(match.group(1), args, raw)
+        pos = end + len(_M3_INVOKE_END)
+
+
+def _m3_tree(body: str) -> dict[str, Any]:
+    stack: list[list[Any]] = [["", {}]]  # [tag, value]; None: a container not yet known
+    for chunk in body.split(NS):
+        chunk = chunk.strip()
+        if not chunk:
+            continue
+        if chunk.startswith("</"):
+            tag = chunk[2:].split(">", 1)[0].strip()
+            if len(stack) == 1 or stack[-1][0] != tag:
+                raise ValueError(f"</{tag}> closes no open tag")
+            _, value = stack.pop()
+            _add_child(stack[-1], tag, {} if value is None else value)
+            continue
+        if not chunk.startswith("<") or ">" not in chunk:
+            raise ValueError(f"text outside a tag: {chunk[:40]!r}")
+        tag, value = chunk[1:].split(">", 1)
+        stack.append([tag.strip(), json_value(value) if value else None])
+    if len(stack) != 1:
+        raise ValueError(f"<{stack[-1][0]}> is never closed")
+    return stack[0][1]
+
+
+def _add_child(parent: list[Any], tag: str, value: Any) -> None:
+    """Put a closed tag's value into its parent: ``<item>`` children make a list, other
+    tags an object, a tag repeated a list under that key."""
+    if parent[1] is None:
+        parent[1] = [] if tag == "item" else {}
+    holder = parent[1]
+    if isinstance(holder, list):
+        holder.append(value)
+    elif not isinstance(holder, dict):
+        raise ValueError(f"<{parent[0]}> holds both text and tags")
+    elif tag in holder:
+        old = holder[tag]
+        holder[tag] = [*old, value] if isinstance(old, list) else [old, value]
+    else:
+        holder[tag] = value
+
+
+# --------------------------------------------------------------------------- readers
 
 
 class FunctionTagReader(Reader):
-    """``<function=NAME>…</function>``: Qwen3-Coder, Qwen3.5, Seed-OSS, Llama 3.1."""
+    """``<function=NAME>…</function>``: Qwen3-Coder, Qwen3.5, Step-3.5, Llama 3.1."""
 
     name: ClassVar[str] = "function-tag"
-    FUNCTION: ClassVar[Block] = Block("<function=", ("</function>",), "call")
-    blocks: ClassVar[tuple[Block, ...]] = (
-        FUNCTION,
-        Block("<seed:think>", ("</seed:think>",), "reasoning"),
-    )
-    drop_tokens: ClassVar[tuple[str, ...]] = (
-        "<seed:tool_call>",
-        "</seed:tool_call>",
-        "</function>",
-    )
+    FUNCTION: ClassVar[Block] = Block(FUNCTION, (FUNCTION_END,), "call")
+    blocks: ClassVar[tuple[Block, ...]] = (FUNCTION,)
+    drop_tokens: ClassVar[tuple[str, ...]] = (FUNCTION_END,)
     special: ClassVar[bool] = False
     examples: ClassVar[tuple[str, ...]] = (
         "<function=get_weather>\n<parameter=city>\n巴黎\n</parameter>\n"
         "<parameter=days>\n3\n</parameter>\n</function>",
         '<function=get_weather>{"city": "Paris"}</function>'
         '<function=get_time>{"zone": "CET"}</function>',
-        "<seed:tool_call>\n<function=get_weather>\n<parameter=city>Paris</parameter>\n"
-        "</function>\n</seed:tool_call>",
     )
 
     def read_block(self, block: Block, text: str, *, closed: bool) -> Iterable[ParseEvent]:
-        return read_function_body(text, closed=closed)
+        return read_function_calls(
+            FUNCTION + text + (FUNCTION_END if closed else ""), closed=closed
+        )
+
+    def block_may_close(self, block: Block, text: str, marker: str) -> bool:
+        # a </function> inside a parameter's value (source code) is the value's text
+        args = text.partition(">")[2].lstrip()
+        if args.startswith("{"):
+            return not inside_json_string(args)
+        return not_inside_value(FUNCTION + text)
+
+
+SEED_CALL = ("<seed:tool_call>", "</seed:tool_call>")
+SEED_THINK = ("<seed:think>", "</seed:think>")
+
+
+class SeedOssReader(Reader):
+    """Seed-OSS: ``<function=…>`` calls inside ``<seed:tool_call>``; ``<seed:think>`` is
+    reasoning."""
+
+    name: ClassVar[str] = "seed-oss"
+    blocks: ClassVar[tuple[Block, ...]] = (
+        Block(SEED_CALL[0], (SEED_CALL[1],), "call"),
+        Block(SEED_THINK[0], (SEED_THINK[1],), "reasoning"),
+    )
+    drop_tokens: ClassVar[tuple[str, ...]] = (SEED_CALL[1], SEED_THINK[1], "<seed:eos>")
+    channel_tokens: ClassVar[tuple[str, ...]] = ("<seed:eos>", SEED_THINK[1])
+    examples: ClassVar[tuple[str, ...]] = (
+        "<seed:tool_call>\n<function=get_weather>\n<parameter=city>Paris</parameter>\n"
+        "</function>\n</seed:tool_call>",
+        "<seed:think>The user wants two things.</seed:think>"
+        "<seed:tool_call><function=get_weather><parameter=city>Paris</parameter></function>"
+        "</seed:tool_call><seed:tool_call><function=get_time><parameter=zone>CET</parameter>"
+        "</function></seed:tool_call>",
+    )
+
+    def read_block(self, block: Block, text: str, *, closed: bool) -> Iterable[ParseEvent]:
+        return read_function_calls(text, closed=closed)
+
+    def block_may_close(self, block: Block, text: str, marker: str) -> bool:
+        return not_inside_value(text)
+
+
+def not_inside_value(text: str) -> bool:
+    """Whether a closer after ``text`` (calls so far) stands outside any parameter value:
+    every opened ``<parameter=`` has ended (by its closer, or by a later parameter), or
+    the closer starts a line, as the templates write it (a value missing its
+    ``</parameter>``); a closer inside a line of a value is the value's text."""
+    if text.rstrip(" \t").endswith("\n"):
+        return True
+    last = text.rfind(PARAM)
+    if last < 0:
+        return True
+    key, value_at = _tag_name(text, last + len(PARAM))
+    if not key:
+        return True
+    end, _ = _value_end(text, value_at + text.startswith("\n", value_at), closed=False)
+    return end >= 0
 
 
 class MinimaxReader(Reader):
-    """MiniMax-M2: ``<minimax:tool_call><invoke name=…>…</invoke></minimax:tool_call>``."""
+    """MiniMax-M2 ``<minimax:tool_call>`` and MiniMax-M3 ``]<]minimax[>[<tool_call>``."""
 
     name: ClassVar[str] = "minimax"
+    M3: ClassVar[Block] = Block(M3_OPEN, (M3_CLOSE,), "call")
     blocks: ClassVar[tuple[Block, ...]] = (
         Block("<minimax:tool_call>", ("</minimax:tool_call>",), "call"),
+        M3,
     )
+    drop_tokens: ClassVar[tuple[str, ...]] = ("</minimax:tool_call>", M3_CLOSE)
     examples: ClassVar[tuple[str, ...]] = (
         '<minimax:tool_call>\n<invoke name="get_weather">\n<parameter name="city">Paris'
         '</parameter>\n</invoke>\n<invoke name="get_time">\n<parameter name="zone">CET'
         "</parameter>\n</invoke>\n</minimax:tool_call>",
+        f'{M3_OPEN}\n{NS}<invoke name="get_weather">\n{NS}<city>Paris{NS}</city>\n'
+        f"{NS}</invoke>\n{M3_CLOSE}",
     )
 
     def read_block(self, block: Block, text: str, *, closed: bool) -> Iterable[ParseEvent]:
+        if block.open == M3_OPEN:
+            return read_m3_invokes(text)
         return read_invokes(text, closed=closed)
+
+    def block_may_close(self, block: Block, text: str, marker: str) -> bool:
+        # a closer inside a <parameter> value is the value's text
+        return block.open == M3_OPEN or text.rfind("<parameter") <= text.rfind("</parameter>")
+
+
+STEP_CALLS = ("<｜tool_calls_begin｜>", "<｜tool_calls_end｜>")
+STEP_CALL = ("<｜tool_call_begin｜>", "<｜tool_call_end｜>")
+STEP_SEP = "<｜tool_sep｜>"
+
+
+class Step3Reader(Reader):
+    """Step-3: ``steptml`` invokes between ``<｜tool_call_begin｜>`` tokens."""
+
+    name: ClassVar[str] = "step3"
+    blocks: ClassVar[tuple[Block, ...]] = (Block(STEP_CALLS[0], (STEP_CALLS[1],), "call"),)
+    drop_tokens: ClassVar[tuple[str, ...]] = (STEP_CALLS[1],)
+    examples: ClassVar[tuple[str, ...]] = (
+        f"{STEP_CALLS[0]}{STEP_CALL[0]}function{STEP_SEP}"
+        '<steptml:invoke name="get_weather"><steptml:parameter name="city">Paris'
+        f"</steptml:parameter></steptml:invoke>{STEP_CALL[1]}{STEP_CALL[0]}function{STEP_SEP}"
+        '<steptml:invoke name="get_time"><steptml:parameter name="zone">CET'
+        f"</steptml:parameter></steptml:invoke>{STEP_CALL[1]}{STEP_CALLS[1]}",
+    )
+
+    def read_block(self, block: Block, text: str, *, closed: bool) -> Iterable[ParseEvent]:
+        for part in text.split(STEP_CALL[0])[1:] or [text]:
+            body, ended, _ = part.partition(STEP_CALL[1])
+            kind, sep, invoke = body.partition(STEP_SEP)
+            if not sep:
+                kind, invoke = "function", body
+            if kind.strip() != "function":
+                yield invalid(part, f"Step-3 call of unknown type {kind.strip()!r}")
+                continue
+            yield from read_invokes(
+                invoke,
+                closed=closed or bool(ended),
+                where=STEP_CALL[0],
+                prefix="steptml:",
+            )
