@@ -33,7 +33,7 @@ from langchain_core.tools import BaseTool
 from langchain_core.utils.function_calling import convert_to_openai_tool
 from langchain_core.utils.json import parse_partial_json
 from langgraph.constants import TAG_NOSTREAM
-from pydantic import field_validator
+from pydantic import PrivateAttr, field_validator
 
 from ..formats.base import (
     CallEvent,
@@ -119,6 +119,11 @@ class DialectChatModel(BaseChatModel):
 
     model: BaseChatModel
     dialect: Dialect
+    # native: the inner model bound to the tools, per bound tool list (the same list on
+    # every call of one binding); binding converts every tool's schema again
+    _bound: dict[tuple[int, str], tuple[Any, Runnable[LanguageModelInput, BaseMessage]]] = (
+        PrivateAttr(default_factory=dict)
+    )
 
     @field_validator("dialect", mode="before")
     @classmethod
@@ -185,7 +190,7 @@ class DialectChatModel(BaseChatModel):
         if self.dialect.native:
             rendered = self.dialect.render(messages, tools)
             if tools:
-                inner = self.model.bind_tools(tools, tool_choice=tool_choice)
+                inner = self._bound_to(tools, tool_choice)
                 names = [t["function"]["name"] for t in formatted or ()] or _names(tools)
         else:
             tools = _chosen(tools, tool_choice)
@@ -200,6 +205,18 @@ class DialectChatModel(BaseChatModel):
             config = {"callbacks": _child(run_manager)}
         kwargs["config"] = config
         return _Call(self.dialect, inner, rendered, kwargs, tools, names, used_call_ids(messages))
+
+    def _bound_to(
+        self, tools: list[Any], tool_choice: Any
+    ) -> Runnable[LanguageModelInput, BaseMessage]:
+        key = (id(tools), repr(tool_choice))
+        held = self._bound.get(key)
+        if held is None or held[0] is not tools:  # the list is kept, so its id stays its own
+            held = (tools, self.model.bind_tools(tools, tool_choice=tool_choice))
+            self._bound[key] = held
+            if len(self._bound) > 8:  # callers that bind anew for every call never hit
+                del self._bound[next(iter(self._bound))]
+        return held[1]
 
     def _generate(
         self,
