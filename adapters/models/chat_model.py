@@ -24,6 +24,7 @@ from langchain_core.callbacks import (
     CallbackManagerForLLMRun,
 )
 from langchain_core.language_models import LanguageModelInput
+from langchain_core.language_models.base import LangSmithParams
 from langchain_core.language_models.chat_models import BaseChatModel
 from langchain_core.messages import AIMessage, AIMessageChunk, BaseMessage
 from langchain_core.messages.tool import ToolCall, tool_call_chunk
@@ -33,7 +34,7 @@ from langchain_core.tools import BaseTool
 from langchain_core.utils.function_calling import convert_to_openai_tool
 from langchain_core.utils.json import parse_partial_json
 from langgraph.constants import TAG_NOSTREAM
-from pydantic import PrivateAttr, field_validator
+from pydantic import PrivateAttr, field_validator, model_validator
 
 from ..formats.base import (
     CallEvent,
@@ -130,13 +131,50 @@ class DialectChatModel(BaseChatModel):
     def _dialect(cls, value: Any) -> Dialect:
         return get_dialect(value)
 
+    @model_validator(mode="after")
+    def _profile_of_the_model(self) -> DialectChatModel:
+        # what the wrapped model can do (context window, modalities) is what this one can
+        if self.profile is None and self.model.profile is not None:
+            self.profile = self.model.profile
+        return self
+
+    @property
+    def model_name(self) -> str:
+        """The wrapped model's name, e.g. ``"gpt-4o-mini"`` or ``"qwen3"`` (its class name
+        when it has none): what LangChain's agents read to choose a strategy."""
+        for attr in ("model_name", "model", "model_id"):
+            value = getattr(self.model, attr, None)
+            if isinstance(value, str) and value:
+                return value
+        return self.model.get_name()
+
     @property
     def _llm_type(self) -> str:
         return f"dialect-{self.dialect.name}"
 
     @property
     def _identifying_params(self) -> dict[str, Any]:
-        return {"dialect": repr(self.dialect), "model": self.model.get_name()}
+        # the wrapped model's own parameters, so wrappers of two models never share a
+        # cache entry (read only when a LangChain cache is set)
+        return {"dialect": repr(self.dialect), "model": self.model.dict()}
+
+    def _get_ls_params(self, stop: list[str] | None = None, **kwargs: Any) -> LangSmithParams:
+        """Tracing parameters of the wrapped model, seen through the dialect."""
+        provider = type(self.model).__name__
+        provider = provider[4:] if provider.startswith("Chat") else provider.removesuffix("Chat")
+        model = kwargs.get("model")
+        params = LangSmithParams(
+            ls_provider=provider.lower(),
+            ls_model_name=model if isinstance(model, str) else self.model_name,
+            ls_model_type="chat",
+        )
+        for name, key in (("temperature", "ls_temperature"), ("max_tokens", "ls_max_tokens")):
+            value = kwargs.get(name, getattr(self.model, name, None))
+            if isinstance(value, int | float) and not isinstance(value, bool):
+                params[key] = value  # type: ignore[literal-required]
+        if stop:
+            params["ls_stop"] = stop
+        return params
 
     def __repr_args__(self) -> Any:
         # LangChain puts a model's repr in every run's start event; the wrapped model's
