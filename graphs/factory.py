@@ -29,7 +29,7 @@ from fncall_graph.nodes.approve import (
     unknown_tool,
 )
 from fncall_graph.nodes.model import ModelNode
-from fncall_graph.nodes.tools import ToolDispatchNode
+from fncall_graph.nodes.tools import DEFAULT_TOOL_TIMEOUT, ToolDispatchNode
 
 from .state import FncallDebugState, FncallState
 
@@ -92,7 +92,7 @@ def create_fncall_graph(
     store: BaseStore | None = None,
     max_iterations: int = 20,
     max_concurrency: int = 8,
-    tool_timeout: float | None = None,
+    tool_timeout: float | None = DEFAULT_TOOL_TIMEOUT,
     max_result_chars: int | None = 100_000,
     idempotent_tools: Sequence[str] = (),
     unparsed_limit: int = 2,
@@ -155,7 +155,11 @@ def create_fncall_graph(
         max_iterations: model calls allowed in one user turn; at the limit the turn
             ends with an assistant message saying so (never ``GraphRecursionError``).
         max_concurrency: tool calls of one turn running at once.
-        tool_timeout: seconds one tool call may take before it is answered with an error.
+        tool_timeout: seconds one tool call may take (default 600, ``DEFAULT_TOOL_TIMEOUT``;
+            ``None``: no limit). An async call past it is cancelled; a sync one cannot be
+            stopped and runs on, its claim held until it ends. Either way the model is
+            told the outcome is unknown and not to repeat the call unchecked (a sync call
+            "is still running"). MCP calls also have the toolkit's ``call_timeout``.
         max_result_chars: longest tool result the model sees; a longer one is cut with a
             note saying how much was left out, and the whole result is kept in the
             ``ToolMessage``'s ``artifact`` (``None``: no limit).

@@ -38,7 +38,10 @@ from langgraph.types import Send
 
 from fncall_graph._compat import has_own_async
 from fncall_graph.adapters.checkpoint.claims import ClaimRow, TaskClaim, claim_in_task
-from fncall_graph.adapters.mcp import MCPServerError
+from fncall_graph.adapters.mcp import MCPCallOutcomeUnknown, MCPServerError
+
+DEFAULT_TOOL_TIMEOUT = 600.0
+"""Seconds a tool call may take by default (``tool_timeout``); ``None`` waits for ever."""
 
 
 class ToolTimeoutError(TimeoutError):
@@ -52,6 +55,8 @@ class ToolArgumentsError(ValueError):
 def tool_error_message(error: Exception) -> str:
     """The text the model sees for a failed call: what failed and what to do."""
     if isinstance(error, ToolTimeoutError | ToolArgumentsError):
+        return f"Error: {error}"
+    if isinstance(error, MCPCallOutcomeUnknown):
         return f"Error: {error}"
     if isinstance(error, MCPServerError):
         # nothing about the call can be fixed: say so, or the model retries in a loop
@@ -81,6 +86,22 @@ def unknown_outcome(call: ToolCall, claim: ClaimRow) -> ToolMessage:
         tool_call_id=call["id"] or "",
         status="error",
         artifact={"outcome": "unknown", "started_at": claim.created_at},
+    )
+
+
+def still_running(call: ToolCall, timeout: float) -> ToolMessage:
+    """Answer a sync call still running past its timeout: it cannot be stopped, so it may
+    yet take effect; a retry now could do it twice."""
+    return ToolMessage(
+        content=(
+            f"Outcome unknown: tool {call['name']!r} did not finish within {timeout:g} s and "
+            "is still running; its result will not be shown. Do not retry it: it may still "
+            "take effect. Check its effect later (for example with a read), or tell the user."
+        ),
+        name=call["name"],
+        tool_call_id=call["id"] or "",
+        status="error",
+        artifact={"outcome": "unknown", "still_running": True},
     )
 
 
@@ -121,7 +142,8 @@ class ToolDispatchNode:
 
     Args:
         tools: the tools the model may call.
-        timeout: seconds one call may take, or ``None`` for no limit.
+        timeout: seconds one call may take (default :data:`DEFAULT_TOOL_TIMEOUT`), or
+            ``None`` for no limit.
         max_result_chars: longest result text the model is shown; a longer one is cut
             with a note saying how much, and the whole text is kept in the message's
             ``artifact`` (``{"full_content": ..., "artifact": <the tool's own>}``).
@@ -143,7 +165,13 @@ class ToolDispatchNode:
        too long for the model is cut;
     3. check arguments: JSON-schema validation for dict schemas (MCP tools carry those
        and LangChain does not validate them);
-    4. time limit: a call past ``timeout`` is abandoned.
+    4. time limit: an async call past ``timeout`` is cancelled and answered with an
+       error saying its outcome is unknown.
+
+    The sync chain has the time limit outermost instead: a sync call cannot be stopped,
+    so past ``timeout`` the model is told it is still running and not to retry it, while
+    the call runs on in its thread, its claim held (``running``) until it really ends and
+    then settled with its real outcome.
 
     Calls the parser could not read are answered before the chain.
     """
@@ -152,7 +180,7 @@ class ToolDispatchNode:
         self,
         tools: Sequence[BaseTool],
         *,
-        timeout: float | None = None,
+        timeout: float | None = DEFAULT_TOOL_TIMEOUT,
         max_result_chars: int | None = 100_000,
         idempotent_tools: Sequence[str] = (),
     ) -> None:
@@ -164,7 +192,7 @@ class ToolDispatchNode:
         self.tool_node = ToolNode(
             list(tools),
             handle_tool_errors=False,  # the answer layer does it, inside the claim
-            wrap_tool_call=chain(self._claimed, self._answered, self._check_args, self._timed),
+            wrap_tool_call=chain(self._timed, self._claimed, self._answered, self._check_args),
             awrap_tool_call=chain(self._aclaimed, self._aanswered, self._check_args, self._atimed),
         )
 
@@ -286,17 +314,21 @@ class ToolDispatchNode:
 
     def _timeout_error(self, call: ToolCall) -> ToolTimeoutError:
         return ToolTimeoutError(
-            f"tool {call['name']!r} did not finish within {self.timeout:g} s and was abandoned; "
-            "try again with a smaller request or another tool"
+            f"tool {call['name']!r} did not finish within {self.timeout:g} s and was "
+            "cancelled; it may or may not have taken effect (an MCP server, for one, may "
+            "still finish it). Check its effect before repeating it, or ask for less."
         )
 
     def _timed(self, request: ToolCallRequest, execute: Callable[[ToolCallRequest], Any]) -> Any:
+        """Sync chain, outermost: a sync call cannot be stopped, so past the timeout it is
+        left running with its claim, which it settles with its real outcome when it ends;
+        the model is told the outcome is unknown (a retry could do it twice)."""
         if self.timeout is None:
             return execute(request)
         try:
             return _in_daemon_thread(execute, request).result(timeout=self.timeout)
         except concurrent.futures.TimeoutError:
-            raise self._timeout_error(request.tool_call) from None
+            return still_running(request.tool_call, self.timeout)
 
     async def _atimed(
         self, request: ToolCallRequest, execute: Callable[[ToolCallRequest], Awaitable[Any]]

@@ -1,12 +1,14 @@
 """MCP sessions: one persistent session per server, owned by one task on one loop.
 
-A session that dies is started again (and the call retried once); a server that cannot
-start is reported at once with its cause (:class:`MCPServerError`).
+A session that dies is started again (and the call retried once, if it may run twice:
+otherwise its outcome is unknown); a server that cannot start is reported at once with
+its cause (:class:`MCPServerError`).
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import logging
 from collections.abc import Awaitable, Callable, Mapping
@@ -34,7 +36,7 @@ from mcp.types import (
     Tool,
 )
 
-from .errors import Disconnected, MCPServerError, MCPToolTimeoutError
+from .errors import Disconnected, MCPCallOutcomeUnknown, MCPServerError, MCPToolTimeoutError
 
 logger = logging.getLogger(__name__)
 
@@ -259,17 +261,22 @@ class Server:
 
     # -- calls
 
-    async def request(self, what: str, op: Callable[[ClientSession], Awaitable[T]]) -> T:
-        """Run `op(session)` on the owner loop, with timeout and one restart."""
+    async def request(
+        self, what: str, op: Callable[[ClientSession], Awaitable[T]], *, retry: bool = True
+    ) -> T:
+        """Run `op(session)` on the owner loop, with timeout and one restart.
+
+        A session lost during `op` is restarted; `op` runs again only with `retry` (an
+        operation that may safely happen twice), else :class:`MCPCallOutcomeUnknown`."""
         loop = self.loop
         if loop is None or self._closed:
             raise MCPServerError(
                 self.name, "not running (the toolkit is not started or already closed)"
             )
         if asyncio.get_running_loop() is loop:
-            return await self._request(what, op)
+            return await self._request(what, op, retry)
         return await asyncio.wrap_future(
-            asyncio.run_coroutine_threadsafe(self._request(what, op), loop)
+            asyncio.run_coroutine_threadsafe(self._request(what, op, retry), loop)
         )
 
     async def list_tools(self) -> list[Tool]:
@@ -280,9 +287,18 @@ class Server:
         return callable_tools(self.name, listed)
 
     async def call_tool(
-        self, name: str, arguments: dict[str, Any], hooks: CallHooks | None = None
+        self,
+        name: str,
+        arguments: dict[str, Any],
+        hooks: CallHooks | None = None,
+        *,
+        retry: bool = False,
     ) -> CallToolResult:
         """Call tool ``name``; what the server sends during the call goes to ``hooks``.
+
+        A call the server died in is run again after the restart only with ``retry``
+        (a read-only or idempotent tool); otherwise its outcome is unknown and
+        :class:`MCPCallOutcomeUnknown` says so.
 
         Raises:
             BaseException: the interrupt in ``hooks.paused`` when the server asked the
@@ -290,11 +306,13 @@ class Server:
         """
         what = f"tool {name!r}"
         if hooks is None:
-            return await self.request(what, lambda s: s.call_tool(name, arguments))
+            return await self.request(what, lambda s: s.call_tool(name, arguments), retry=retry)
         self.active.append(hooks)
         try:
             result = await self.request(
-                what, lambda s: s.call_tool(name, arguments, progress_callback=hooks.progress)
+                what,
+                lambda s: s.call_tool(name, arguments, progress_callback=hooks.progress),
+                retry=retry,
             )
         finally:
             self.active.remove(hooks)
@@ -302,7 +320,9 @@ class Server:
             raise hooks.paused
         return result
 
-    async def _request(self, what: str, op: Callable[[ClientSession], Awaitable[T]]) -> T:
+    async def _request(
+        self, what: str, op: Callable[[ClientSession], Awaitable[T]], retry: bool
+    ) -> T:
         link = self.link
         if link is None or not link.alive:
             if self._closed:
@@ -317,6 +337,11 @@ class Server:
         try:
             return await self._attempt(link, what, op)
         except Disconnected as first:
+            if not retry:
+                # the request went out: the server may have done it before it died
+                with contextlib.suppress(MCPServerError):  # the next call says why
+                    await self._restart(link, first)
+                raise MCPCallOutcomeUnknown(self.name, what, first) from first
             link = await self._restart(link, first)
         try:
             return await self._attempt(link, what, op)
