@@ -31,17 +31,27 @@ from langchain_core.messages import AIMessage, ToolMessage
 from langchain_core.messages.tool import InvalidToolCall, ToolCall
 from langchain_core.runnables import RunnableConfig
 from langchain_core.tools import BaseTool
+from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.errors import GraphBubbleUp
 from langgraph.prebuilt import ToolNode
 from langgraph.prebuilt.tool_node import ToolCallRequest, ToolCallWrapper
 from langgraph.types import Send
 
 from fncall_graph._compat import has_own_async
-from fncall_graph.adapters.checkpoint.claims import ClaimRow, TaskClaim, claim_in_task
+from fncall_graph.adapters.checkpoint.claims import (
+    ClaimKey,
+    ClaimRow,
+    TaskClaim,
+    claim_in_task,
+    claims_for,
+)
 from fncall_graph.adapters.mcp import MCPCallOutcomeUnknown, MCPServerError
 
 DEFAULT_TOOL_TIMEOUT = 600.0
 """Seconds a tool call may take by default (``tool_timeout``); ``None`` waits for ever."""
+
+DEFAULT_MAX_STORED_RESULT_CHARS = 1_000_000
+"""Longest text of a cut tool result kept by default (``max_stored_result_chars``)."""
 
 
 class ToolTimeoutError(TimeoutError):
@@ -145,9 +155,15 @@ class ToolDispatchNode:
         timeout: seconds one call may take (default :data:`DEFAULT_TOOL_TIMEOUT`), or
             ``None`` for no limit.
         max_result_chars: longest result text the model is shown; a longer one is cut
-            with a note saying how much, and the whole text is kept in the message's
-            ``artifact`` (``{"full_content": ..., "artifact": <the tool's own>}``).
+            with a note saying how much, and the whole result is kept once: in a saved
+            thread, with the call's claim, the message's ``artifact`` only referring to
+            it (read it with :func:`stored_result`), so checkpoints do not copy it;
+            without a checkpointer, in the ``artifact``
+            (``{"full_content": ..., "artifact": <the tool's own>, "full_length": N}``).
             ``None``: no limit.
+        max_stored_result_chars: longest text of such a result that is kept (default
+            :data:`DEFAULT_MAX_STORED_RESULT_CHARS`; ``None``: all of it); the tool's
+            own artifact is kept with it unless it is longer than that too.
         idempotent_tools: tools that may run again when a process died during their
             call (see :func:`is_idempotent`); other calls then get an "outcome unknown"
             answer.
@@ -182,10 +198,12 @@ class ToolDispatchNode:
         *,
         timeout: float | None = DEFAULT_TOOL_TIMEOUT,
         max_result_chars: int | None = 100_000,
+        max_stored_result_chars: int | None = DEFAULT_MAX_STORED_RESULT_CHARS,
         idempotent_tools: Sequence[str] = (),
     ) -> None:
         self.timeout = timeout
         self.max_result_chars = max_result_chars
+        self.max_stored_result_chars = max_stored_result_chars
         self.idempotent_tools = frozenset(idempotent_tools)
         # a claim made on another machine is abandoned once no call could still run
         self.stale_after = None if timeout is None else 2 * timeout + 60
@@ -253,7 +271,9 @@ class ToolDispatchNode:
         claim = self._claim(request)
         if claim is None:
             return execute(request)
-        return claim.once(partial(execute, request), **self._claim_terms(request))
+        return stored_once(
+            claim, claim.once(partial(execute, request), **self._claim_terms(request))
+        )
 
     async def _aclaimed(
         self, request: ToolCallRequest, execute: Callable[[ToolCallRequest], Awaitable[Any]]
@@ -261,7 +281,8 @@ class ToolDispatchNode:
         claim = self._claim(request)
         if claim is None:
             return await execute(request)
-        return await claim.aonce(partial(execute, request), **self._claim_terms(request))
+        result = await claim.aonce(partial(execute, request), **self._claim_terms(request))
+        return stored_once(claim, result)
 
     def _answered(self, request: ToolCallRequest, execute: Callable[[ToolCallRequest], Any]) -> Any:
         try:
@@ -340,6 +361,16 @@ class ToolDispatchNode:
         except TimeoutError:
             raise self._timeout_error(request.tool_call) from None
 
+    def _storable(self, artifact: Any) -> Any:
+        """The tool's own artifact of a cut result, unless it is over the stored limit
+        too (a server's ``structuredContent`` often repeats the whole text)."""
+        if artifact is None or self.max_stored_result_chars is None:
+            return artifact
+        size = len(json.dumps(artifact, ensure_ascii=False, default=str))
+        if size <= self.max_stored_result_chars:
+            return artifact
+        return {"left_out": f"the tool's artifact, {size:,} characters as JSON"}
+
     def _bounded(self, result: Any) -> Any:
         """A result too long for the model, cut with a note; the whole of it stays attached.
 
@@ -356,13 +387,81 @@ class ToolDispatchNode:
         cut = len(text) - self.max_result_chars
         note = (
             f"\n\n[result truncated: {cut:,} of {len(text):,} characters left out; the "
-            "full result is kept with this tool message. Ask for less, e.g. with a filter "
+            "full result is kept with the thread. Ask for less, e.g. with a filter "
             "or a limit.]"
         )
-        artifact = {"full_content": text, "artifact": result.artifact}
+        artifact = {
+            "full_content": text[: self.max_stored_result_chars],
+            "artifact": self._storable(result.artifact),
+            "full_length": len(text),
+        }
         return result.model_copy(
             update={"content": text[: self.max_result_chars] + note, "artifact": artifact}
         )
+
+
+STORED_RESULT = "stored_result"
+"""The key of a cut result's artifact that refers to the whole result kept with the
+call's claim (see :func:`stored_result`)."""
+
+
+def stored_once(claim: TaskClaim, result: Any) -> Any:
+    """``result`` as the thread keeps it: a cut result's whole (stored with its claim)
+    replaced by a reference, so no checkpoint, write or stream update copies it."""
+    if not isinstance(result, ToolMessage) or not isinstance(result.artifact, dict):
+        return result
+    whole = result.artifact
+    if "full_content" not in whole:
+        return result
+    key = claim.key
+    reference = {
+        STORED_RESULT: {
+            "thread_id": key.thread_id,
+            "checkpoint_ns": key.namespace,
+            "call_id": key.call_id,
+        },
+        "full_length": whole.get("full_length"),
+    }
+    return result.model_copy(update={"artifact": reference})
+
+
+def _stored_key(message: ToolMessage) -> ClaimKey:
+    ref = message.artifact.get(STORED_RESULT) if isinstance(message.artifact, dict) else None
+    if not isinstance(ref, dict):
+        raise ValueError(
+            f"tool message {message.tool_call_id!r}: its artifact refers to no stored result "
+            f"(no {STORED_RESULT!r} key); a result that was not cut is whole in the message"
+        )
+    return ClaimKey(ref["thread_id"], ref["checkpoint_ns"], ref["call_id"])
+
+
+def stored_result(checkpointer: BaseCheckpointSaver, message: ToolMessage) -> ToolMessage | None:
+    """The whole of a cut tool result: ``message`` with its full text (up to
+    ``max_stored_result_chars``) and the tool's own artifact, as kept with the call's
+    claim in ``checkpointer`` (``graph.checkpointer``); ``None`` once the thread's claims
+    are deleted.
+
+    Raises:
+        ValueError: ``message`` was not cut (its artifact refers to nothing stored).
+    """
+    key = _stored_key(message)
+    return _whole(message, claims_for(checkpointer).stored(key))
+
+
+async def astored_result(
+    checkpointer: BaseCheckpointSaver, message: ToolMessage
+) -> ToolMessage | None:
+    """:func:`stored_result` for an async checkpointer."""
+    key = _stored_key(message)
+    return _whole(message, await claims_for(checkpointer).astored(key))
+
+
+def _whole(message: ToolMessage, stored: Any) -> ToolMessage | None:
+    if not isinstance(stored, ToolMessage) or not isinstance(stored.artifact, dict):
+        return None
+    return message.model_copy(
+        update={"content": stored.artifact.get("full_content"), "artifact": stored.artifact}
+    )
 
 
 def chain(*layers: Callable[..., Any]) -> ToolCallWrapper:
