@@ -25,12 +25,18 @@ Example:
 
 from __future__ import annotations
 
+import asyncio
+import logging
 import sqlite3
-from collections.abc import AsyncIterator, Iterator
+import threading
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Sequence
 from contextlib import asynccontextmanager, contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, TypeVar
 
+import aiosqlite
+from langchain_core.runnables import RunnableConfig
+from langgraph.checkpoint.base import ChannelVersions, Checkpoint, CheckpointMetadata
 from langgraph.checkpoint.sqlite import SqliteSaver
 from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
 
@@ -38,7 +44,37 @@ if TYPE_CHECKING:
     from langgraph.checkpoint.postgres import PostgresSaver
     from langgraph.checkpoint.postgres.aio import AsyncPostgresSaver
 
-__all__ = ["async_postgres_saver", "async_sqlite_saver", "postgres_saver", "sqlite_saver"]
+__all__ = [
+    "DEFAULT_BUSY_TIMEOUT",
+    "CheckpointWriteError",
+    "DurableAsyncSqliteSaver",
+    "DurableSqliteSaver",
+    "async_postgres_saver",
+    "async_sqlite_saver",
+    "postgres_saver",
+    "sqlite_saver",
+]
+
+log = logging.getLogger(__name__)
+
+T = TypeVar("T")
+
+DEFAULT_BUSY_TIMEOUT = 10.0
+"""Seconds one SQLite statement waits for another connection's lock (SQLite's busy
+timeout); a checkpoint write is tried :data:`WRITE_ATTEMPTS` times."""
+
+WRITE_ATTEMPTS = 3
+"""How many times a checkpoint write that found the database locked is tried."""
+
+
+class CheckpointWriteError(RuntimeError):
+    """A step's writes could not be saved: the run stopped before its next step.
+
+    The thread is as its last saved checkpoint left it; once the database takes writes
+    again, ``invoke(None, config)`` runs the unsaved step again (a tool call in it that
+    had started is answered from its claim, not run twice).
+    """
+
 
 _POSTGRES_MISSING = (
     "PostgreSQL checkpoints need the 'postgres' extra: pip install 'fncall-graph[postgres]' "
@@ -53,12 +89,210 @@ def _file(path: str | Path) -> str:
     return str(path)
 
 
+def _locked(exc: BaseException) -> bool:
+    text = str(exc).lower()
+    return isinstance(exc, sqlite3.OperationalError) and ("locked" in text or "busy" in text)
+
+
+class _WriteGuard:
+    """What the durable savers share: writes retried while the database is locked, and
+    a step's write that failed for good remembered, so the checkpoint that ends the step
+    fails too.
+
+    Why the checkpoint: LangGraph saves a task's writes in the background and raises
+    their error only when the run ends, but it waits for each step's checkpoint before
+    the next step starts (``durability="sync"``); failing that checkpoint stops the run
+    there, before another task (and its side effects) starts.
+    """
+
+    def __init__(self) -> None:
+        self._cond = threading.Condition()
+        self._pending: dict[tuple[str, str], int] = {}
+        self._failed: dict[tuple[str, str], tuple[str, BaseException]] = {}
+
+    @staticmethod
+    def key(config: RunnableConfig) -> tuple[str, str]:
+        conf = config.get("configurable") or {}
+        return str(conf.get("thread_id")), str(conf.get("checkpoint_ns", ""))
+
+    def start(self, key: tuple[str, str]) -> None:
+        with self._cond:
+            self._pending[key] = self._pending.get(key, 0) + 1
+
+    def end(
+        self, key: tuple[str, str], config: RunnableConfig, error: BaseException | None
+    ) -> None:
+        with self._cond:
+            self._pending[key] -= 1
+            if not self._pending[key]:
+                del self._pending[key]
+            if error is not None:
+                step = str((config.get("configurable") or {}).get("checkpoint_id"))
+                self._failed[key] = (step, error)
+            self._cond.notify_all()
+
+    def check(self, config: RunnableConfig) -> None:
+        """Before a checkpoint is saved: wait for the thread's writes in flight, and
+        raise if a write of the step this checkpoint ends failed."""
+        key = self.key(config)
+        with self._cond:
+            self._cond.wait_for(lambda: key not in self._pending)
+            failed = self._failed.pop(key, None)
+        step = str((config.get("configurable") or {}).get("checkpoint_id"))
+        if failed is not None and failed[0] == step:
+            raise CheckpointWriteError(
+                f"thread {key[0]!r}: a write of the step after checkpoint {step} could not be "
+                f"saved ({failed[1]}); the run stopped before its next step. Run "
+                "invoke(None, config) once the database takes writes again."
+            ) from failed[1]
+
+    @staticmethod
+    def retried(what: str, write: Callable[[], T]) -> T:
+        for attempt in range(1, WRITE_ATTEMPTS + 1):
+            try:
+                return write()
+            except sqlite3.OperationalError as exc:
+                if not _locked(exc) or attempt == WRITE_ATTEMPTS:
+                    raise
+                log.warning(
+                    "SQLite checkpoint %s: database locked (attempt %d of %d); trying again",
+                    what,
+                    attempt,
+                    WRITE_ATTEMPTS,
+                )
+        raise AssertionError("unreachable")
+
+    @staticmethod
+    async def aretried(what: str, write: Callable[[], Awaitable[T]]) -> T:
+        for attempt in range(1, WRITE_ATTEMPTS + 1):
+            try:
+                return await write()
+            except sqlite3.OperationalError as exc:
+                if not _locked(exc) or attempt == WRITE_ATTEMPTS:
+                    raise
+                log.warning(
+                    "SQLite checkpoint %s: database locked (attempt %d of %d); trying again",
+                    what,
+                    attempt,
+                    WRITE_ATTEMPTS,
+                )
+        raise AssertionError("unreachable")
+
+
+def _gave_up(what: str, exc: BaseException) -> None:
+    log.error("SQLite checkpoint %s failed; the run stops at the end of this step: %s", what, exc)
+
+
+class DurableSqliteSaver(SqliteSaver):
+    """A ``SqliteSaver`` whose writes ride out a locked database (each statement waits
+    up to the connection's busy timeout, a write is tried :data:`WRITE_ATTEMPTS` times)
+    and whose failed step writes stop the run before its next step
+    (:class:`CheckpointWriteError`)."""
+
+    def __init__(self, conn: sqlite3.Connection, **kwargs: Any) -> None:
+        super().__init__(conn, **kwargs)
+        self.guard = _WriteGuard()
+
+    def put(
+        self,
+        config: RunnableConfig,
+        checkpoint: Checkpoint,
+        metadata: CheckpointMetadata,
+        new_versions: ChannelVersions,
+    ) -> RunnableConfig:
+        self.guard.check(config)
+        return self.guard.retried(
+            "save",
+            lambda: super(DurableSqliteSaver, self).put(config, checkpoint, metadata, new_versions),
+        )
+
+    def put_writes(
+        self,
+        config: RunnableConfig,
+        writes: Sequence[tuple[str, Any]],
+        task_id: str,
+        task_path: str = "",
+    ) -> None:
+        key = self.guard.key(config)
+        self.guard.start(key)
+        error: BaseException | None = None
+        try:
+            self.guard.retried(
+                "write",
+                lambda: super(DurableSqliteSaver, self).put_writes(
+                    config, writes, task_id, task_path
+                ),
+            )
+        except BaseException as exc:
+            error = exc
+            _gave_up("write", exc)
+            raise
+        finally:
+            self.guard.end(key, config, error)
+
+
+class DurableAsyncSqliteSaver(AsyncSqliteSaver):
+    """:class:`DurableSqliteSaver` for ``ainvoke``/``astream``."""
+
+    def __init__(self, conn: aiosqlite.Connection, **kwargs: Any) -> None:
+        super().__init__(conn, **kwargs)
+        self.guard = _WriteGuard()
+
+    async def aput(
+        self,
+        config: RunnableConfig,
+        checkpoint: Checkpoint,
+        metadata: CheckpointMetadata,
+        new_versions: ChannelVersions,
+    ) -> RunnableConfig:
+        # the writes in flight run on this loop: wait for them off it
+        await asyncio.to_thread(self.guard.check, config)
+        return await self.guard.aretried(
+            "save",
+            lambda: super(DurableAsyncSqliteSaver, self).aput(
+                config, checkpoint, metadata, new_versions
+            ),
+        )
+
+    async def aput_writes(
+        self,
+        config: RunnableConfig,
+        writes: Sequence[tuple[str, Any]],
+        task_id: str,
+        task_path: str = "",
+    ) -> None:
+        key = self.guard.key(config)
+        self.guard.start(key)
+        error: BaseException | None = None
+        try:
+            await self.guard.aretried(
+                "write",
+                lambda: super(DurableAsyncSqliteSaver, self).aput_writes(
+                    config, writes, task_id, task_path
+                ),
+            )
+        except BaseException as exc:
+            error = exc
+            _gave_up("write", exc)
+            raise
+        finally:
+            self.guard.end(key, config, error)
+
+
 @contextmanager
-def sqlite_saver(path: str | Path) -> Iterator[SqliteSaver]:
+def sqlite_saver(
+    path: str | Path, *, busy_timeout: float = DEFAULT_BUSY_TIMEOUT
+) -> Iterator[SqliteSaver]:
     """A ``SqliteSaver`` on the file ``path`` (created with its tables if missing).
 
     The connection may be used from LangGraph's worker threads; the saver serialises
     its own access to it.
+
+    Durable (:class:`DurableSqliteSaver`): a statement waits up to ``busy_timeout``
+    seconds for another connection's lock, and a checkpoint write that still finds the
+    database locked is tried :data:`WRITE_ATTEMPTS` times in all; a step whose writes
+    could not be saved stops the run before its next step (:class:`CheckpointWriteError`)
+    instead of running on and failing at the end.
 
     Example:
         >>> import tempfile, os
@@ -66,9 +300,9 @@ def sqlite_saver(path: str | Path) -> Iterator[SqliteSaver]:
         ...     type(saver).__name__
         'SqliteSaver'
     """
-    conn = sqlite3.connect(_file(path), check_same_thread=False)
+    conn = sqlite3.connect(_file(path), check_same_thread=False, timeout=busy_timeout)
     try:
-        saver = SqliteSaver(conn)
+        saver = DurableSqliteSaver(conn)
         saver.setup()
         yield saver
     finally:
@@ -76,8 +310,11 @@ def sqlite_saver(path: str | Path) -> Iterator[SqliteSaver]:
 
 
 @asynccontextmanager
-async def async_sqlite_saver(path: str | Path) -> AsyncIterator[AsyncSqliteSaver]:
-    """An ``AsyncSqliteSaver`` on the file ``path``, for ``ainvoke``/``astream``.
+async def async_sqlite_saver(
+    path: str | Path, *, busy_timeout: float = DEFAULT_BUSY_TIMEOUT
+) -> AsyncIterator[AsyncSqliteSaver]:
+    """An ``AsyncSqliteSaver`` on the file ``path``, for ``ainvoke``/``astream``; durable
+    as :func:`sqlite_saver` says (:class:`DurableAsyncSqliteSaver`).
 
     Example:
         ```python
@@ -86,7 +323,8 @@ async def async_sqlite_saver(path: str | Path) -> AsyncIterator[AsyncSqliteSaver
             await graph.ainvoke({"messages": [("user", "hi")]}, cfg)
         ```
     """
-    async with AsyncSqliteSaver.from_conn_string(_file(path)) as saver:
+    async with aiosqlite.connect(_file(path), timeout=busy_timeout) as conn:
+        saver = DurableAsyncSqliteSaver(conn)
         await saver.setup()
         yield saver
 
