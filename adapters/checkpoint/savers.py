@@ -338,9 +338,25 @@ def _postgres_modules() -> tuple[type[PostgresSaver], type[AsyncPostgresSaver]]:
     return PostgresSaver, AsyncPostgresSaver
 
 
+def _postgres_kwargs() -> dict[str, Any]:
+    """The connection settings ``PostgresSaver.from_conn_string`` uses."""
+    from psycopg.rows import dict_row
+
+    return {"autocommit": True, "prepare_threshold": 0, "row_factory": dict_row}
+
+
 @contextmanager
-def postgres_saver(url: str) -> Iterator[PostgresSaver]:
+def postgres_saver(url: str, *, max_connections: int = 4) -> Iterator[PostgresSaver]:
     """A ``PostgresSaver`` on ``url`` (``postgresql://user@host:port/db``), tables set up.
+
+    It draws its connections from a pool (``psycopg_pool``) that checks each one before
+    use, so after the server restarts (or drops a connection) the next call reconnects
+    instead of failing on a dead connection until the process rebuilds the saver.
+
+    Args:
+        url: a PostgreSQL connection URL.
+        max_connections: the pool's size (at least 1); the saver writes one checkpoint
+            at a time, the tool-call claims beside it use connections of their own.
 
     Needs the ``postgres`` extra; without it, ``ImportError`` says what to install.
 
@@ -351,7 +367,21 @@ def postgres_saver(url: str) -> Iterator[PostgresSaver]:
         ```
     """
     saver_cls, _ = _postgres_modules()
-    with saver_cls.from_conn_string(url) as saver:
+    if isinstance(max_connections, bool) or not isinstance(max_connections, int):
+        raise TypeError(f"max_connections must be an int, got {max_connections!r}")
+    if max_connections < 1:
+        raise ValueError(f"max_connections must be at least 1, got {max_connections}")
+    from psycopg_pool import ConnectionPool
+
+    with ConnectionPool(
+        url,
+        min_size=1,
+        max_size=max_connections,
+        kwargs=_postgres_kwargs(),
+        check=ConnectionPool.check_connection,
+        open=False,
+    ) as pool:
+        saver = saver_cls(pool)  # type: ignore[arg-type]
         saver.setup()
         yield saver
 
@@ -383,13 +413,15 @@ async def async_postgres_saver(
         return
     if max_connections < 1:
         raise ValueError(f"max_connections must be at least 1, got {max_connections}")
-    from psycopg.rows import dict_row
     from psycopg_pool import AsyncConnectionPool
 
-    # the connection settings AsyncPostgresSaver.from_conn_string uses
-    kwargs = {"autocommit": True, "prepare_threshold": 0, "row_factory": dict_row}
     async with AsyncConnectionPool(
-        url, min_size=1, max_size=max_connections, kwargs=kwargs, open=False
+        url,
+        min_size=1,
+        max_size=max_connections,
+        kwargs=_postgres_kwargs(),
+        check=AsyncConnectionPool.check_connection,
+        open=False,
     ) as pool:
         saver = saver_cls(pool)  # type: ignore[arg-type]
         await saver.setup()
