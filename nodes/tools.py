@@ -99,19 +99,26 @@ def unknown_outcome(call: ToolCall, claim: ClaimRow) -> ToolMessage:
     )
 
 
-def still_running(call: ToolCall, timeout: float) -> ToolMessage:
-    """Answer a sync call still running past its timeout: it cannot be stopped, so it may
-    yet take effect; a retry now could do it twice."""
+def error_answer(call: ToolCall, content: str, artifact: Any = None) -> ToolMessage:
+    """The error ``ToolMessage`` answering ``call``."""
     return ToolMessage(
-        content=(
-            f"Outcome unknown: tool {call['name']!r} did not finish within {timeout:g} s and "
-            "is still running; its result will not be shown. Do not retry it: it may still "
-            "take effect. Check its effect later (for example with a read), or tell the user."
-        ),
+        content=content,
         name=call["name"],
         tool_call_id=call["id"] or "",
         status="error",
-        artifact={"outcome": "unknown", "still_running": True},
+        artifact=artifact,
+    )
+
+
+def still_running(call: ToolCall, timeout: float) -> ToolMessage:
+    """Answer a sync call still running past its timeout: it cannot be stopped, so it may
+    yet take effect; a retry now could do it twice."""
+    return error_answer(
+        call,
+        f"Outcome unknown: tool {call['name']!r} did not finish within {timeout:g} s and "
+        "is still running; its result will not be shown. Do not retry it: it may still "
+        "take effect. Check its effect later (for example with a read), or tell the user.",
+        {"outcome": "unknown", "still_running": True},
     )
 
 
@@ -306,13 +313,7 @@ class ToolDispatchNode:
 
     @staticmethod
     def _error_message(request: ToolCallRequest, error: Exception) -> ToolMessage:
-        call = request.tool_call
-        return ToolMessage(
-            content=tool_error_message(error),
-            name=call["name"],
-            tool_call_id=call["id"] or "",
-            status="error",
-        )
+        return error_answer(request.tool_call, tool_error_message(error))
 
     def _check_args(
         self, request: ToolCallRequest, execute: Callable[[ToolCallRequest], Any]

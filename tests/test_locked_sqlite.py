@@ -74,7 +74,8 @@ def seen() -> Any:
         logger.removeHandler(handler)
 
 
-def scenario(tmp_path: Any) -> tuple[Any, list[str], Locker]:
+def graph_on(saver: Any) -> tuple[Any, list[str]]:
+    """A turn of one tool call, on ``saver``; the list of the tool's runs."""
     runs: list[str] = []
 
     @tool
@@ -85,37 +86,43 @@ def scenario(tmp_path: Any) -> tuple[Any, list[str], Locker]:
 
     reply = AIMessage(content="", tool_calls=[{"name": "send", "args": {"text": "hi"}, "id": "c1"}])
     # twice: a step that was not saved runs again on resume, its model call too
-    return ReplayChatModel([reply, reply, "done"]), runs, send
+    model = ReplayChatModel([reply, reply, "done"])
+    return create_fncall_graph(model, [send], dialect="native", checkpointer=saver), runs
 
 
-def run_in_thread(fn: Any) -> tuple[threading.Thread, dict[str, Any]]:
+def run_under_lock(graph: Any, db: Any, cfg: dict[str, Any], seen: Seen) -> dict[str, Any]:
+    """Run a turn whose model reply takes the file's lock; give the lock back once the
+    savers' log says ``seen``'s text. The turn's value or error."""
+    locker = Locker(db)
     outcome: dict[str, Any] = {}
 
-    def target() -> None:
+    def turn() -> None:
         try:
-            outcome["value"] = fn()
+            outcome["value"] = graph.invoke(
+                {"messages": [("user", "go")]}, {**cfg, "callbacks": [LockAfterReply(locker)]}
+            )
         except BaseException as exc:
             outcome["error"] = exc
 
-    thread = threading.Thread(target=target, daemon=True)
+    thread = threading.Thread(target=turn, daemon=True)
     thread.start()
-    return thread, outcome
+    assert seen.event.wait(60), f"the savers never logged {seen.text!r}"
+    locker.release()
+    thread.join(60)  # a bound against a hung suite, not a synchronisation
+    assert not thread.is_alive()
+    locker.db.close()
+    return outcome
+
+
+CFG = {"configurable": {"thread_id": "t"}}
 
 
 def test_a_lock_of_a_few_seconds_is_ridden_out(tmp_path, seen):
     db = tmp_path / "c.db"
-    model, runs, send = scenario(tmp_path)
-    retrying = seen("database locked (attempt 1 of 3)")
     with sqlite_saver(db, busy_timeout=0.3) as saver:
-        locker = Locker(db)
-        graph = create_fncall_graph(model, [send], dialect="native", checkpointer=saver)
-        cfg = {"configurable": {"thread_id": "t"}, "callbacks": [LockAfterReply(locker)]}
-        thread, outcome = run_in_thread(lambda: graph.invoke({"messages": [("user", "go")]}, cfg))
-        assert retrying.event.wait(60), "the saver never met the lock"
-        locker.release()  # after the first attempt failed: the retry gets through
-        thread.join(60)
-        assert not thread.is_alive()
-        locker.db.close()
+        graph, runs = graph_on(saver)
+        # released after the first attempt failed: the retry gets through
+        outcome = run_under_lock(graph, db, CFG, seen("database locked (attempt 1 of 3)"))
     assert "error" not in outcome, outcome.get("error")
     messages = outcome["value"]["messages"]
     assert [m.content for m in messages if isinstance(m, ToolMessage)] == ["sent"]
@@ -127,26 +134,12 @@ def test_a_write_that_fails_stops_the_run_before_the_next_step(tmp_path, seen):
     released, so the step's checkpoint could be saved: the run stops there all the
     same, and the tool of the next step does not run. A resume finishes the turn."""
     db = tmp_path / "c.db"
-    model, runs, send = scenario(tmp_path)
-    gave_up = seen("checkpoint write failed")
     with sqlite_saver(db, busy_timeout=0.2) as saver:
-        locker = Locker(db)
-        graph = create_fncall_graph(model, [send], dialect="native", checkpointer=saver)
-        cfg = {"configurable": {"thread_id": "t"}}
-        thread, outcome = run_in_thread(
-            lambda: graph.invoke(
-                {"messages": [("user", "go")]},
-                {**cfg, "callbacks": [LockAfterReply(locker)]},
-            )
-        )
-        assert gave_up.event.wait(60), "the write never failed"
-        locker.release()
-        thread.join(60)
-        assert not thread.is_alive()
-        locker.db.close()
+        graph, runs = graph_on(saver)
+        outcome = run_under_lock(graph, db, CFG, seen("checkpoint write failed"))
         assert isinstance(outcome.get("error"), CheckpointWriteError), outcome
         assert runs == []  # stopped before the tools step
-        out = graph.invoke(None, cfg)
+        out = graph.invoke(None, CFG)
     assert runs == ["hi"]
     assert [m.content for m in out["messages"] if isinstance(m, ToolMessage)] == ["sent"]
     assert out["messages"][-1].content == "done"

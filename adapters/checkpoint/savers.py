@@ -115,21 +115,27 @@ class _WriteGuard:
         conf = config.get("configurable") or {}
         return str(conf.get("thread_id")), str(conf.get("checkpoint_ns", ""))
 
-    def start(self, key: tuple[str, str]) -> None:
+    @contextmanager
+    def writing(self, config: RunnableConfig) -> Iterator[None]:
+        """Around a step's write: the checkpoint that ends the step waits for it, and a
+        write that fails is remembered for that checkpoint."""
+        key = self.key(config)
         with self._cond:
             self._pending[key] = self._pending.get(key, 0) + 1
-
-    def end(
-        self, key: tuple[str, str], config: RunnableConfig, error: BaseException | None
-    ) -> None:
-        with self._cond:
-            self._pending[key] -= 1
-            if not self._pending[key]:
-                del self._pending[key]
-            if error is not None:
+        try:
+            yield
+        except BaseException as exc:
+            log.error("SQLite checkpoint write failed; the run stops after this step: %s", exc)
+            with self._cond:
                 step = str((config.get("configurable") or {}).get("checkpoint_id"))
-                self._failed[key] = (step, error)
-            self._cond.notify_all()
+                self._failed[key] = (step, exc)
+            raise
+        finally:
+            with self._cond:
+                self._pending[key] -= 1
+                if not self._pending[key]:
+                    del self._pending[key]
+                self._cond.notify_all()
 
     def check(self, config: RunnableConfig) -> None:
         """Before a checkpoint is saved: wait for the thread's writes in flight, and
@@ -148,39 +154,34 @@ class _WriteGuard:
 
     @staticmethod
     def retried(what: str, write: Callable[[], T]) -> T:
-        for attempt in range(1, WRITE_ATTEMPTS + 1):
+        for attempt in range(1, WRITE_ATTEMPTS):
             try:
                 return write()
             except sqlite3.OperationalError as exc:
-                if not _locked(exc) or attempt == WRITE_ATTEMPTS:
-                    raise
-                log.warning(
-                    "SQLite checkpoint %s: database locked (attempt %d of %d); trying again",
-                    what,
-                    attempt,
-                    WRITE_ATTEMPTS,
-                )
-        raise AssertionError("unreachable")
+                _try_again(what, exc, attempt)
+        return write()
 
     @staticmethod
     async def aretried(what: str, write: Callable[[], Awaitable[T]]) -> T:
-        for attempt in range(1, WRITE_ATTEMPTS + 1):
+        for attempt in range(1, WRITE_ATTEMPTS):
             try:
                 return await write()
             except sqlite3.OperationalError as exc:
-                if not _locked(exc) or attempt == WRITE_ATTEMPTS:
-                    raise
-                log.warning(
-                    "SQLite checkpoint %s: database locked (attempt %d of %d); trying again",
-                    what,
-                    attempt,
-                    WRITE_ATTEMPTS,
-                )
-        raise AssertionError("unreachable")
+                _try_again(what, exc, attempt)
+        return await write()
 
 
-def _gave_up(what: str, exc: BaseException) -> None:
-    log.error("SQLite checkpoint %s failed; the run stops at the end of this step: %s", what, exc)
+def _try_again(what: str, exc: sqlite3.OperationalError, attempt: int) -> None:
+    """Say that a write found the database locked and is tried again; raise any other
+    error."""
+    if not _locked(exc):
+        raise exc
+    log.warning(
+        "SQLite checkpoint %s: database locked (attempt %d of %d); trying again",
+        what,
+        attempt,
+        WRITE_ATTEMPTS,
+    )
 
 
 class DurableSqliteSaver(SqliteSaver):
@@ -213,22 +214,13 @@ class DurableSqliteSaver(SqliteSaver):
         task_id: str,
         task_path: str = "",
     ) -> None:
-        key = self.guard.key(config)
-        self.guard.start(key)
-        error: BaseException | None = None
-        try:
+        with self.guard.writing(config):
             self.guard.retried(
                 "write",
                 lambda: super(DurableSqliteSaver, self).put_writes(
                     config, writes, task_id, task_path
                 ),
             )
-        except BaseException as exc:
-            error = exc
-            _gave_up("write", exc)
-            raise
-        finally:
-            self.guard.end(key, config, error)
 
 
 class DurableAsyncSqliteSaver(AsyncSqliteSaver):
@@ -261,22 +253,13 @@ class DurableAsyncSqliteSaver(AsyncSqliteSaver):
         task_id: str,
         task_path: str = "",
     ) -> None:
-        key = self.guard.key(config)
-        self.guard.start(key)
-        error: BaseException | None = None
-        try:
+        with self.guard.writing(config):
             await self.guard.aretried(
                 "write",
                 lambda: super(DurableAsyncSqliteSaver, self).aput_writes(
                     config, writes, task_id, task_path
                 ),
             )
-        except BaseException as exc:
-            error = exc
-            _gave_up("write", exc)
-            raise
-        finally:
-            self.guard.end(key, config, error)
 
 
 @contextmanager
@@ -297,8 +280,8 @@ def sqlite_saver(
     Example:
         >>> import tempfile, os
         >>> with sqlite_saver(os.path.join(tempfile.mkdtemp(), "t.db")) as saver:
-        ...     type(saver).__name__
-        'SqliteSaver'
+        ...     isinstance(saver, SqliteSaver)
+        True
     """
     conn = sqlite3.connect(_file(path), check_same_thread=False, timeout=busy_timeout)
     try:
@@ -338,11 +321,24 @@ def _postgres_modules() -> tuple[type[PostgresSaver], type[AsyncPostgresSaver]]:
     return PostgresSaver, AsyncPostgresSaver
 
 
-def _postgres_kwargs() -> dict[str, Any]:
-    """The connection settings ``PostgresSaver.from_conn_string`` uses."""
+def _pool(pool_cls: Any, url: str, max_connections: int) -> Any:
+    """A (not yet opened) pool of ``pool_cls`` whose connections are checked before use
+    (a connection a server restart cut is replaced), with the settings
+    ``PostgresSaver.from_conn_string`` uses."""
+    if isinstance(max_connections, bool) or not isinstance(max_connections, int):
+        raise TypeError(f"max_connections must be an int, got {max_connections!r}")
+    if max_connections < 1:
+        raise ValueError(f"max_connections must be at least 1, got {max_connections}")
     from psycopg.rows import dict_row
 
-    return {"autocommit": True, "prepare_threshold": 0, "row_factory": dict_row}
+    return pool_cls(
+        url,
+        min_size=1,
+        max_size=max_connections,
+        kwargs={"autocommit": True, "prepare_threshold": 0, "row_factory": dict_row},
+        check=pool_cls.check_connection,
+        open=False,
+    )
 
 
 @contextmanager
@@ -367,20 +363,9 @@ def postgres_saver(url: str, *, max_connections: int = 4) -> Iterator[PostgresSa
         ```
     """
     saver_cls, _ = _postgres_modules()
-    if isinstance(max_connections, bool) or not isinstance(max_connections, int):
-        raise TypeError(f"max_connections must be an int, got {max_connections!r}")
-    if max_connections < 1:
-        raise ValueError(f"max_connections must be at least 1, got {max_connections}")
     from psycopg_pool import ConnectionPool
 
-    with ConnectionPool(
-        url,
-        min_size=1,
-        max_size=max_connections,
-        kwargs=_postgres_kwargs(),
-        check=ConnectionPool.check_connection,
-        open=False,
-    ) as pool:
+    with _pool(ConnectionPool, url, max_connections) as pool:
         saver = saver_cls(pool)  # type: ignore[arg-type]
         saver.setup()
         yield saver
@@ -411,18 +396,9 @@ async def async_postgres_saver(
             await saver.setup()
             yield saver
         return
-    if max_connections < 1:
-        raise ValueError(f"max_connections must be at least 1, got {max_connections}")
     from psycopg_pool import AsyncConnectionPool
 
-    async with AsyncConnectionPool(
-        url,
-        min_size=1,
-        max_size=max_connections,
-        kwargs=_postgres_kwargs(),
-        check=AsyncConnectionPool.check_connection,
-        open=False,
-    ) as pool:
+    async with _pool(AsyncConnectionPool, url, max_connections) as pool:
         saver = saver_cls(pool)  # type: ignore[arg-type]
         await saver.setup()
         yield saver
