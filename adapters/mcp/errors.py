@@ -76,7 +76,8 @@ class MCPCallOutcomeUnknown(ToolException):
 class Disconnected(Exception):
     """Internal: the session is gone (process died, connection dropped)."""
 
-    def __init__(self, cause: BaseException | str) -> None:
+    def __init__(self, cause: BaseException | str, *, unsent: bool = False) -> None:
         # anyio's ClosedResourceError / EndOfStream have no message: name the type then
         super().__init__(str(cause) or type(cause).__name__)
         self.cause = cause
+        self.unsent = unsent  # found before the request went out: it did not happen

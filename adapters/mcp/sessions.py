@@ -59,6 +59,16 @@ _DISCONNECT_ERRORS: tuple[type[BaseException], ...] = (
     ConnectionError,
 )
 
+# Raised by the session's send of a request on a closed stream: the request never left
+# this process (a session that ends with requests in flight fails them with an McpError
+# instead), so it is safe to send again after a restart. The one later request of a
+# call, the output-schema lookup after a result, is kept from happening by listing the
+# tools of every new session (see `Server._restart`).
+_UNSENT_ERRORS: tuple[type[BaseException], ...] = (
+    anyio.ClosedResourceError,
+    anyio.BrokenResourceError,
+)
+
 
 def _startup_cause(exc: BaseException, connection: Mapping[str, Any]) -> str:
     """Say in one line why a server did not start."""
@@ -252,9 +262,18 @@ class Server:
             await self._close_link(failed, timeout=5.0)
             try:
                 self.link = await self._open()
+                # the session checks a call's result against the tool's output schema,
+                # listing the tools first if it has not: a request after the call that
+                # could find the session dead. List them now, before any call.
+                session = self.link.session
+                await paginate(lambda c: session.list_tools(cursor=c), "tools")
             except MCPServerError as exc:
                 raise MCPServerError(
                     self.name, f"connection lost ({cause}) and restart {exc.reason}"
+                ) from exc
+            except (McpError, *_DISCONNECT_ERRORS) as exc:
+                raise MCPServerError(
+                    self.name, f"connection lost ({cause}); restarted, but tools/list failed: {exc}"
                 ) from exc
             self.restarts += 1
             return self.link
@@ -337,7 +356,7 @@ class Server:
         try:
             return await self._attempt(link, what, op)
         except Disconnected as first:
-            if not retry:
+            if not retry and not first.unsent:
                 # the request went out: the server may have done it before it died
                 with contextlib.suppress(MCPServerError):  # the next call says why
                     await self._restart(link, first)
@@ -399,10 +418,12 @@ class Server:
                 f"MCP server {self.name!r}: {what} failed: {exc.error.message}"
             ) from exc
         except _DISCONNECT_ERRORS as exc:
-            raise Disconnected(exc) from exc
+            raise Disconnected(exc, unsent=isinstance(exc, _UNSENT_ERRORS)) from exc
         except BaseExceptionGroup as group:
-            if all(isinstance(e, _DISCONNECT_ERRORS) for e in _leaf_errors(group)):
-                raise Disconnected(group) from group
+            leaves = _leaf_errors(group)
+            if all(isinstance(e, _DISCONNECT_ERRORS) for e in leaves):
+                unsent = all(isinstance(e, _UNSENT_ERRORS) for e in leaves)
+                raise Disconnected(group, unsent=unsent) from group
             raise
 
 

@@ -394,7 +394,8 @@ class MCPToolkit:
       `idempotent_tools`, and those whose `metadata["idempotent"]` is `True`
       (if the retry fails too, `MCPServerError` is raised). Any other call raises
       `MCPCallOutcomeUnknown` (a `ToolException`: the model is told the call may
-      or may not have happened, and not to repeat it unchecked);
+      or may not have happened, and not to repeat it unchecked), unless its request
+      never left the client;
     - a server that cannot start raises `MCPServerError` from `__aenter__` /
       `start_sync()`, naming the server and the cause; the others are closed.
 
