@@ -4,7 +4,13 @@ from __future__ import annotations
 
 from langchain_core.tools import ToolException
 
-__all__ = ["Disconnected", "MCPConfigError", "MCPServerError", "MCPToolTimeoutError"]
+__all__ = [
+    "Disconnected",
+    "MCPCallOutcomeUnknown",
+    "MCPConfigError",
+    "MCPServerError",
+    "MCPToolTimeoutError",
+]
 
 
 class MCPConfigError(ValueError):
