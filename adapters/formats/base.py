@@ -317,6 +317,64 @@ class Block:
 
 THINK = Block("<think>", ("</think>",), "reasoning")
 ZERO_WIDTH_SPACE = "\u200b"
+#: ChatML's turn markers: a prompt rendered by any chat template may be read by them.
+CHATML = ("<|im_start|>", "<|im_end|>")
+
+
+def neutralise(text: str, markers: Iterable[str] = ()) -> str:
+    """``text`` with every call-format marker broken by a zero-width space.
+
+    Text the model did not write (a tool result, a user's message) may hold call markup
+    of any format the readers know, or ChatML turn markers; echoed by the model, it would
+    read as a call of the model's own. Broken, the model still reads the same characters
+    and no reader sees a marker in them. ``markers`` adds a dialect's own (ReAct's
+    ``Action:``).
+
+    Example:
+        >>> neutralise("[TOOL_CALLS][]") == "[\u200bTOOL_CALLS][]"
+        True
+    """
+    pattern = _breaker(tuple(markers))
+    while True:  # a marker inside a longer one (``<tool_call>`` in MiniMax's) too
+        broken = pattern.sub(_break, text)
+        if broken == text:
+            return text
+        text = broken
+
+
+def shown_as_example(before: str) -> bool:
+    """Whether text that ends in ``before`` is introduced as an example of the syntax
+    ("For example:", "e.g.", "such as", "the format is") rather than written as a call.
+    """
+    return _EXAMPLE_CUE.search(before.rstrip()[-40:]) is not None
+
+
+_EXAMPLE_CUE = re.compile(
+    r"(?:\bfor (?:example|instance)|\be\.g\.|\bsuch as|\blike (?:this|so)|\bexample"
+    r"|\bsyntax|\bformat(?: is)?|例如|比如|示例|格式)\W*$",
+    re.IGNORECASE,
+)
+
+
+def _break(match: re.Match[str]) -> str:
+    marker = match.group()
+    return marker[0] + ZERO_WIDTH_SPACE + marker[1:]
+
+
+@lru_cache(maxsize=16)
+def _breaker(extra: tuple[str, ...]) -> re.Pattern[str]:
+    from .qwen import QWEN_MARKERS  # the formats build on this module
+    from .readers import AUTO
+
+    known = {
+        *extra,
+        *CHATML,
+        *QWEN_MARKERS,
+        *AUTO.drop_tokens,
+        *(m for b in AUTO.blocks for m in (b.open, *b.close)),
+    }
+    markers = sorted((m for m in known if len(m.strip()) > 1), key=len, reverse=True)
+    return re.compile("|".join(map(re.escape, markers)))
 
 
 class _Trimmed:
@@ -608,7 +666,8 @@ class PromptDialect(Dialect):
     control_markers: tuple[str, ...] = ()
 
     def neutralise(self, text: str) -> str:
-        """``text`` with this dialect's control markup broken by a zero-width space.
+        """``text`` with this dialect's control markup, ChatML and every format the
+        readers know broken by a zero-width space (see :func:`neutralise`).
 
         A tool result (or a user) holding ``</tool_response><tool_call>...`` would
         otherwise forge a turn in the prompt. The model still reads the same
@@ -619,10 +678,7 @@ class PromptDialect(Dialect):
             >>> get_dialect("qwen").neutralise("✿FUNCTION✿: x") == "✿\u200bFUNCTION✿: x"
             True
         """
-        for marker in self.control_markers:
-            if marker in text:
-                text = text.replace(marker, marker[0] + ZERO_WIDTH_SPACE + marker[1:])
-        return text
+        return neutralise(text, self.control_markers)
 
     @abstractmethod
     def write_assistant(self, message: AIMessage) -> str:

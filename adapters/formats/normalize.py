@@ -21,7 +21,7 @@ from typing import Any
 from langchain_core.messages import AIMessage, BaseMessage
 from langchain_core.messages.tool import InvalidToolCall, ToolCall, invalid_tool_call, tool_call
 
-from .base import THINK, Dialect, new_call_id
+from .base import THINK, Dialect, new_call_id, shown_as_example
 from .readers import AUTO, NO_CALL_MARKUP
 from .readers.whole_reply import OPENERS, whole_reply_format
 from .registry import get_dialect
@@ -65,8 +65,10 @@ def normalize(
       block (also one whose ``<think>`` was in the prompt, so only ``</think>``
       shows); otherwise ``content`` is left as it is.
 
-    A call present both in the field and in the markup (same name and arguments) is
-    kept once, with the field's id: a call is never read twice. A call keeps its id
+    With ``None`` or ``"native"``, a reply with calls in the field has no others: markup
+    in its text (a tool result the model echoed, an example) adds none. With a prompt
+    dialect, a call present both in the field and in the markup (same name and
+    arguments) is kept once, with the field's id: a call is never read twice. A call keeps its id
     unless it has none, or the id is in ``taken_ids`` or already used in the message:
     then it gets a fresh one (:class:`CallIds`). A call id names one call in a thread
     (its result, and its claim: a call runs at most once per id), so pass the ids the
@@ -146,11 +148,14 @@ def normalize(
 
     # ---- calls
     field = list(getattr(message, "tool_calls", []) or [])
+    # A native reply whose calls the provider's parser found has no calls of its own in
+    # its text: markup there is quoted or echoed (a tool result's), never run.
+    from_text = parsed is not None and not (field and (d is None or d.native))
     calls, invalid = _merge_calls(
         field,
         list(getattr(message, "invalid_tool_calls", []) or []),
-        list(parsed.tool_calls) if parsed is not None else [],
-        list(parsed.invalid_tool_calls) if parsed is not None else [],
+        list(parsed.tool_calls) if from_text and parsed is not None else [],
+        list(parsed.invalid_tool_calls) if from_text and parsed is not None else [],
         None if tool_names is None else set(tool_names),
         CallIds(taken_ids),
     )
@@ -225,19 +230,23 @@ def _without_thinking(text: str) -> str:
 def _own_call_syntax(text: str, at: int, marker: str, *, special: bool = False) -> bool:
     """Whether the markup at ``at`` is the reply's own calls, not markup it quotes.
 
-    The rule: the first call marker stands outside any code fence or inline code; a
-    marker in plain text (``<tool_call>``, ``✿FUNCTION✿``, ``>>>``) must also start a
-    line (a special token, ``[TOOL_CALLS]`` or ``<|tool_call|>``, cannot be quoted by
-    accident); and after the last closed call nothing but white space follows. An answer
-    that shows the syntax (in a code block, in backticks, or with prose after it) runs
-    nothing; a reply made of calls, with or without words before them, does.
+    The rule: the first call marker stands outside any code fence or inline code and
+    does not follow an example cue ("for example", "e.g.", "such as"); a marker in plain
+    text (``<tool_call>``, ``✿FUNCTION✿``, ``>>>``) starts a line or follows a finished
+    sentence (``Let me check. <tool_call>``), not a sentence it is part of (a special
+    token, ``[TOOL_CALLS]`` or ``<|tool_call|>``, cannot be quoted by accident); and after
+    the last closed call nothing but white space follows (after special tokens, a short
+    closing remark may). An answer that shows the syntax (in a code block, in backticks,
+    as an example, or with prose after it) runs nothing; a reply made of calls, with or
+    without words before them, does.
     """
-    line_start = text.rfind("\n", 0, at) + 1
-    before = text[line_start:at]
-    if not special and before.strip():
-        return False  # mid-sentence: quoted
     if _quoted(text, at):
         return False  # inside a fenced code block or inline code
+    if shown_as_example(text[:at]):
+        return False  # shown as an example
+    line = text[text.rfind("\n", 0, at) + 1 : at].strip()
+    if not special and line and line[-1] not in _SENTENCE_END:
+        return False  # mid-sentence: quoted
     reader = AUTO.reader_of(marker)
     closers = [
         b.close[0] for b in (reader.blocks if reader else ()) if b.open == marker and b.close
@@ -248,15 +257,39 @@ def _own_call_syntax(text: str, at: int, marker: str, *, special: bool = False) 
         after = text[last_close + len(closer) :] if last_close > last_open else ""
         for token in AUTO.drop_tokens:  # end-of-turn tokens and wrappers are no prose
             after = after.replace(token, "")
-        if after.strip():
+        after = after.strip()
+        if after and not (special and _remark(after)):
             return False  # prose after the calls: an explanation that quotes them
     return True
 
 
+# what a sentence that a call may follow on the same line ends with
+_SENTENCE_END = frozenset(".!?:。！？：…")
+# how long a remark after special-token calls may be ("Let me know if …")
+_REMARK = 80
+
+
+def _remark(after: str) -> bool:
+    """Whether ``after`` (what follows a reply's calls) is a short closing remark, a
+    sentence of its own, rather than prose that goes on about the calls."""
+    first = after[0]
+    return (
+        len(after) <= _REMARK
+        and "\n" not in after
+        and "`" not in after
+        and (first.isupper() or (first.isalpha() and not first.isascii()))
+    )
+
+
 def _quoted(text: str, at: int) -> bool:
-    """Whether ``at`` lies inside a fenced code block or inline code."""
-    line_start = text.rfind("\n", 0, at) + 1
-    return text.count("```", 0, at) % 2 == 1 or text[line_start:at].count("`") % 2 == 1
+    """Whether ``at`` lies inside a fenced code block or inline code (which may run over
+    the lines of one paragraph)."""
+    if text.count("```", 0, at) % 2 == 1:
+        return True
+    paragraph = text.rfind("\n\n", 0, at) + 1
+    fence = text.rfind("```", 0, at)
+    start = max(paragraph, fence + 3 if fence >= 0 else 0)
+    return text[start:at].count("`") % 2 == 1
 
 
 # --------------------------------------------------------------------------- helpers

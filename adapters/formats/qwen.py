@@ -190,7 +190,9 @@ def tool_system_prompt(tools: Sequence[ToolLike], *, lang: Lang, parallel: bool)
 
 _COLONS = ":："
 _CHINESE = re.compile(r"[\u4e00-\u9fff]")
-_MARKERS = (FN_NAME, FN_ARGS, FN_RESULT, FN_EXIT)
+#: The markers of Qwen-Agent's function-calling prompt.
+QWEN_MARKERS = (FN_NAME, FN_ARGS, FN_RESULT, FN_EXIT)
+_MARKERS = QWEN_MARKERS
 
 
 def _after_colon(text: str) -> str:
