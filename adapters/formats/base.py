@@ -351,7 +351,8 @@ def shown_as_example(before: str) -> bool:
 
 _EXAMPLE_CUE = re.compile(
     r"(?:\bfor (?:example|instance)|\be\.g\.|\bsuch as|\blike (?:this|so)|\bexample"
-    r"|\bsyntax|\bformat(?: is)?|例如|比如|示例|格式)\W*$",
+    r"|\bsyntax|\bformat(?: is)?|\b(?:reply|respond|answer) with|\bwrites?|\btype"
+    r"|例如|比如|示例|格式)\W*$",
     re.IGNORECASE,
 )
 

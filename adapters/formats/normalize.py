@@ -23,6 +23,7 @@ from langchain_core.messages.tool import InvalidToolCall, ToolCall, invalid_tool
 
 from .base import THINK, Dialect, new_call_id, shown_as_example
 from .readers import AUTO, NO_CALL_MARKUP
+from .readers.base import strict_prefix
 from .readers.whole_reply import OPENERS, whole_reply_format
 from .registry import get_dialect
 
@@ -242,7 +243,9 @@ def _own_call_syntax(text: str, at: int, marker: str, *, special: bool = False) 
     """
     if _quoted(text, at):
         return False  # inside a fenced code block or inline code
-    if shown_as_example(text[:at]):
+    # the reply's markup may start before its first call (a thought, a channel)
+    first = _OTHER_MARKUP.search(text, 0, at)
+    if shown_as_example(text[: first.start() if first else at]):
         return False  # shown as an example
     line = text[text.rfind("\n", 0, at) + 1 : at].strip()
     if not special and line and line[-1] not in _SENTENCE_END:
@@ -251,16 +254,30 @@ def _own_call_syntax(text: str, at: int, marker: str, *, special: bool = False) 
     closers = [
         b.close[0] for b in (reader.blocks if reader else ()) if b.open == marker and b.close
     ]
-    if closers and reader is not None and all(b.consume_close for b in reader.blocks):
-        closer = closers[0]
-        last_open, last_close = text.rfind(marker), text.rfind(closer)
-        after = text[last_close + len(closer) :] if last_close > last_open else ""
-        for token in AUTO.drop_tokens:  # end-of-turn tokens and wrappers are no prose
-            after = after.replace(token, "")
-        after = after.strip()
-        if after and not (special and _remark(after)):
-            return False  # prose after the calls: an explanation that quotes them
-    return True
+    last_open = text.rfind(marker)
+    last_close = text.rfind(closers[0]) if closers else -1
+    if (
+        last_close > last_open
+        and reader is not None
+        and all(b.consume_close for b in reader.blocks)
+    ):
+        after = text[last_close + len(closers[0]) :]
+    else:  # the block runs to the end of the reply, or to the next call's marker
+        after = _after_json(text, last_open + len(marker.rstrip("[{")))
+    for token in AUTO.drop_tokens:  # end-of-turn tokens and wrappers are no prose
+        after = after.replace(token, "")
+    after = after.strip()
+    return not after or _remark(after, special=special)  # else prose that quotes the calls
+
+
+def _after_json(text: str, start: int) -> str:
+    """What follows the JSON value of the call that starts at ``start`` (a format with
+    no closer: ``[TOOL_CALLS][…]``, ``<|python_tag|>{…}``); ``""`` if it holds none."""
+    brace = min((i for i in (text.find("{", start), text.find("[", start)) if i >= 0), default=-1)
+    if brace < 0 or "\n\n" in text[start:brace] or "<" in text[start:brace]:
+        return ""  # no JSON right after the marker: the format's own tags follow it
+    values, rest = strict_prefix(text[brace:])  # calls may follow each other (``; {…}``)
+    return rest if values else ""
 
 
 # what a sentence that a call may follow on the same line ends with
@@ -269,16 +286,21 @@ _SENTENCE_END = frozenset(".!?:。！？：…")
 _REMARK = 80
 
 
-def _remark(after: str) -> bool:
-    """Whether ``after`` (what follows a reply's calls) is a short closing remark, a
-    sentence of its own, rather than prose that goes on about the calls."""
+def _remark(after: str, *, special: bool) -> bool:
+    """Whether ``after`` (what follows a reply's calls) is a short closing remark rather
+    than prose that goes on about the calls. After plain-text markup the remark must be
+    a sentence of its own that does not point back at it ("This is how …")."""
+    if len(after) > _REMARK or "\n" in after or "`" in after:
+        return False
+    if special:
+        return True
     first = after[0]
-    return (
-        len(after) <= _REMARK
-        and "\n" not in after
-        and "`" not in after
-        and (first.isupper() or (first.isalpha() and not first.isascii()))
+    return (first.isupper() or (first.isalpha() and not first.isascii())) and not (
+        _POINTS_BACK.match(after)
     )
+
+
+_POINTS_BACK = re.compile(r"(?:this|that|these|those|here|above|such|it)\b", re.IGNORECASE)
 
 
 def _quoted(text: str, at: int) -> bool:
