@@ -21,7 +21,7 @@ import math
 import re
 import uuid
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any, ClassVar, Literal
@@ -55,9 +55,14 @@ class ReasoningDelta:
 
 @dataclass(frozen=True, slots=True)
 class CallEvent:
-    """A complete, readable tool call."""
+    """A complete, readable tool call.
+
+    ``texts``: the arguments the format wrote as untyped text (``<parameter=n>5``), as
+    written, by name; the tool's schema decides their types (:mod:`.arg_types`).
+    """
 
     call: ToolCall
+    texts: Mapping[str, str] | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -15,17 +15,19 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from langchain_core.messages import AIMessage, BaseMessage
 from langchain_core.messages.tool import InvalidToolCall, ToolCall, invalid_tool_call, tool_call
 
-from .base import THINK, Dialect, new_call_id, shown_as_example
+from .arg_types import tool_schemas, typed_call
+from .base import THINK, CallEvent, Dialect, new_call_id, shown_as_example
 from .readers import AUTO, NO_CALL_MARKUP
 from .readers.base import strict_prefix
 from .readers.whole_reply import OPENERS, whole_reply_format
 from .registry import get_dialect
+from .schema import ToolLike
 
 __all__ = [
     "MARKUP_FORMAT_KEY",
@@ -53,6 +55,7 @@ def normalize(
     *,
     tool_names: Iterable[str] | None = None,
     taken_ids: Iterable[str] = (),
+    tools: Sequence[ToolLike] | None = None,
 ) -> AIMessage:
     """Return the canonical form of a model's reply.
 
@@ -96,6 +99,10 @@ def normalize(
             quotes the call syntax runs nothing. Calls from the ``tool_calls`` field are
             kept as the provider gave them.
         taken_ids: call ids the thread already used; see above.
+        tools: the tools offered (any form a dialect takes); the arguments of calls
+            read from *markup* are fitted to their schemas (``"5"`` → ``5`` for an
+            integer parameter; see :func:`~.arg_types.typed_args`). Without them, a value
+            a format writes as text is read as JSON where it parses.
 
     Returns:
         A new ``AIMessage``; ``message`` is not modified.
@@ -119,10 +126,11 @@ def normalize(
 
     d = None if dialect is None else get_dialect(dialect)
     markup_format: str | None = None
+    texts: dict[str, Mapping[str, str]] = {}
     if d is not None and not d.native:
-        parsed: AIMessage | None = d.parse(text)
+        parsed, texts = _read(d, text)
     else:
-        parsed, markup_format = _auto_parse(text)
+        parsed, markup_format, texts = _auto_parse(text)
 
     # ---- content
     content: str | list[str | dict[str, Any]]
@@ -155,7 +163,7 @@ def normalize(
     calls, invalid = _merge_calls(
         field,
         list(getattr(message, "invalid_tool_calls", []) or []),
-        list(parsed.tool_calls) if from_text and parsed is not None else [],
+        _typed(list(parsed.tool_calls), texts, tools) if from_text and parsed is not None else [],
         list(parsed.invalid_tool_calls) if from_text and parsed is not None else [],
         None if tool_names is None else set(tool_names),
         CallIds(taken_ids),
@@ -177,6 +185,25 @@ def normalize(
         id=message.id,
         name=message.name,
     )
+
+
+def _typed(
+    calls: list[ToolCall],
+    texts: Mapping[str, Mapping[str, str]],
+    tools: Sequence[ToolLike] | None,
+) -> list[ToolCall]:
+    if not tools or not texts:
+        return calls
+    schemas = tool_schemas(tools)
+    return [typed_call(c, texts.get(c["id"]), schemas) for c in calls]
+
+
+def _read(dialect: Dialect, text: str) -> tuple[AIMessage, dict[str, Mapping[str, str]]]:
+    """``dialect.parse(text)``, and the arguments its calls wrote as text, by call id."""
+    parser = dialect.stream_parser()
+    events = [*parser.feed(text), *parser.close()]
+    texts = {e.call["id"]: e.texts for e in events if isinstance(e, CallEvent) and e.texts}
+    return parser.message(), texts
 
 
 def markup_dialect(message: BaseMessage | str) -> str | None:
@@ -352,23 +379,27 @@ def _opened_thought(text: str) -> str:
     return text
 
 
-def _auto_parse(text: str) -> tuple[AIMessage | None, str | None]:
-    """``text`` read in the format its own call markup is written in, and that format.
+def _auto_parse(
+    text: str,
+) -> tuple[AIMessage | None, str | None, dict[str, Mapping[str, str]]]:
+    """``text`` read in the format its own call markup is written in, that format, and
+    the arguments its calls wrote as text (by call id).
 
-    ``(None, None)`` when it holds no markup at all.
+    ``(None, None, {})`` when it holds no markup at all.
     """
     text = _opened_thought(text)
     answer = _without_thinking(text)
     found = _first_marker(answer)
     if found is not None:
         reader = get_dialect("qwen") if found[2] == "qwen" else AUTO
-        return reader.parse(text), found[2]
+        parsed, texts = _read(reader, text)
+        return parsed, found[2], texts
     other = _OTHER_MARKUP.search(text)
     if answer.lstrip().startswith(OPENERS) or (
         other is not None and not _quoted(text, other.start())
     ):
-        return NO_CALL_MARKUP.parse(text), whole_reply_format(answer)
-    return None, None
+        return NO_CALL_MARKUP.parse(text), whole_reply_format(answer), {}
+    return None, None, {}
 
 
 def _split_content(

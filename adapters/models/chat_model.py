@@ -13,8 +13,8 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import AsyncIterator, Callable, Iterator, Sequence
-from dataclasses import dataclass
+from collections.abc import AsyncIterator, Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 from langchain_core.callbacks import (
@@ -35,6 +35,7 @@ from langchain_core.utils.json import parse_partial_json
 from langgraph.constants import TAG_NOSTREAM
 from pydantic import field_validator
 
+from ..formats.arg_types import tool_schemas, typed_call
 from ..formats.base import (
     CallEvent,
     ContentDelta,
@@ -81,18 +82,27 @@ class _Call:
     tools: list[Any] | None  # as given to bind_tools
     tool_names: list[str] | None  # the offered tools' names, for calls read from markup
     taken: set[str]  # call ids the history already uses
+    schemas: dict[str, Any] = field(init=False)  # the tools' parameter schemas, by name
+
+    def __post_init__(self) -> None:
+        self.schemas = tool_schemas(self.tools)
 
     def read(self, reply: BaseMessage) -> AIMessage:
         """The reply as the graph keeps it: calls from the field and the text merged,
-        ids unique against the history, loose call forms fitted to the tools."""
+        ids unique against the history, arguments read from text typed by the tools'
+        schemas, loose call forms fitted to the tools."""
         if self.dialect.native:
-            message = normalize(reply, None, tool_names=self.tool_names, taken_ids=self.taken)
+            message = normalize(
+                reply, None, tool_names=self.tool_names, taken_ids=self.taken, tools=self.tools
+            )
         else:
-            message = normalize(reply, self.dialect, taken_ids=self.taken)
+            message = normalize(reply, self.dialect, taken_ids=self.taken, tools=self.tools)
         return self.dialect.fit_to_tools(message, self.tools)
 
-    def fit(self, call: ToolCall) -> ToolCall:
-        """One call read from a stream, fitted to the tools as :meth:`read` fits a reply."""
+    def fit(self, call: ToolCall, texts: Mapping[str, str] | None = None) -> ToolCall:
+        """One call read from a stream (``texts``: its arguments written as text), typed
+        and fitted to the tools as :meth:`read` types and fits a reply's."""
+        call = typed_call(call, texts, self.schemas)
         fitted = self.dialect.fit_to_tools(AIMessage(content="", tool_calls=[call]), self.tools)
         return fitted.tool_calls[0] if fitted.tool_calls else call
 
@@ -479,7 +489,9 @@ class _StreamState:
             elif isinstance(ev, ReasoningDelta):
                 self._reason(out, ev.text, provider=False)
             elif isinstance(ev, CallEvent):
-                call = self.call.fit({**ev.call, "id": self.ids.assign(ev.call.get("id"))})
+                call = self.call.fit(
+                    {**ev.call, "id": self.ids.assign(ev.call.get("id"))}, ev.texts
+                )
                 self.calls.append(call)
                 self._call(out, call)
             elif isinstance(ev, InvalidCallEvent):
