@@ -248,11 +248,21 @@ def _first_marker(text: str) -> tuple[int, str, str] | None:
 
 
 def _without_thinking(text: str) -> str:
-    """``text`` less its ``<think>`` blocks (and all before a ``</think>`` never opened)."""
-    close = text.rfind(THINK.close[0])
-    if close < 0:
-        return text
-    return text[close + len(THINK.close[0]) :]
+    """``text`` less its reasoning blocks, in every format's markers (``<think>``,
+    ``<seed:think>``, ``[THINK]``, Gemma's thought channel, …), as the scanner reads them:
+    a block ends at its first closer; a closer with no block open is not thinking."""
+    out: list[str] = []
+    pos = 0
+    while (opened := _REASONING_OPEN.search(text, pos)) is not None:
+        out.append(text[pos : opened.start()])
+        block = _REASONING_BLOCK[opened.group()]
+        ends = [(i, c) for c in block.close if (i := text.find(c, opened.end())) >= 0]
+        if not ends:
+            return "".join(out)  # thinking to the end of the reply
+        at, closer = min(ends)
+        pos = at + (len(closer) if block.consume_close else 0)
+    out.append(text[pos:])
+    return "".join(out)
 
 
 def _own_call_syntax(text: str, at: int, marker: str, *, special: bool = False) -> bool:
@@ -271,7 +281,7 @@ def _own_call_syntax(text: str, at: int, marker: str, *, special: bool = False) 
     if _quoted(text, at):
         return False  # inside a fenced code block or inline code
     # the reply's markup may start before its first call (a thought, a channel)
-    first = _OTHER_MARKUP.search(text, 0, at)
+    first = _ANY_MARKUP.search(text, 0, at)
     if shown_as_example(text[: first.start() if first else at]):
         return False  # shown as an example
     line = text[text.rfind("\n", 0, at) + 1 : at].strip()
@@ -354,6 +364,17 @@ _MARKERS = re.compile(
         )
     )
 )
+# every marker and token of every format
+_ANY_MARKUP = re.compile(
+    "|".join(
+        re.escape(m)
+        for m in sorted(
+            {_QWEN_MARKER, *(b.open for b in AUTO.blocks), *AUTO.drop_tokens},
+            key=len,
+            reverse=True,
+        )
+    )
+)
 # what, without a call marker of the reply's own, still is markup
 _OTHER_MARKUP = re.compile(
     "|".join(
@@ -367,16 +388,40 @@ _OTHER_MARKUP = re.compile(
 )
 
 
-def _opened_thought(text: str) -> str:
-    """``text`` with the ``<think>`` its prompt opened put back in front.
+_REASONING_BLOCK = {b.open: b for b in AUTO.blocks if b.kind == "reasoning"}
+_REASONING_OPEN = re.compile(
+    "|".join(map(re.escape, sorted(_REASONING_BLOCK, key=len, reverse=True)))
+)
+# closers a reply shows when its prompt opened the thought: a reasoning block's closer
+# that its reader also drops where it stands alone (harmony's ``<|end|>`` ends any message)
+_THOUGHT_OPENER = {THINK.close[0]: THINK.open} | {
+    b.close[0]: b.open
+    for r in AUTO.readers
+    for b in reversed(r.blocks)
+    if b.kind == "reasoning" and b.close and b.close[0] in r.drop_tokens and b.close[0] != "<|end|>"
+}
+_THOUGHT_CLOSERS = re.compile(
+    "|".join(map(re.escape, sorted(_THOUGHT_OPENER, key=len, reverse=True)))
+)
 
-    QwQ / DeepSeek-R1 templates put ``<think>`` in the prompt, so the reply starts
-    inside the thought and only its end marker shows.
+
+def _opened_thought(text: str) -> str:
+    """``text`` with the thought its prompt opened put back in front.
+
+    QwQ / DeepSeek-R1 templates end the prompt with ``<think>``, Seed-OSS, Magistral,
+    Kimi-K3, Gemma 4 and PLaMo with their own thinking opener: the reply starts inside
+    the thought and only its closer shows (``</think>``, ``</seed:think>``, ``[/THINK]``,
+    ``<channel|>`` …). A closer after a call or other markup (inside a call's arguments,
+    after a channel) opened nothing: the text is left as it is.
     """
-    close = text.find(THINK.close[0])
-    if close >= 0 and not 0 <= text.find(THINK.open) < close:
-        return THINK.open + text
-    return text
+    closer = _THOUGHT_CLOSERS.search(text)
+    if closer is None:
+        return text
+    opener = _THOUGHT_OPENER[closer.group()]
+    before = text[: closer.start()]
+    if opener in before or _ANY_MARKUP.search(before):
+        return text
+    return opener + text
 
 
 def _auto_parse(

@@ -215,7 +215,18 @@ class _ReasoningMarkup(Reader):
         self.blocks = tuple(  # type: ignore[misc]
             b for r in with_reasoning for b in r.blocks if b.kind == "reasoning"
         )
-        self.drop_tokens = tuple(d for r in readers for d in r.channel_tokens)  # type: ignore[misc]
+        # and the reasoning closers a reader drops (Gemma's ``<channel|>`` after a thought)
+        closers = (
+            c
+            for r in with_reasoning
+            for b in r.blocks
+            if b.kind == "reasoning"
+            for c in b.close
+            if c in r.drop_tokens
+        )
+        self.drop_tokens = tuple(  # type: ignore[misc]
+            dict.fromkeys([*(d for r in readers for d in r.channel_tokens), *closers])
+        )
 
 
 #: Reads what needs no call marker: reasoning and channel markup, and replies made only
