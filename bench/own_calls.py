@@ -41,6 +41,7 @@ REAL = (
     "I'll look that up:\n\n{ex}",
     "好的，我来查一下。{ex}",
     "Sure! {ex}",
+    "{ex}\nI'll wait for the result.",
     "Checking now…\n{ex}",
 )
 QUOTED = (
@@ -56,6 +57,7 @@ QUOTED = (
     "例如：\n{ex}",
     "Here is an example:\n\n{ex}",
     "To call a tool, reply with {ex}",
+    "{ex}\nThe model writes this to call a tool.",
     "In this format:\n{ex}\nthe name comes first, then the arguments.",
 )
 ECHO = (

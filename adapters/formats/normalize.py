@@ -324,20 +324,21 @@ _REMARK = 80
 
 
 def _remark(after: str, *, special: bool) -> bool:
-    """Whether ``after`` (what follows a reply's calls) is a short closing remark rather
-    than prose that goes on about the calls. After plain-text markup the remark must be
-    a sentence of its own that does not point back at it ("This is how …")."""
+    """Whether ``after`` (what follows a reply's calls) is a short closing remark ("I'll
+    wait for the result.") rather than prose about the markup ("This is how …", "… to
+    call a tool"). After plain-text markup the remark must also start a sentence."""
     if len(after) > _REMARK or "\n" in after or "`" in after:
         return False
-    if special:
-        return True
-    first = after[0]
-    return (first.isupper() or (first.isalpha() and not first.isascii())) and not (
-        _POINTS_BACK.match(after)
-    )
+    if _POINTS_BACK.match(after) or _DISCUSSES.search(after):
+        return False
+    return special or after[0].isupper() or (after[0].isalpha() and not after[0].isascii())
 
 
 _POINTS_BACK = re.compile(r"(?:this|that|these|those|here|above|such|it)\b", re.IGNORECASE)
+# words of a sentence about the markup rather than after a call
+_DISCUSSES = re.compile(
+    r"\b(?:this|these|calls?|format|syntax|example|markup|json|tags?)\b", re.IGNORECASE
+)
 
 
 def _quoted(text: str, at: int) -> bool:
