@@ -36,6 +36,32 @@ from langchain_core.messages.tool import InvalidToolCall, ToolCall, invalid_tool
 
 from .schema import ToolLike
 
+__all__ = [
+    "MAX_ARGS_DEPTH",
+    "THINK",
+    "ZERO_WIDTH_SPACE",
+    "Block",
+    "CallEvent",
+    "ContentDelta",
+    "Dialect",
+    "InvalidCallEvent",
+    "MarkupStreamParser",
+    "ParseEvent",
+    "PromptDialect",
+    "ReasoningDelta",
+    "StreamParser",
+    "brackets_closed",
+    "call_from_object",
+    "coerce_args",
+    "dumps",
+    "group_tool_results",
+    "invalid",
+    "loads_lenient",
+    "new_call_id",
+    "reasoning_of",
+    "text_of",
+]
+
 # --------------------------------------------------------------------------- events
 
 
@@ -326,20 +352,22 @@ ZERO_WIDTH_SPACE = "\u200b"
 CHATML = ("<|im_start|>", "<|im_end|>")
 
 
-def neutralise(text: str, markers: Iterable[str] = ()) -> str:
-    """``text`` with every call-format marker broken by a zero-width space.
+def neutralise(text: str, markers: Sequence[str]) -> str:
+    """``text`` with every one of ``markers`` broken by a zero-width space.
 
     Text the model did not write (a tool result, a user's message) may hold call markup
     of any format the readers know, or ChatML turn markers; echoed by the model, it would
     read as a call of the model's own. Broken, the model still reads the same characters
-    and no reader sees a marker in them. ``markers`` adds a dialect's own (ReAct's
-    ``Action:``).
+    and no reader sees a marker in them (the dialects pass every format's markers,
+    :data:`~fncall_graph.adapters.formats.readers.KNOWN_MARKUP`, and their own).
 
     Example:
-        >>> neutralise("[TOOL_CALLS][]") == "[\u200bTOOL_CALLS][]"
+        >>> neutralise("[TOOL_CALLS][]", ["[TOOL_CALLS]"]) == "[\u200bTOOL_CALLS][]"
         True
     """
     pattern = _breaker(tuple(markers))
+    if pattern is None:
+        return text
     while True:  # a marker inside a longer one (``<tool_call>`` in MiniMax's) too
         broken = pattern.sub(_break, text)
         if broken == text:
@@ -368,19 +396,10 @@ def _break(match: re.Match[str]) -> str:
 
 
 @lru_cache(maxsize=16)
-def _breaker(extra: tuple[str, ...]) -> re.Pattern[str]:
-    from .qwen import QWEN_MARKERS  # the formats build on this module
-    from .readers import AUTO
-
-    known = {
-        *extra,
-        *CHATML,
-        *QWEN_MARKERS,
-        *AUTO.drop_tokens,
-        *(m for b in AUTO.blocks for m in (b.open, *b.close)),
-    }
-    markers = sorted((m for m in known if len(m.strip()) > 1), key=len, reverse=True)
-    return re.compile("|".join(map(re.escape, markers)))
+def _breaker(markers: tuple[str, ...]) -> re.Pattern[str] | None:
+    # a one-character marker cannot be broken (and no format has one)
+    usable = sorted({m for m in markers if len(m.strip()) > 1}, key=len, reverse=True)
+    return re.compile("|".join(map(re.escape, usable))) if usable else None
 
 
 class _Trimmed:
@@ -577,20 +596,15 @@ class MarkupStreamParser(StreamParser):
                     events.append(ReasoningDelta(delta))
 
 
-def _find(text: str, markers: Sequence[str], final: bool) -> tuple[int, str, bool] | None:
-    """Earliest marker in ``text`` (longest on a tie), as ``(index, marker, wait)``.
+def _find_from(
+    text: str, pos: int, markers: tuple[str, ...], table: _MarkerTable, final: bool
+) -> tuple[int, str, bool] | None:
+    """Earliest marker in ``text[pos:]`` (longest on a tie), as ``(index, marker, wait)``,
+    the index counted in ``text``.
 
     ``wait`` is true when the match could still grow into a longer marker with more
     text, so the caller holds it back instead of deciding too soon.
     """
-    markers = tuple(markers)
-    return _find_from(text, 0, markers, _marker_table(markers), final)
-
-
-def _find_from(
-    text: str, pos: int, markers: tuple[str, ...], table: _MarkerTable, final: bool
-) -> tuple[int, str, bool] | None:
-    """:func:`_find` on ``text[pos:]``, with the index counted in ``text``."""
     found = table.search(text, pos) if table.search is not None else None
     if found is None:
         return None
@@ -602,12 +616,6 @@ def _find_from(
         and any(len(m) > len(marker) and m.startswith(text[at:]) for m in markers)
     )
     return (at, marker, wait)
-
-
-def _held(text: str, markers: Sequence[str]) -> int:
-    """Length of the longest suffix of ``text`` that is a proper prefix of a marker."""
-    markers = tuple(markers)
-    return len(text) - _held_from(text, 0, _marker_table(markers))
 
 
 def _held_from(text: str, pos: int, table: _MarkerTable) -> int:
@@ -672,8 +680,8 @@ class PromptDialect(Dialect):
     control_markers: tuple[str, ...] = ()
 
     def neutralise(self, text: str) -> str:
-        """``text`` with this dialect's control markup, ChatML and every format the
-        readers know broken by a zero-width space (see :func:`neutralise`).
+        """``text`` with this dialect's control markup (its own, ChatML's and every
+        format's the readers know) broken by a zero-width space (:func:`neutralise`).
 
         A tool result (or a user) holding ``</tool_response><tool_call>...`` would
         otherwise forge a turn in the prompt. The model still reads the same

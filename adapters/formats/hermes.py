@@ -51,8 +51,11 @@ from .base import (
     reasoning_of,
     text_of,
 )
+from .readers import KNOWN_MARKUP
 from .readers.tool_call_tag import TOOL_CALL, read_tool_call, tool_call_may_close
 from .schema import ToolLike, to_tool_specs
+
+__all__ = ["HISTORY_WORDING", "TOOLS_PROMPT", "HermesDialect", "HistoryWording"]
 
 #: The ``# Tools`` system text; ``{tool_descs}`` is one tool JSON per line.
 TOOLS_PROMPT = """# Tools
@@ -118,8 +121,7 @@ class HermesDialect(PromptDialect):
         "</tool_response>",
         "<think>",
         "</think>",
-        "<|im_start|>",
-        "<|im_end|>",
+        *KNOWN_MARKUP,  # ChatML's and every other format's
     )
 
     def __init__(self, *, lang: Literal["en", "zh"] = "en") -> None:

@@ -17,7 +17,11 @@ from typing import Any, ClassVar
 from langchain_core.messages import AIMessage, BaseMessage
 
 from .base import ContentDelta, Dialect, ParseEvent, StreamParser, neutralise
+from .qwen import QWEN_MARKERS
+from .readers import KNOWN_MARKUP
 from .schema import ToolLike
+
+__all__ = ["NativeDialect"]
 
 
 class _TextStreamParser(StreamParser):
@@ -80,15 +84,19 @@ class NativeDialect(Dialect):
         return _TextStreamParser()
 
 
+# what a native model must not see unbroken in text it did not write
+_MARKUP = (*KNOWN_MARKUP, *QWEN_MARKERS)
+
+
 def _neutralised(message: BaseMessage) -> BaseMessage:
     content: Any = message.content
     if isinstance(content, str):
-        new: Any = neutralise(content)
+        new: Any = neutralise(content, _MARKUP)
     else:
         new = [
-            {**b, "text": neutralise(b["text"])}
+            {**b, "text": neutralise(b["text"], _MARKUP)}
             if isinstance(b, dict) and isinstance(b.get("text"), str)
-            else neutralise(b)
+            else neutralise(b, _MARKUP)
             if isinstance(b, str)
             else b
             for b in content

@@ -59,7 +59,22 @@ from .base import (
     new_call_id,
     text_of,
 )
+from .readers import KNOWN_MARKUP
 from .schema import ToolLike, ToolSpec, to_tool_specs
+
+__all__ = [
+    "FN_ARGS",
+    "FN_EXIT",
+    "FN_NAME",
+    "FN_RESULT",
+    "PHRASES",
+    "Lang",
+    "QwenDialect",
+    "QwenPhrases",
+    "describe_tool",
+    "read_calls",
+    "tool_system_prompt",
+]
 
 FN_NAME = "✿FUNCTION✿"
 FN_ARGS = "✿ARGS✿"
@@ -328,7 +343,8 @@ class QwenDialect(PromptDialect):
 
     name = "qwen"
     stop: tuple[str, ...] = (FN_RESULT, FN_EXIT)
-    control_markers: tuple[str, ...] = (*_MARKERS, "<think>", "</think>")
+    # its own, ChatML's and every other format's (<think> among them)
+    control_markers: tuple[str, ...] = (*_MARKERS, *KNOWN_MARKUP)
     blocks: tuple[Block, ...] = (
         THINK,
         # A call ends at a marker that starts a line: JSON strings cannot hold a raw

@@ -87,7 +87,20 @@ from .base import (
     shown_as_example,
     text_of,
 )
+from .readers import KNOWN_MARKUP
 from .schema import ToolLike, ToolSpec, to_tool_specs
+
+__all__ = [
+    "ACTION",
+    "BARE_INPUT_KEY",
+    "OBSERVATION",
+    "STOP",
+    "SYSTEM_PROMPT",
+    "THOUGHT",
+    "ReActDialect",
+    "fenced_action",
+    "single_input",
+]
 
 STOP = "Observation:"
 
@@ -192,8 +205,7 @@ class ReActDialect(PromptDialect):
         "Action Input:",
         STOP,
         "Final Answer:",
-        "<think>",
-        "</think>",
+        *KNOWN_MARKUP,  # ChatML's and every other format's (<think> among them)
     )
 
     def grammar(

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from langchain_core.tools import ToolException
 
+__all__ = ["Disconnected", "MCPConfigError", "MCPServerError", "MCPToolTimeoutError"]
+
 
 class MCPConfigError(ValueError):
     """A config that cannot work, refused before any server starts.

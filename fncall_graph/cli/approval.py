@@ -6,7 +6,7 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from .settings import CLIError
+from .resources import CLIError
 from .terminal import UI
 
 

@@ -17,6 +17,7 @@ from typing import Any, ClassVar
 from langchain_core.messages import AIMessage, BaseMessage
 
 from ..base import (
+    CHATML,
     THINK,
     Block,
     CallEvent,
@@ -41,7 +42,7 @@ from .tool_call_tag import ToolCallTagReader
 from .whole_reply import PythonicTagReader, may_be_calls_only, read_whole_reply
 from .xml_params import FunctionTagReader, MinimaxReader, SeedOssReader, Step3Reader
 
-__all__ = ["AUTO", "NO_CALL_MARKUP", "READERS", "AutoReader", "Reader", "reader_of_block"]
+__all__ = ["AUTO", "KNOWN_MARKUP", "NO_CALL_MARKUP", "READERS", "AutoReader", "Reader"]
 
 READERS: tuple[Reader, ...] = (
     ToolCallTagReader(),
@@ -234,6 +235,11 @@ class _ReasoningMarkup(Reader):
 NO_CALL_MARKUP = AutoReader(readers=(_ReasoningMarkup(READERS),))
 
 
-def reader_of_block(marker: str) -> Reader | None:
-    """The reader whose format opens with ``marker``."""
-    return AUTO.reader_of(marker)
+#: Every marker and token of the formats :data:`AUTO` reads, and ChatML's turn markers:
+#: what the dialects break in text the model did not write (``neutralise``), so that a
+#: model echoing a tool result forges no call.
+KNOWN_MARKUP: tuple[str, ...] = tuple(
+    dict.fromkeys(
+        [*CHATML, *AUTO.drop_tokens, *(m for b in AUTO.blocks for m in (b.open, *b.close))]
+    )
+)
