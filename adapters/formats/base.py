@@ -21,7 +21,7 @@ import math
 import re
 import uuid
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any, ClassVar, Literal
@@ -81,9 +81,14 @@ class ReasoningDelta:
 
 @dataclass(frozen=True, slots=True)
 class CallEvent:
-    """A complete, readable tool call."""
+    """A complete, readable tool call.
+
+    ``texts``: the arguments the format wrote as untyped text (``<parameter=n>5``), as
+    written, by name; the tool's schema decides their types (:mod:`.arg_types`).
+    """
 
     call: ToolCall
+    texts: Mapping[str, str] | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -343,6 +348,58 @@ class Block:
 
 THINK = Block("<think>", ("</think>",), "reasoning")
 ZERO_WIDTH_SPACE = "\u200b"
+#: ChatML's turn markers: a prompt rendered by any chat template may be read by them.
+CHATML = ("<|im_start|>", "<|im_end|>")
+
+
+def neutralise(text: str, markers: Sequence[str]) -> str:
+    """``text`` with every one of ``markers`` broken by a zero-width space.
+
+    Text the model did not write (a tool result, a user's message) may hold call markup
+    of any format the readers know, or ChatML turn markers; echoed by the model, it would
+    read as a call of the model's own. Broken, the model still reads the same characters
+    and no reader sees a marker in them (the dialects pass every format's markers,
+    :data:`~fncall_graph.adapters.formats.readers.KNOWN_MARKUP`, and their own).
+
+    Example:
+        >>> neutralise("[TOOL_CALLS][]", ["[TOOL_CALLS]"]) == "[\u200bTOOL_CALLS][]"
+        True
+    """
+    pattern = _breaker(tuple(markers))
+    if pattern is None:
+        return text
+    while True:  # a marker inside a longer one (``<tool_call>`` in MiniMax's) too
+        broken = pattern.sub(_break, text)
+        if broken == text:
+            return text
+        text = broken
+
+
+def shown_as_example(before: str) -> bool:
+    """Whether text that ends in ``before`` is introduced as an example of the syntax
+    ("For example:", "e.g.", "such as", "the format is") rather than written as a call.
+    """
+    return _EXAMPLE_CUE.search(before.rstrip()[-40:]) is not None
+
+
+_EXAMPLE_CUE = re.compile(
+    r"(?:\bfor (?:example|instance)|\be\.g\.|\bsuch as|\blike (?:this|so)|\bexample"
+    r"|\bsyntax|\bformat(?: is)?|\b(?:reply|respond|answer) with|\bwrites?|\btype"
+    r"|例如|比如|示例|格式)\W*$",
+    re.IGNORECASE,
+)
+
+
+def _break(match: re.Match[str]) -> str:
+    marker = match.group()
+    return marker[0] + ZERO_WIDTH_SPACE + marker[1:]
+
+
+@lru_cache(maxsize=16)
+def _breaker(markers: tuple[str, ...]) -> re.Pattern[str] | None:
+    # a one-character marker cannot be broken (and no format has one)
+    usable = sorted({m for m in markers if len(m.strip()) > 1}, key=len, reverse=True)
+    return re.compile("|".join(map(re.escape, usable))) if usable else None
 
 
 class _Trimmed:
@@ -623,7 +680,8 @@ class PromptDialect(Dialect):
     control_markers: tuple[str, ...] = ()
 
     def neutralise(self, text: str) -> str:
-        """``text`` with this dialect's control markup broken by a zero-width space.
+        """``text`` with this dialect's control markup (its own, ChatML's and every
+        format's the readers know) broken by a zero-width space (:func:`neutralise`).
 
         A tool result (or a user) holding ``</tool_response><tool_call>...`` would
         otherwise forge a turn in the prompt. The model still reads the same
@@ -634,10 +692,7 @@ class PromptDialect(Dialect):
             >>> get_dialect("qwen").neutralise("✿FUNCTION✿: x") == "✿\u200bFUNCTION✿: x"
             True
         """
-        for marker in self.control_markers:
-            if marker in text:
-                text = text.replace(marker, marker[0] + ZERO_WIDTH_SPACE + marker[1:])
-        return text
+        return neutralise(text, self.control_markers)
 
     @abstractmethod
     def write_assistant(self, message: AIMessage) -> str:

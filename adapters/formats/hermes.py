@@ -51,6 +51,7 @@ from .base import (
     reasoning_of,
     text_of,
 )
+from .readers import KNOWN_MARKUP
 from .readers.tool_call_tag import TOOL_CALL, read_tool_call, tool_call_may_close
 from .schema import ToolLike, to_tool_specs
 
@@ -120,8 +121,7 @@ class HermesDialect(PromptDialect):
         "</tool_response>",
         "<think>",
         "</think>",
-        "<|im_start|>",
-        "<|im_end|>",
+        *KNOWN_MARKUP,  # ChatML's and every other format's
     )
 
     def __init__(self, *, lang: Literal["en", "zh"] = "en") -> None:

@@ -1,7 +1,8 @@
 """The native dialect: the provider's own function calling (OpenAI ``tools``).
 
 The canonical history already is what an OpenAI-compatible API takes, so rendering
-is the identity, and tools travel through the chat model's ``bind_tools`` rather than
+is the identity (but for call markup in results and user text, broken so that a model
+echoing it forges no call), and tools travel through the chat model's ``bind_tools`` rather than
 the prompt. Replies carry their calls in ``AIMessage.tool_calls``; what ``parse`` sees
 is only the plain text of a reply. Markup a provider leaves in ``content`` anyway (a
 server without a tool parser, ``<think>`` blocks) is the job of
@@ -11,11 +12,13 @@ server without a tool parser, ``<think>`` blocks) is the job of
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import ClassVar
+from typing import Any, ClassVar
 
 from langchain_core.messages import AIMessage, BaseMessage
 
-from .base import ContentDelta, Dialect, ParseEvent, StreamParser
+from .base import ContentDelta, Dialect, ParseEvent, StreamParser, neutralise
+from .qwen import QWEN_MARKERS
+from .readers import KNOWN_MARKUP
 from .schema import ToolLike
 
 __all__ = ["NativeDialect"]
@@ -67,8 +70,10 @@ class NativeDialect(Dialect):
     def render(
         self, messages: Sequence[BaseMessage], tools: Sequence[ToolLike] | None
     ) -> list[BaseMessage]:
-        """The canonical history, unchanged (a new list; the messages are not copied)."""
-        return list(messages)
+        """The canonical history (a new list): tool results and user messages that hold
+        call markup of any known format are copied with it broken (:func:`neutralise`);
+        the other messages are not copied."""
+        return [_neutralised(m) if m.type in ("human", "tool") else m for m in messages]
 
     def parse(self, text: str) -> AIMessage:
         """A plain text reply as an ``AIMessage`` with no calls."""
@@ -77,3 +82,23 @@ class NativeDialect(Dialect):
     def stream_parser(self) -> StreamParser:
         """A parser that streams each chunk back as content."""
         return _TextStreamParser()
+
+
+# what a native model must not see unbroken in text it did not write
+_MARKUP = (*KNOWN_MARKUP, *QWEN_MARKERS)
+
+
+def _neutralised(message: BaseMessage) -> BaseMessage:
+    content: Any = message.content
+    if isinstance(content, str):
+        new: Any = neutralise(content, _MARKUP)
+    else:
+        new = [
+            {**b, "text": neutralise(b["text"], _MARKUP)}
+            if isinstance(b, dict) and isinstance(b.get("text"), str)
+            else neutralise(b, _MARKUP)
+            if isinstance(b, str)
+            else b
+            for b in content
+        ]
+    return message if new == content else message.model_copy(update={"content": new})

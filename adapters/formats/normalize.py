@@ -15,16 +15,19 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from langchain_core.messages import AIMessage, BaseMessage
 from langchain_core.messages.tool import InvalidToolCall, ToolCall, invalid_tool_call, tool_call
 
-from .base import THINK, Dialect, new_call_id
+from .arg_types import tool_schemas, typed_call
+from .base import THINK, CallEvent, Dialect, new_call_id, shown_as_example
 from .readers import AUTO, NO_CALL_MARKUP
+from .readers.base import strict_prefix
 from .readers.whole_reply import OPENERS, whole_reply_format
 from .registry import get_dialect
+from .schema import ToolLike
 
 __all__ = [
     "MARKUP_FORMAT_KEY",
@@ -52,6 +55,7 @@ def normalize(
     *,
     tool_names: Iterable[str] | None = None,
     taken_ids: Iterable[str] = (),
+    tools: Sequence[ToolLike] | None = None,
 ) -> AIMessage:
     """Return the canonical form of a model's reply.
 
@@ -65,8 +69,10 @@ def normalize(
       block (also one whose ``<think>`` was in the prompt, so only ``</think>``
       shows); otherwise ``content`` is left as it is.
 
-    A call present both in the field and in the markup (same name and arguments) is
-    kept once, with the field's id: a call is never read twice. A call keeps its id
+    With ``None`` or ``"native"``, a reply with calls in the field has no others: markup
+    in its text (a tool result the model echoed, an example) adds none. With a prompt
+    dialect, a call present both in the field and in the markup (same name and
+    arguments) is kept once, with the field's id: a call is never read twice. A call keeps its id
     unless it has none, or the id is in ``taken_ids`` or already used in the message:
     then it gets a fresh one (:class:`CallIds`). A call id names one call in a thread
     (its result, and its claim: a call runs at most once per id), so pass the ids the
@@ -93,6 +99,10 @@ def normalize(
             quotes the call syntax runs nothing. Calls from the ``tool_calls`` field are
             kept as the provider gave them.
         taken_ids: call ids the thread already used; see above.
+        tools: the tools offered (any form a dialect takes); the arguments of calls
+            read from *markup* are fitted to their schemas (``"5"`` → ``5`` for an
+            integer parameter; see :func:`~.arg_types.typed_args`). Without them, a value
+            a format writes as text is read as JSON where it parses.
 
     Returns:
         A new ``AIMessage``; ``message`` is not modified.
@@ -116,10 +126,11 @@ def normalize(
 
     d = None if dialect is None else get_dialect(dialect)
     markup_format: str | None = None
+    texts: dict[str, Mapping[str, str]] = {}
     if d is not None and not d.native:
-        parsed: AIMessage | None = d.parse(text)
+        parsed, texts = _read(d, text)
     else:
-        parsed, markup_format = _auto_parse(text)
+        parsed, markup_format, texts = _auto_parse(text)
 
     # ---- content
     content: str | list[str | dict[str, Any]]
@@ -146,11 +157,14 @@ def normalize(
 
     # ---- calls
     field = list(getattr(message, "tool_calls", []) or [])
+    # A native reply whose calls the provider's parser found has no calls of its own in
+    # its text: markup there is quoted or echoed (a tool result's), never run.
+    from_text = parsed is not None and not (field and (d is None or d.native))
     calls, invalid = _merge_calls(
         field,
         list(getattr(message, "invalid_tool_calls", []) or []),
-        list(parsed.tool_calls) if parsed is not None else [],
-        list(parsed.invalid_tool_calls) if parsed is not None else [],
+        _typed(list(parsed.tool_calls), texts, tools) if from_text and parsed is not None else [],
+        list(parsed.invalid_tool_calls) if from_text and parsed is not None else [],
         None if tool_names is None else set(tool_names),
         CallIds(taken_ids),
     )
@@ -171,6 +185,25 @@ def normalize(
         id=message.id,
         name=message.name,
     )
+
+
+def _typed(
+    calls: list[ToolCall],
+    texts: Mapping[str, Mapping[str, str]],
+    tools: Sequence[ToolLike] | None,
+) -> list[ToolCall]:
+    if not tools or not texts:
+        return calls
+    schemas = tool_schemas(tools)
+    return [typed_call(c, texts.get(c["id"]), schemas) for c in calls]
+
+
+def _read(dialect: Dialect, text: str) -> tuple[AIMessage, dict[str, Mapping[str, str]]]:
+    """``dialect.parse(text)``, and the arguments its calls wrote as text, by call id."""
+    parser = dialect.stream_parser()
+    events = [*parser.feed(text), *parser.close()]
+    texts = {e.call["id"]: e.texts for e in events if isinstance(e, CallEvent) and e.texts}
+    return parser.message(), texts
 
 
 def markup_dialect(message: BaseMessage | str) -> str | None:
@@ -215,48 +248,108 @@ def _first_marker(text: str) -> tuple[int, str, str] | None:
 
 
 def _without_thinking(text: str) -> str:
-    """``text`` less its ``<think>`` blocks (and all before a ``</think>`` never opened)."""
-    close = text.rfind(THINK.close[0])
-    if close < 0:
-        return text
-    return text[close + len(THINK.close[0]) :]
+    """``text`` less its reasoning blocks, in every format's markers (``<think>``,
+    ``<seed:think>``, ``[THINK]``, Gemma's thought channel, …), as the scanner reads them:
+    a block ends at its first closer; a closer with no block open is not thinking."""
+    out: list[str] = []
+    pos = 0
+    while (opened := _REASONING_OPEN.search(text, pos)) is not None:
+        out.append(text[pos : opened.start()])
+        block = _REASONING_BLOCK[opened.group()]
+        ends = [(i, c) for c in block.close if (i := text.find(c, opened.end())) >= 0]
+        if not ends:
+            return "".join(out)  # thinking to the end of the reply
+        at, closer = min(ends)
+        pos = at + (len(closer) if block.consume_close else 0)
+    out.append(text[pos:])
+    return "".join(out)
 
 
 def _own_call_syntax(text: str, at: int, marker: str, *, special: bool = False) -> bool:
     """Whether the markup at ``at`` is the reply's own calls, not markup it quotes.
 
-    The rule: the first call marker stands outside any code fence or inline code; a
-    marker in plain text (``<tool_call>``, ``✿FUNCTION✿``, ``>>>``) must also start a
-    line (a special token, ``[TOOL_CALLS]`` or ``<|tool_call|>``, cannot be quoted by
-    accident); and after the last closed call nothing but white space follows. An answer
-    that shows the syntax (in a code block, in backticks, or with prose after it) runs
-    nothing; a reply made of calls, with or without words before them, does.
+    The rule: the first call marker stands outside any code fence or inline code and
+    does not follow an example cue ("for example", "e.g.", "such as"); a marker in plain
+    text (``<tool_call>``, ``✿FUNCTION✿``, ``>>>``) starts a line or follows a finished
+    sentence (``Let me check. <tool_call>``), not a sentence it is part of (a special
+    token, ``[TOOL_CALLS]`` or ``<|tool_call|>``, cannot be quoted by accident); and after
+    the last closed call nothing but white space follows (after special tokens, a short
+    closing remark may). An answer that shows the syntax (in a code block, in backticks,
+    as an example, or with prose after it) runs nothing; a reply made of calls, with or
+    without words before them, does.
     """
-    line_start = text.rfind("\n", 0, at) + 1
-    before = text[line_start:at]
-    if not special and before.strip():
-        return False  # mid-sentence: quoted
     if _quoted(text, at):
         return False  # inside a fenced code block or inline code
+    # the reply's markup may start before its first call (a thought, a channel)
+    first = _ANY_MARKUP.search(text, 0, at)
+    if shown_as_example(text[: first.start() if first else at]):
+        return False  # shown as an example
+    line = text[text.rfind("\n", 0, at) + 1 : at].strip()
+    if not special and line and line[-1] not in _SENTENCE_END:
+        return False  # mid-sentence: quoted
     reader = AUTO.reader_of(marker)
     closers = [
         b.close[0] for b in (reader.blocks if reader else ()) if b.open == marker and b.close
     ]
-    if closers and reader is not None and all(b.consume_close for b in reader.blocks):
-        closer = closers[0]
-        last_open, last_close = text.rfind(marker), text.rfind(closer)
-        after = text[last_close + len(closer) :] if last_close > last_open else ""
-        for token in AUTO.drop_tokens:  # end-of-turn tokens and wrappers are no prose
-            after = after.replace(token, "")
-        if after.strip():
-            return False  # prose after the calls: an explanation that quotes them
-    return True
+    last_open = text.rfind(marker)
+    last_close = text.rfind(closers[0]) if closers else -1
+    if (
+        last_close > last_open
+        and reader is not None
+        and all(b.consume_close for b in reader.blocks)
+    ):
+        after = text[last_close + len(closers[0]) :]
+    else:  # the block runs to the end of the reply, or to the next call's marker
+        after = _after_json(text, last_open + len(marker.rstrip("[{")))
+    for token in AUTO.drop_tokens:  # end-of-turn tokens and wrappers are no prose
+        after = after.replace(token, "")
+    after = after.strip()
+    return not after or _remark(after, special=special)  # else prose that quotes the calls
+
+
+def _after_json(text: str, start: int) -> str:
+    """What follows the JSON value of the call that starts at ``start`` (a format with
+    no closer: ``[TOOL_CALLS][…]``, ``<|python_tag|>{…}``); ``""`` if it holds none."""
+    brace = min((i for i in (text.find("{", start), text.find("[", start)) if i >= 0), default=-1)
+    if brace < 0 or "\n\n" in text[start:brace] or "<" in text[start:brace]:
+        return ""  # no JSON right after the marker: the format's own tags follow it
+    values, rest = strict_prefix(text[brace:])  # calls may follow each other (``; {…}``)
+    return rest if values else ""
+
+
+# what a sentence that a call may follow on the same line ends with
+_SENTENCE_END = frozenset(".!?:。！？：…")
+# how long a remark after special-token calls may be ("Let me know if …")
+_REMARK = 80
+
+
+def _remark(after: str, *, special: bool) -> bool:
+    """Whether ``after`` (what follows a reply's calls) is a short closing remark ("I'll
+    wait for the result.") rather than prose about the markup ("This is how …", "… to
+    call a tool"). After plain-text markup the remark must also start a sentence."""
+    if len(after) > _REMARK or "\n" in after or "`" in after:
+        return False
+    if _POINTS_BACK.match(after) or _DISCUSSES.search(after):
+        return False
+    return special or after[0].isupper() or (after[0].isalpha() and not after[0].isascii())
+
+
+_POINTS_BACK = re.compile(r"(?:this|that|these|those|here|above|such|it)\b", re.IGNORECASE)
+# words of a sentence about the markup rather than after a call
+_DISCUSSES = re.compile(
+    r"\b(?:this|these|calls?|format|syntax|example|markup|json|tags?)\b", re.IGNORECASE
+)
 
 
 def _quoted(text: str, at: int) -> bool:
-    """Whether ``at`` lies inside a fenced code block or inline code."""
-    line_start = text.rfind("\n", 0, at) + 1
-    return text.count("```", 0, at) % 2 == 1 or text[line_start:at].count("`") % 2 == 1
+    """Whether ``at`` lies inside a fenced code block or inline code (which may run over
+    the lines of one paragraph)."""
+    if text.count("```", 0, at) % 2 == 1:
+        return True
+    paragraph = text.rfind("\n\n", 0, at) + 1
+    fence = text.rfind("```", 0, at)
+    start = max(paragraph, fence + 3 if fence >= 0 else 0)
+    return text[start:at].count("`") % 2 == 1
 
 
 # --------------------------------------------------------------------------- helpers
@@ -267,6 +360,17 @@ _MARKERS = re.compile(
         re.escape(m)
         for m in sorted(
             {_QWEN_MARKER, *(b.open for b in AUTO.blocks if b.kind == "call")},
+            key=len,
+            reverse=True,
+        )
+    )
+)
+# every marker and token of every format
+_ANY_MARKUP = re.compile(
+    "|".join(
+        re.escape(m)
+        for m in sorted(
+            {_QWEN_MARKER, *(b.open for b in AUTO.blocks), *AUTO.drop_tokens},
             key=len,
             reverse=True,
         )
@@ -285,35 +389,63 @@ _OTHER_MARKUP = re.compile(
 )
 
 
+_REASONING_BLOCK = {b.open: b for b in AUTO.blocks if b.kind == "reasoning"}
+_REASONING_OPEN = re.compile(
+    "|".join(map(re.escape, sorted(_REASONING_BLOCK, key=len, reverse=True)))
+)
+# closers a reply shows when its prompt opened the thought: a reasoning block's closer
+# that its reader also drops where it stands alone (harmony's ``<|end|>`` ends any message)
+_THOUGHT_OPENER = {THINK.close[0]: THINK.open} | {
+    b.close[0]: b.open
+    for r in AUTO.readers
+    for b in reversed(r.blocks)
+    if b.kind == "reasoning" and b.close and b.close[0] in r.drop_tokens and b.close[0] != "<|end|>"
+}
+_THOUGHT_CLOSERS = re.compile(
+    "|".join(map(re.escape, sorted(_THOUGHT_OPENER, key=len, reverse=True)))
+)
+
+
 def _opened_thought(text: str) -> str:
-    """``text`` with the ``<think>`` its prompt opened put back in front.
+    """``text`` with the thought its prompt opened put back in front.
 
-    QwQ / DeepSeek-R1 templates put ``<think>`` in the prompt, so the reply starts
-    inside the thought and only its end marker shows.
+    QwQ / DeepSeek-R1 templates end the prompt with ``<think>``, Seed-OSS, Magistral,
+    Kimi-K3, Gemma 4 and PLaMo with their own thinking opener: the reply starts inside
+    the thought and only its closer shows (``</think>``, ``</seed:think>``, ``[/THINK]``,
+    ``<channel|>`` …). A closer after a call or other markup (inside a call's arguments,
+    after a channel) opened nothing: the text is left as it is.
     """
-    close = text.find(THINK.close[0])
-    if close >= 0 and not 0 <= text.find(THINK.open) < close:
-        return THINK.open + text
-    return text
+    closer = _THOUGHT_CLOSERS.search(text)
+    if closer is None:
+        return text
+    opener = _THOUGHT_OPENER[closer.group()]
+    before = text[: closer.start()]
+    if opener in before or _ANY_MARKUP.search(before):
+        return text
+    return opener + text
 
 
-def _auto_parse(text: str) -> tuple[AIMessage | None, str | None]:
-    """``text`` read in the format its own call markup is written in, and that format.
+def _auto_parse(
+    text: str,
+) -> tuple[AIMessage | None, str | None, dict[str, Mapping[str, str]]]:
+    """``text`` read in the format its own call markup is written in, that format, and
+    the arguments its calls wrote as text (by call id).
 
-    ``(None, None)`` when it holds no markup at all.
+    ``(None, None, {})`` when it holds no markup at all.
     """
     text = _opened_thought(text)
     answer = _without_thinking(text)
     found = _first_marker(answer)
     if found is not None:
         reader = get_dialect("qwen") if found[2] == "qwen" else AUTO
-        return reader.parse(text), found[2]
+        parsed, texts = _read(reader, text)
+        return parsed, found[2], texts
     other = _OTHER_MARKUP.search(text)
     if answer.lstrip().startswith(OPENERS) or (
         other is not None and not _quoted(text, other.start())
     ):
-        return NO_CALL_MARKUP.parse(text), whole_reply_format(answer)
-    return None, None
+        return NO_CALL_MARKUP.parse(text), whole_reply_format(answer), {}
+    return None, None, {}
 
 
 def _split_content(

@@ -59,6 +59,7 @@ from .base import (
     new_call_id,
     text_of,
 )
+from .readers import KNOWN_MARKUP
 from .schema import ToolLike, ToolSpec, to_tool_specs
 
 __all__ = [
@@ -204,7 +205,9 @@ def tool_system_prompt(tools: Sequence[ToolLike], *, lang: Lang, parallel: bool)
 
 _COLONS = ":："
 _CHINESE = re.compile(r"[\u4e00-\u9fff]")
-_MARKERS = (FN_NAME, FN_ARGS, FN_RESULT, FN_EXIT)
+#: The markers of Qwen-Agent's function-calling prompt.
+QWEN_MARKERS = (FN_NAME, FN_ARGS, FN_RESULT, FN_EXIT)
+_MARKERS = QWEN_MARKERS
 
 
 def _after_colon(text: str) -> str:
@@ -340,7 +343,8 @@ class QwenDialect(PromptDialect):
 
     name = "qwen"
     stop: tuple[str, ...] = (FN_RESULT, FN_EXIT)
-    control_markers: tuple[str, ...] = (*_MARKERS, "<think>", "</think>")
+    # its own, ChatML's and every other format's (<think> among them)
+    control_markers: tuple[str, ...] = (*_MARKERS, *KNOWN_MARKUP)
     blocks: tuple[Block, ...] = (
         THINK,
         # A call ends at a marker that starts a line: JSON strings cannot hold a raw

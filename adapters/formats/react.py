@@ -84,8 +84,10 @@ from .base import (
     loads_lenient,
     new_call_id,
     reasoning_of,
+    shown_as_example,
     text_of,
 )
+from .readers import KNOWN_MARKUP
 from .schema import ToolLike, ToolSpec, to_tool_specs
 
 __all__ = [
@@ -203,8 +205,7 @@ class ReActDialect(PromptDialect):
         "Action Input:",
         STOP,
         "Final Answer:",
-        "<think>",
-        "</think>",
+        *KNOWN_MARKUP,  # ChatML's and every other format's (<think> among them)
     )
 
     def grammar(
@@ -495,33 +496,46 @@ _FENCED_BLOB = re.compile(r"```[A-Za-z]*[ \t]*\n(.*?)\n?```", re.DOTALL)
 
 
 def fenced_action(message: AIMessage) -> AIMessage:
-    """A reply with no ``Action:`` whose text or thought holds a fenced action blob:
-    that blob is its call (LangChain's ReAct JSON parser reads these too).
+    """A reply with no ``Action:`` that ends in a fenced action blob: that blob is its
+    call (LangChain's ReAct JSON parser reads these too).
 
-    Only a blob that is an action (``{"action": ..., "action_input": ...}``) counts; a
+    Only a blob that is an action (``{"action": ..., "action_input": ...}``) counts, and
+    only where the format puts an action: on lines of its own at the end of the reply,
+    after its answer text or, with no answer text, after its thought. A blob in the
+    middle of the reply or of its reasoning, inline, or shown as an example is quoted; a
     fence of other JSON stays what it was.
     """
     if message.tool_calls or message.invalid_tool_calls:
         return message
-    for where in (text_of(message.content), reasoning_of(message)):
-        for body in _FENCED_BLOB.findall(where):
-            try:
-                value = loads_lenient(body)
-            except ValueError:
-                continue
-            items = value if isinstance(value, list) else [value]
-            if not items or not all(isinstance(i, dict) and "action" in i for i in items):
-                continue
-            events = list(_from_blob(value, body))
-            calls = [e.call for e in events if isinstance(e, CallEvent)]
-            if not calls:
-                continue
-            answer = text_of(message.content)
-            content = "" if where == answer else answer
-            if where == answer:
-                content = answer.replace(_FENCED_BLOB.search(answer).group(0), "").strip()  # type: ignore[union-attr]
-            return message.model_copy(update={"tool_calls": calls, "content": content})
-    return message
+    answer = text_of(message.content)
+    where = answer if answer.strip() else reasoning_of(message)
+    fence = _closing_blob(where)
+    if fence is None:
+        return message
+    try:
+        value = loads_lenient(fence.group(1))
+    except ValueError:
+        return message
+    items = value if isinstance(value, list) else [value]
+    if not items or not all(isinstance(i, dict) and "action" in i for i in items):
+        return message
+    calls = [e.call for e in _from_blob(value, fence.group(1)) if isinstance(e, CallEvent)]
+    if not calls:
+        return message
+    content = answer[: fence.start()].strip() if where is answer else answer
+    return message.model_copy(update={"tool_calls": calls, "content": content})
+
+
+def _closing_blob(text: str) -> re.Match[str] | None:
+    """The fenced blob that ends ``text`` on lines of its own, unless an example cue
+    ("for example", "e.g.") introduces it."""
+    fence = next(reversed(list(_FENCED_BLOB.finditer(text))), None)
+    if fence is None or text[fence.end() :].strip():
+        return None
+    before = text[: fence.start()].rstrip(" \t")
+    if before and not before.endswith("\n"):
+        return None  # inline, after words on the same line
+    return None if shown_as_example(before) else fence
 
 
 def single_input(message: AIMessage, tools: Sequence[ToolLike] | None) -> AIMessage:

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import AsyncIterator, Callable, Iterator, Sequence
+from collections.abc import AsyncIterator, Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -37,6 +37,7 @@ from langchain_core.utils.json import parse_partial_json
 from langgraph.constants import TAG_NOSTREAM
 from pydantic import PrivateAttr, field_validator, model_validator
 
+from ..formats.arg_types import tool_schemas, typed_call
 from ..formats.base import (
     CallEvent,
     ContentDelta,
@@ -85,18 +86,28 @@ class _Call:
     tool_names: list[str] | None  # the offered tools' names, for calls read from markup
     taken: set[str]  # call ids the history already uses
     forced: bool = False  # a prompt dialect whose tool_choice demands a call
+    # the tools' parameter schemas by name, made when a call first needs them
+    schemas: dict[str, Any] | None = None
 
     def read(self, reply: BaseMessage) -> AIMessage:
         """The reply as the graph keeps it: calls from the field and the text merged,
-        ids unique against the history, loose call forms fitted to the tools."""
+        ids unique against the history, arguments read from text typed by the tools'
+        schemas, loose call forms fitted to the tools."""
         if self.dialect.native:
-            message = normalize(reply, None, tool_names=self.tool_names, taken_ids=self.taken)
+            message = normalize(
+                reply, None, tool_names=self.tool_names, taken_ids=self.taken, tools=self.tools
+            )
         else:
-            message = normalize(reply, self.dialect, taken_ids=self.taken)
+            message = normalize(reply, self.dialect, taken_ids=self.taken, tools=self.tools)
         return self.dialect.fit_to_tools(message, self.tools)
 
-    def fit(self, call: ToolCall) -> ToolCall:
-        """One call read from a stream, fitted to the tools as :meth:`read` fits a reply."""
+    def fit(self, call: ToolCall, texts: Mapping[str, str] | None = None) -> ToolCall:
+        """One call read from a stream (``texts``: its arguments written as text), typed
+        and fitted to the tools as :meth:`read` types and fits a reply's."""
+        if texts:
+            if self.schemas is None:
+                self.schemas = tool_schemas(self.tools)
+            call = typed_call(call, texts, self.schemas)
         fitted = self.dialect.fit_to_tools(AIMessage(content="", tool_calls=[call]), self.tools)
         return fitted.tool_calls[0] if fitted.tool_calls else call
 
@@ -589,7 +600,9 @@ class _StreamState:
             elif isinstance(ev, ReasoningDelta):
                 self._reason(out, ev.text, provider=False)
             elif isinstance(ev, CallEvent):
-                call = self.call.fit({**ev.call, "id": self.ids.assign(ev.call.get("id"))})
+                call = self.call.fit(
+                    {**ev.call, "id": self.ids.assign(ev.call.get("id"))}, ev.texts
+                )
                 self.calls.append(call)
                 self._call(out, call)
             elif isinstance(ev, InvalidCallEvent):

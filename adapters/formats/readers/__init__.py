@@ -17,6 +17,7 @@ from typing import Any, ClassVar
 from langchain_core.messages import AIMessage, BaseMessage
 
 from ..base import (
+    CHATML,
     THINK,
     Block,
     CallEvent,
@@ -41,7 +42,7 @@ from .tool_call_tag import ToolCallTagReader
 from .whole_reply import PythonicTagReader, may_be_calls_only, read_whole_reply
 from .xml_params import FunctionTagReader, MinimaxReader, SeedOssReader, Step3Reader
 
-__all__ = ["AUTO", "NO_CALL_MARKUP", "READERS", "AutoReader", "Reader"]
+__all__ = ["AUTO", "KNOWN_MARKUP", "NO_CALL_MARKUP", "READERS", "AutoReader", "Reader"]
 
 READERS: tuple[Reader, ...] = (
     ToolCallTagReader(),
@@ -215,9 +216,30 @@ class _ReasoningMarkup(Reader):
         self.blocks = tuple(  # type: ignore[misc]
             b for r in with_reasoning for b in r.blocks if b.kind == "reasoning"
         )
-        self.drop_tokens = tuple(d for r in readers for d in r.channel_tokens)  # type: ignore[misc]
+        # and the reasoning closers a reader drops (Gemma's ``<channel|>`` after a thought)
+        closers = (
+            c
+            for r in with_reasoning
+            for b in r.blocks
+            if b.kind == "reasoning"
+            for c in b.close
+            if c in r.drop_tokens
+        )
+        self.drop_tokens = tuple(  # type: ignore[misc]
+            dict.fromkeys([*(d for r in readers for d in r.channel_tokens), *closers])
+        )
 
 
 #: Reads what needs no call marker: reasoning and channel markup, and replies made only
 #: of calls; for replies whose call markup (if any) is only quoted.
 NO_CALL_MARKUP = AutoReader(readers=(_ReasoningMarkup(READERS),))
+
+
+#: Every marker and token of the formats :data:`AUTO` reads, and ChatML's turn markers:
+#: what the dialects break in text the model did not write (``neutralise``), so that a
+#: model echoing a tool result forges no call.
+KNOWN_MARKUP: tuple[str, ...] = tuple(
+    dict.fromkeys(
+        [*CHATML, *AUTO.drop_tokens, *(m for b in AUTO.blocks for m in (b.open, *b.close))]
+    )
+)

@@ -43,6 +43,7 @@ __all__ = [
     "named_call_and_text",
     "read_json_calls",
     "strict_prefix",
+    "text_args",
 ]
 
 #: Where formats put a call's arguments, tried in this order.
@@ -298,12 +299,24 @@ def named_call_and_text(name: str, args: str, raw: str) -> Iterator[ParseEvent]:
     yield named_call(name, args, raw)
 
 
-def named_call(name: str, args: Any, raw: str) -> ParseEvent:
-    """A call event for a name and arguments read from markup (a dict or JSON text)."""
+def text_args(pairs: Iterable[tuple[str, str]]) -> tuple[dict[str, Any], dict[str, str]]:
+    """Arguments a format writes as untyped text: each read by :func:`json_value`, and the
+    texts as written (for :func:`named_call`'s ``texts``)."""
+    texts = dict(pairs)
+    return {k: json_value(v) for k, v in texts.items()}, texts
+
+
+def named_call(
+    name: str, args: Any, raw: str, *, texts: Mapping[str, str] | None = None
+) -> ParseEvent:
+    """A call event for a name and arguments read from markup (a dict or JSON text);
+    ``texts``: the arguments written as untyped text, as written (see :class:`CallEvent`).
+    """
     name = name.strip()
     if not name:
         return invalid(raw, "missing tool name")
     try:
-        return CallEvent(tool_call(name=name, args=coerce_args(args), id=new_call_id()))
+        call = tool_call(name=name, args=coerce_args(args), id=new_call_id())
+        return CallEvent(call, texts=dict(texts) if texts else None)
     except ValueError as exc:
         return invalid(raw, f"bad arguments for {name!r}: {exc}", name=name)

@@ -25,7 +25,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 
 from ..base import Block, ParseEvent, invalid
-from .base import FormatReader, json_value, named_call
+from .base import FormatReader, named_call, text_args
 
 __all__ = ["INVOKE_FORMATS", "InvokeReader"]
 
@@ -130,11 +130,12 @@ class InvokeReader(FormatReader):
             if len(params) < len(self._param_open.findall(body)):
                 yield invalid(raw, f"a parameter of {name!r} is not closed", name=name or None)
                 continue
-            args = {
-                k: v if (string or text_by_default) == "true" else json_value(v)
-                for k, string, v in params
-            }
-            yield named_call(name, args, raw)
+            args, texts = text_args(
+                (k, v) for k, string, v in params if (string or text_by_default) != "true"
+            )
+            args.update({k: v for k, string, v in params if (string or text_by_default) == "true"})
+            args = {k: args[k] for k, _, _ in params}  # in the order written
+            yield named_call(name, args, raw, texts=texts)
         if opened > len(invokes):
             tail = text[invokes[-1].end() :] if invokes else text
             name = re.search(r'name="([^"]*)"', tail)

@@ -144,14 +144,18 @@ def _read_k3(text: str) -> Iterator[ParseEvent]:
             )
             return
         args: dict[str, Any] = {}
+        texts: dict[str, str] = {}  # values whose type the call does not give
         for arg in _K3_ARG.finditer(call.group(2)):
             arg_attrs = _attrs(arg.group(1))
             value: Any = arg.group(2)
+            key = arg_attrs.get("key", "")
+            if "type" not in arg_attrs:
+                texts[key] = value
             if arg_attrs.get("type", "string") != "string":
                 with contextlib.suppress(ValueError):  # kept as written, as servers keep it
                     value = json.loads(value)
-            args[arg_attrs.get("key", "")] = value
-        yield named_call(name, args, call.group(0))
+            args[key] = value
+        yield named_call(name, args, call.group(0), texts=texts)
     if not found and text.strip():
         yield invalid(text, f"no call inside {K3_TOOLS[0]}")
 

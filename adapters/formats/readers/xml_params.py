@@ -53,7 +53,14 @@ from collections.abc import Iterable, Iterator
 from typing import Any, ClassVar
 
 from ..base import Block, ContentDelta, ParseEvent, invalid
-from .base import Reader, inside_json_string, json_value, named_call, read_json_calls
+from .base import (
+    Reader,
+    inside_json_string,
+    json_value,
+    named_call,
+    read_json_calls,
+    text_args,
+)
 
 __all__ = [
     "FunctionTagReader",
@@ -108,13 +115,13 @@ def _read_function(text: str, start: int, *, closed: bool) -> tuple[ParseEvent, 
         return invalid(text[start:end], "unreadable <function=NAME> tag"), end
     if text[body:].lstrip().startswith(("{", "[")):
         return _json_function(text, start, body, name, closed=closed)
-    args: dict[str, Any] = {}
+    texts: dict[str, str] = {}
     pos = body
     while True:
         pos = _skip_space(text, pos)
         if text.startswith(FUNCTION_END, pos):
             raw = text[start : pos + len(FUNCTION_END)]
-            return named_call(name, args, raw), pos + len(FUNCTION_END)
+            return _text_call(name, texts, raw), pos + len(FUNCTION_END)
         if text.startswith(PARAM, pos):
             key, value_at = _tag_name(text, pos + len(PARAM))
             if not key:
@@ -124,11 +131,11 @@ def _read_function(text: str, start: int, *, closed: bool) -> tuple[ParseEvent, 
             end, pos = _value_end(text, value_at, closed=closed)
             if end < 0:
                 return _cut(text, start, name, inside=key), len(text)
-            args[key] = json_value(_strip_one_newline(text[value_at:end]))
+            texts[key] = _strip_one_newline(text[value_at:end])
             continue
         if (pos >= len(text) and closed) or text.startswith(_NEXT_CALL, pos):
             # </function> missing where the block's closer or the next call came
-            return named_call(name, args, text[start:pos]), pos
+            return _text_call(name, texts, text[start:pos]), pos
         end = text.find(FUNCTION_END, pos)
         if pos >= len(text) or end < 0 or not _structural_function_end(text, end, closed=closed):
             return _cut(text, start, name), len(text)
@@ -269,7 +276,12 @@ def read_arg_pairs(text: str, *, closed: bool) -> Iterator[ParseEvent]:
     if rest.count("<arg_key>") > len(pairs):
         yield invalid(text, f"an <arg_key> of {name!r} has no <arg_value>", name=name)
         return
-    yield named_call(name, {k.strip(): json_value(v.strip()) for k, v in pairs}, text)
+    yield _text_call(name, {k.strip(): v.strip() for k, v in pairs}, text)
+
+
+def _text_call(name: str, texts: dict[str, str], raw: str) -> ParseEvent:
+    args, texts = text_args(texts.items())
+    return named_call(name, args, raw, texts=texts)
 
 
 # --------------------------------------------------------------------------- MiniMax
@@ -290,10 +302,10 @@ def read_invokes(
     for match in invoke.finditer(text):
         name = next(g for g in match.groups()[:3] if g is not None)
         params = {
-            next(g for g in p.groups()[:3] if g is not None).strip(): json_value(p.group(4).strip())
+            next(g for g in p.groups()[:3] if g is not None).strip(): p.group(4).strip()
             for p in param.finditer(match.group(4))
         }
-        yield named_call(name, params, match.group(0))
+        yield _text_call(name, params, match.group(0))
         end = match.end()
     rest = text[end:]
     if f"<{prefix}invoke" in rest:
