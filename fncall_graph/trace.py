@@ -51,6 +51,7 @@ from langchain_core.outputs import LLMResult
 from langgraph.constants import TAG_NOSTREAM
 
 from fncall_graph.adapters.formats.base import text_of
+from fncall_graph.graphs.factory import MODEL
 
 __all__ = ["ModelCallRecord", "RawOutputRecorder", "Tracer", "message_dict"]
 
@@ -219,7 +220,7 @@ class Tracer:
             return []
         if mode != "updates" or not isinstance(chunk, Mapping):
             return []
-        update = chunk.get("model")
+        update = chunk.get(MODEL)
         if not isinstance(update, Mapping):
             return []
         replies = [m for m in update.get("messages") or [] if isinstance(m, AIMessage)]

@@ -279,6 +279,7 @@ def create_fncall_graph(
         max_result_chars=max_result_chars,
         max_stored_result_chars=max_stored_result_chars,
         idempotent_tools=idempotent_tools,
+        name=TOOLS,
     )
     approve_node = (
         ApproveNode(interrupt_on, tool_names=[t.name for t in tool_list]) if interrupt_on else None

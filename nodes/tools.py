@@ -47,6 +47,26 @@ from fncall_graph.adapters.checkpoint.claims import (
 )
 from fncall_graph.adapters.mcp import MCPCallOutcomeUnknown, MCPServerError
 
+__all__ = [
+    "DEFAULT_MAX_STORED_RESULT_CHARS",
+    "DEFAULT_TOOL_TIMEOUT",
+    "STORED_RESULT",
+    "ToolArgumentsError",
+    "ToolDispatchNode",
+    "ToolTimeoutError",
+    "astored_result",
+    "binary_as_text",
+    "chain",
+    "error_answer",
+    "invalid_call_message",
+    "is_idempotent",
+    "still_running",
+    "stored_once",
+    "stored_result",
+    "tool_error_message",
+    "unknown_outcome",
+]
+
 DEFAULT_TOOL_TIMEOUT = 600.0
 """Seconds a tool call may take by default (``tool_timeout``); ``None`` waits for ever."""
 
@@ -174,6 +194,7 @@ class ToolDispatchNode:
         idempotent_tools: tools that may run again when a process died during their
             call (see :func:`is_idempotent`); other calls then get an "outcome unknown"
             answer.
+        name: this node's name in the graph, where :meth:`dispatch` sends each call.
 
     In a thread with a checkpointer, each call is claimed in the checkpointer's database
     before it runs (:mod:`fncall_graph.adapters.checkpoint.claims`), so a call id runs at
@@ -207,7 +228,9 @@ class ToolDispatchNode:
         max_result_chars: int | None = 100_000,
         max_stored_result_chars: int | None = DEFAULT_MAX_STORED_RESULT_CHARS,
         idempotent_tools: Sequence[str] = (),
+        name: str = "tools",
     ) -> None:
+        self.name = name
         self.timeout = timeout
         self.max_result_chars = max_result_chars
         self.max_stored_result_chars = max_stored_result_chars
@@ -235,7 +258,7 @@ class ToolDispatchNode:
         """
         calls: list[ToolCall | InvalidToolCall] = [*message.tool_calls]
         calls += message.invalid_tool_calls
-        return [Send("tools", [call]) for call in calls]
+        return [Send(self.name, [call]) for call in calls]
 
     # -- node
 

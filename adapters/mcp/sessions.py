@@ -38,6 +38,8 @@ from mcp.types import (
 
 from .errors import Disconnected, MCPCallOutcomeUnknown, MCPServerError, MCPToolTimeoutError
 
+__all__ = ["CallHooks", "Link", "Server", "callable_tools", "log_server_message", "paginate"]
+
 logger = logging.getLogger(__name__)
 
 T = TypeVar("T")

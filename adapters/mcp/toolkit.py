@@ -91,6 +91,18 @@ from .errors import MCPConfigError, MCPServerError
 from .sampling import sampler
 from .sessions import CallHooks, Server, paginate
 
+__all__ = [
+    "CALL_HOOKS",
+    "DEFAULT_CALL_TIMEOUT",
+    "MCPArtifact",
+    "MCPPrompt",
+    "MCPToolkit",
+    "call_tool",
+    "elicit_result",
+    "load_mcp_tools",
+    "result_for_model",
+]
+
 logger = logging.getLogger(__name__)
 
 T = TypeVar("T")

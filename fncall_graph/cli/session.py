@@ -15,6 +15,7 @@ from langchain_core.messages import (
 )
 
 from fncall_graph.adapters.formats.base import text_of
+from fncall_graph.graphs.factory import APPROVE, MODEL
 from fncall_graph.trace import ModelCallRecord, Tracer
 
 from .approval import TerminalReview
@@ -142,7 +143,7 @@ class Session:
         for mode, chunk in self.graph.stream(payload, self.config, stream_mode=modes):
             if mode == "messages":
                 message, meta = chunk
-                if meta.get("langgraph_node") == "model" and isinstance(
+                if meta.get("langgraph_node") == MODEL and isinstance(
                     message, AIMessageChunk | AIMessage
                 ):
                     self.ui.token(text_of(message.content))
@@ -175,7 +176,7 @@ class Session:
                 if isinstance(message, AIMessage):
                     self.ui.end_answer()
                     # a reply with a gated call waits as a whole: nothing runs before the decision
-                    waits = node == "model" and any(
+                    waits = node == MODEL and any(
                         c["name"] in self.gated for c in message.tool_calls
                     )
                     for call in message.tool_calls:
@@ -184,7 +185,7 @@ class Session:
                         )
                 elif isinstance(message, ToolMessage):
                     text = text_of(message.content)
-                    if node == "approve":
+                    if node == APPROVE:
                         state, detail = "rejected", text
                     elif message.status == "error" or reports_failure(text):
                         state, detail = "error", _first_line(text)
