@@ -8,14 +8,15 @@ from typing import Any, Literal
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage
 from langchain_core.runnables import Runnable, RunnableConfig
+from langchain_core.runnables.config import merge_configs
 from langchain_core.tools import BaseTool
 from langchain_core.tools import tool as as_tool
 from langgraph.graph import END, START, StateGraph
 from langgraph.graph.state import CompiledStateGraph
 from langgraph.store.base import BaseStore
-from langgraph.types import Checkpointer, Send
+from langgraph.types import Checkpointer, Command, Send
 
-__all__ = ["APPROVE", "MODEL", "TOOLS", "create_fncall_graph"]
+__all__ = ["APPROVE", "MODEL", "TOOLS", "FncallGraph", "create_fncall_graph"]
 
 from fncall_graph._compat import CONFIG_KEY_DURABILITY
 from fncall_graph.adapters import Dialect, get_dialect
@@ -25,6 +26,7 @@ from fncall_graph.nodes._plan import DialectPlan
 from fncall_graph.nodes.approve import (
     ApproveNode,
     InterruptOnConfig,
+    resume_guard,
     unanswered_calls,
     unknown_tool,
 )
@@ -52,6 +54,57 @@ class _Node(Runnable[Any, Any]):
 
     async def ainvoke(self, input: Any, config: RunnableConfig | None = None, **kwargs: Any) -> Any:
         return await self.afunc(input, config or {})
+
+
+def _no_check() -> None:
+    return None
+
+
+class FncallGraph(CompiledStateGraph):
+    """The compiled graph, with every ``Command(resume=...)`` checked against what is
+    pending before it runs (see :func:`~fncall_graph.nodes.approve.resume_guard`): an
+    answer that answers nothing raises :class:`~fncall_graph.StaleApproval`.
+
+    ``invoke``, ``batch`` and ``stream_events`` go through ``stream``/``astream``.
+    """
+
+    @classmethod
+    def of(cls, graph: CompiledStateGraph) -> FncallGraph:
+        # as Pregel.copy does, into this class
+        return cls(**{k: v for k, v in vars(graph).items() if k != "__orig_class__"})
+
+    def _resumes(self, input: Any) -> bool:
+        return isinstance(input, Command) and input.resume is not None
+
+    def stream(self, input: Any, config: RunnableConfig | None = None, **kwargs: Any) -> Any:
+        if not self._resumes(input):
+            yield from super().stream(input, config, **kwargs)
+            return
+        try:
+            state = self.get_state(merge_configs(self.config, config))
+        except ValueError:  # no checkpointer: LangGraph says so itself
+            state = None
+        run_config, after = (
+            resume_guard(state, input.resume, config) if state else (config, _no_check)
+        )
+        yield from super().stream(input, run_config, **kwargs)
+        after()
+
+    async def astream(self, input: Any, config: RunnableConfig | None = None, **kwargs: Any) -> Any:
+        if not self._resumes(input):
+            async for chunk in super().astream(input, config, **kwargs):
+                yield chunk
+            return
+        try:
+            state = await self.aget_state(merge_configs(self.config, config))
+        except ValueError:
+            state = None
+        run_config, after = (
+            resume_guard(state, input.resume, config) if state else (config, _no_check)
+        )
+        async for chunk in super().astream(input, run_config, **kwargs):
+            yield chunk
+        after()
 
 
 #: The graph's node names.
@@ -100,7 +153,7 @@ def create_fncall_graph(
     keep_model_input: bool = False,
     name: str = "fncall_graph",
     debug: bool = False,
-) -> CompiledStateGraph:
+) -> FncallGraph:
     """Create a tool-calling graph that works with any chat model.
 
     The graph keeps the canonical history (``AIMessage.tool_calls`` and one
@@ -302,4 +355,4 @@ def create_fncall_graph(
     if checkpointer is not None and checkpointer is not False:
         # the graph-level default LangGraph reads when invoke() gets no durability
         run_config["configurable"] = {CONFIG_KEY_DURABILITY: durability}
-    return graph.with_config(**run_config)
+    return FncallGraph.of(graph.with_config(**run_config))

@@ -7,7 +7,9 @@ tools, ONE ``interrupt`` lists every gated call of the turn, in the shape LangCh
     {"action_requests": [{"name": ..., "args": {...}, "description": ...}, ...],
      "review_configs": [{"action_name": ..., "allowed_decisions": [...]}, ...]}
 
-and ONE ``Command(resume={"decisions": [...]})`` answers them all, in the same order:
+plus a ``tool_call_id`` in each action request and a ``review_token`` naming exactly
+what was shown. ONE ``Command(resume={"decisions": [...], "review_token": ...})``
+answers them all, in the same order (:func:`bind_decisions` writes it):
 
 - ``{"type": "approve"}``: the call runs as the model wrote it;
 - ``{"type": "edit", "edited_action": {"name": ..., "args": {...}}}``: the call in the
@@ -25,12 +27,23 @@ Answers are checked before LangGraph saves them (the interrupt's ``response_sche
 a wrong count, a decision a tool does not allow, or an edit naming an unknown tool
 raises ``pydantic.ValidationError`` from ``invoke`` and nothing is saved, so the same
 interrupt can be answered again.
+
+Every answer is bound to the review it answers. An answer whose ``review_token`` (or
+whose decisions' ``tool_call_id``) is not that of the review pending now raises
+:class:`StaleApproval` and runs nothing: a retried approve arriving after the thread
+moved on to another write, a second reviewer's late answer, an answer to an interrupt
+that is no longer pending, an answer when nothing is pending. An unbound answer (decisions
+alone) is taken only when it cannot be meant for anything else: while the pending review
+is the thread's first.
 """
 
 from __future__ import annotations
 
 import difflib
-from collections.abc import Iterable, Mapping, Sequence
+import hashlib
+import json
+import re
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Annotated, Any, Literal
 
 from langchain.agents.middleware.human_in_the_loop import (
@@ -52,8 +65,13 @@ __all__ = [
     "ApproveNode",
     "HITLRequest",
     "InterruptOnConfig",
+    "StaleApproval",
+    "answered_in_run",
+    "bind_decisions",
     "last_ai_message",
     "normalize_interrupt_on",
+    "resume_guard",
+    "review_token",
     "unanswered_calls",
     "unknown_tool",
 ]
@@ -64,6 +82,69 @@ DEFAULT_DECISIONS: tuple[DecisionType, ...] = ("approve", "edit", "reject")
 
 _KNOWN_DECISIONS = {"approve", "edit", "reject", "respond"}
 _DESCRIPTION_PREFIX = "Tool execution requires approval"
+
+
+class StaleApproval(RuntimeError):
+    """An approval answer that does not answer the review pending now; nothing ran.
+
+    Raised for an answer naming other calls or another review (``review_token``), an
+    answer to an interrupt that is no longer pending, an answer when nothing is pending,
+    and an unbound answer that could be meant for an earlier review. Read the thread
+    with ``get_state``: its pending interrupt (if any) is what can be answered.
+
+    Attributes:
+        thread_id: the thread (``None`` when unknown).
+        pending: the ``tool_call_id`` s of the review pending now (empty: none).
+        answered: the ``tool_call_id`` s or review token the answer named, if any.
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        thread_id: str | None = None,
+        pending: Sequence[str] = (),
+        answered: Sequence[str] = (),
+    ) -> None:
+        super().__init__(message)
+        self.thread_id = thread_id
+        self.pending, self.answered = tuple(pending), tuple(answered)
+
+
+def review_token(calls: Iterable[ToolCall]) -> str:
+    """The token of a review of ``calls``: their ids, names and arguments, hashed.
+
+    The node computes it again when the run resumes, so it depends on nothing else.
+    """
+    shown = [[c.get("id"), c["name"], c["args"]] for c in calls]
+    text = json.dumps(shown, sort_keys=True, default=str, ensure_ascii=False)
+    return hashlib.sha256(text.encode()).hexdigest()[:32]
+
+
+def bind_decisions(request: Mapping[str, Any], decisions: Sequence[Mapping[str, Any]]) -> dict:
+    """The resume value answering ``request`` (an approval interrupt's value) with
+    ``decisions``, bound to it: each decision names its call, and the answer the review.
+
+    Example:
+        >>> request = {"action_requests": [{"name": "w", "args": {}, "tool_call_id": "c1"}],
+        ...            "review_configs": [], "review_token": "t"}
+        >>> bind_decisions(request, [{"type": "approve"}])
+        {'decisions': [{'type': 'approve', 'tool_call_id': 'c1'}], 'review_token': 't'}
+    """
+    actions = request.get("action_requests") or []
+    if len(decisions) != len(actions):
+        raise ValueError(
+            f"{len(decisions)} decision(s) for {len(actions)} action request(s): give one "
+            "decision per action request, in order"
+        )
+    bound = [
+        {**d, "tool_call_id": a["tool_call_id"]} if a.get("tool_call_id") else dict(d)
+        for d, a in zip(decisions, actions, strict=True)
+    ]
+    out: dict[str, Any] = {"decisions": bound}
+    if request.get("review_token"):
+        out["review_token"] = request["review_token"]
+    return out
 
 
 def normalize_interrupt_on(
@@ -165,13 +246,15 @@ def unanswered_calls(messages: Sequence[AnyMessage]) -> tuple[AIMessage, list[To
 
 class _Decision(BaseModel):
     model_config = ConfigDict(extra="forbid")
+    tool_call_id: str | None = None  # the call it answers (binds the answer)
 
 
 class ApproveDecision(_Decision):
     type: Literal["approve"]
 
 
-class EditedAction(_Decision):
+class EditedAction(BaseModel):
+    model_config = ConfigDict(extra="forbid")
     name: str
     args: dict[str, Any]
 
@@ -196,19 +279,75 @@ _AnyDecision = Annotated[
 ]
 
 
+def _check_bound(
+    calls: Sequence[ToolCall],
+    token: str,
+    answer_token: str | None,
+    named: Sequence[str | None],
+    *,
+    first_review: bool,
+) -> None:
+    """Raise :class:`StaleApproval` unless the answer is for exactly ``calls``."""
+    ids = [c.get("id") or "" for c in calls]
+    shown = ", ".join(f"{c['name']} ({i})" for c, i in zip(calls, ids, strict=True))
+    if answer_token is not None and answer_token != token:
+        raise StaleApproval(
+            f"this answer is for review {answer_token!r}, but the review pending now is "
+            f"{token!r} ({shown}); nothing was run. Read the pending interrupt with "
+            "get_state and answer it",
+            pending=ids,
+            answered=[answer_token],
+        )
+    wrong = [
+        (i, n) for i, n in enumerate(named) if n is not None and (i >= len(ids) or ids[i] != n)
+    ]
+    if wrong:
+        i, n = wrong[0]
+        raise StaleApproval(
+            f"decision {i} answers tool call {n!r}, which is not pending here; the calls "
+            f"pending review now are: {shown}; nothing was run",
+            pending=ids,
+            answered=[n for n in named if n is not None],
+        )
+    if answer_token is None and not any(named) and not first_review:
+        raise StaleApproval(
+            "an answer naming neither its calls nor its review (decisions alone) is taken "
+            "only for a thread's first review, where it cannot be meant for another; "
+            f"pending now: {shown}. Answer with the review's token and call ids "
+            "(fncall_graph.bind_decisions(interrupt.value, decisions)); nothing was run",
+            pending=ids,
+        )
+
+
 def _response_schema(
-    calls: Sequence[ToolCall], allowed: Sequence[Sequence[str]], tool_names: frozenset[str]
+    calls: Sequence[ToolCall],
+    allowed: Sequence[Sequence[str]],
+    tool_names: frozenset[str],
+    *,
+    token: str,
+    first_review: bool,
 ) -> type[BaseModel]:
-    """The resume value's type for one interrupt: decisions matching the calls one to one."""
+    """The resume value's type for one interrupt: decisions matching the calls one to one,
+    bound to them (see :func:`_check_bound`)."""
 
     class HITLResponse(BaseModel):
-        """``{"decisions": [...]}``: one decision per gated call, in order."""
+        """``{"decisions": [...], "review_token": ...}``: one decision per gated call, in
+        order."""
 
         model_config = ConfigDict(extra="forbid")
         decisions: list[_AnyDecision]
+        review_token: str | None = None
 
         @model_validator(mode="after")
         def _match_calls(self) -> HITLResponse:
+            # StaleApproval is no ValueError: pydantic lets it through as it is
+            _check_bound(
+                calls,
+                token,
+                self.review_token,
+                [d.tool_call_id for d in self.decisions],
+                first_review=first_review,
+            )
             names = [c["name"] for c in calls]
             if len(self.decisions) != len(calls):
                 raise ValueError(
@@ -235,6 +374,89 @@ def _response_schema(
             return self
 
     return HITLResponse
+
+
+# -- answers that reach no review: checked around the run (see ``resume_guard``)
+
+_ANSWERS_KEY = "__fncall_approval_answers"  # "__": kept out of checkpoint metadata
+_INTERRUPT_ID = re.compile(r"[0-9a-f]{32}")
+
+
+def answered_in_run(config: RunnableConfig | None) -> None:
+    """Note that a review took its answer in the run ``config`` belongs to."""
+    seen = ((config or {}).get("configurable") or {}).get(_ANSWERS_KEY)
+    if seen is not None:
+        seen.append(True)
+
+
+def resume_guard(
+    state: Any, resume: Any, config: RunnableConfig | None
+) -> tuple[RunnableConfig | None, Callable[[], None]]:
+    """Check a ``Command(resume=...)`` against the thread's pending interrupts before
+    the run; return the run's config and a check for after it.
+
+    ``state`` is the thread's ``StateSnapshot``. Raises :class:`StaleApproval` when
+    nothing is pending, when an interrupt-id answer names interrupts that are not
+    pending, or when a bound answer's token is no pending review's. The check after the
+    run raises it when the pending reviews were all approvals and none took the answer
+    (another run answered them between the check and the run).
+    """
+    thread_id = ((config or {}).get("configurable") or {}).get("thread_id")
+    pending = list(getattr(state, "interrupts", ()) or ())
+    reviews = [i for i in pending if isinstance(i.value, Mapping) and i.value.get("review_token")]
+    ids = [a.get("tool_call_id", "") for i in reviews for a in i.value.get("action_requests", [])]
+    if not pending:
+        more = (
+            " (its last run stopped mid-way: invoke(None) finishes it)"
+            if getattr(state, "next", ())
+            else ""
+        )
+        raise StaleApproval(
+            f"thread {thread_id!r} has no pending interrupt{more}: this answer answers "
+            "nothing (already answered, or never asked); nothing was run",
+            thread_id=thread_id,
+        )
+    if (
+        isinstance(resume, Mapping)
+        and resume
+        and all(isinstance(k, str) and _INTERRUPT_ID.fullmatch(k) for k in resume)
+    ):
+        unknown = sorted(set(resume) - {i.id for i in pending})
+        if unknown:
+            raise StaleApproval(
+                f"thread {thread_id!r}: interrupt(s) {unknown} are not pending (pending: "
+                f"{sorted(i.id for i in pending)}); nothing was run",
+                thread_id=thread_id,
+                pending=ids,
+                answered=unknown,
+            )
+    elif isinstance(resume, Mapping) and resume.get("review_token") is not None:
+        tokens = {i.value["review_token"] for i in reviews}
+        if resume["review_token"] not in tokens:
+            raise StaleApproval(
+                f"thread {thread_id!r}: this answer is for review {resume['review_token']!r}, "
+                f"which is not pending (pending: {sorted(tokens) or 'none'}, calls {ids}); "
+                "nothing was run",
+                thread_id=thread_id,
+                pending=ids,
+                answered=[resume["review_token"]],
+            )
+    if len(reviews) != len(pending):
+        return config, lambda: None  # an interrupt of another kind may take the answer
+    seen: list[bool] = []
+    run_config: dict[str, Any] = dict(config or {})
+    run_config["configurable"] = {**(run_config.get("configurable") or {}), _ANSWERS_KEY: seen}
+
+    def after() -> None:
+        if not seen:
+            raise StaleApproval(
+                f"thread {thread_id!r}: the review this answers ({ids}) was answered by "
+                "another run meanwhile; this answer was not used and nothing was run",
+                thread_id=thread_id,
+                pending=ids,
+            )
+
+    return run_config, after  # type: ignore[return-value]
 
 
 def _rejection(call: ToolCall, message: str | None) -> ToolMessage:
@@ -309,7 +531,7 @@ class ApproveNode:
 
     def request(self, calls: Sequence[ToolCall], state: Mapping[str, Any]) -> HITLRequest:
         """The interrupt value for ``calls`` (the gated, unanswered calls of one reply)."""
-        return HITLRequest(
+        request = HITLRequest(
             action_requests=[
                 ActionRequest(
                     name=c["name"], args=c["args"], description=self._description(c, state)
@@ -324,9 +546,23 @@ class ApproveNode:
                 for c in calls
             ],
         )
+        # what binds an answer to this review (extra keys: LangChain's clients ignore them)
+        for action, call in zip(request["action_requests"], calls, strict=True):
+            action["tool_call_id"] = call.get("id") or ""  # type: ignore[typeddict-unknown-key]
+        request["review_token"] = review_token(calls)  # type: ignore[typeddict-unknown-key]
+        return request
+
+    def first_review(self, messages: Sequence[AnyMessage], ai: AIMessage) -> bool:
+        """Whether no reply before ``ai`` had gated calls (so no earlier review)."""
+        for m in messages:
+            if m is ai:
+                return True
+            if isinstance(m, AIMessage) and self.gated(m.tool_calls):
+                return False
+        return True
 
     def invoke(self, state: Mapping[str, Any], config: RunnableConfig) -> dict[str, Any]:
-        asked = self._ask(state)
+        asked = self._ask(state, config)
         if asked is None:
             return {}
         ai, calls, decisions = asked
@@ -335,7 +571,7 @@ class ApproveNode:
         return self._apply(ai, calls, decisions)
 
     async def ainvoke(self, state: Mapping[str, Any], config: RunnableConfig) -> dict[str, Any]:
-        asked = self._ask(state)
+        asked = self._ask(state, config)
         if asked is None:
             return {}
         ai, calls, decisions = asked
@@ -344,7 +580,7 @@ class ApproveNode:
         return self._apply(ai, calls, decisions)
 
     def _ask(
-        self, state: Mapping[str, Any]
+        self, state: Mapping[str, Any], config: RunnableConfig
     ) -> tuple[AIMessage, list[ToolCall], Sequence[_Decision]] | None:
         """Interrupt for the open gated calls; on resume, the decisions that came back."""
         pending = unanswered_calls(state["messages"])
@@ -359,9 +595,12 @@ class ApproveNode:
             calls,
             [self.configs[c["name"]]["allowed_decisions"] for c in calls],
             self.tool_names,
+            token=value["review_token"],  # type: ignore[typeddict-item]
+            first_review=self.first_review(state["messages"], ai),
         )
         # nothing above has effects: on resume the node runs again from the top
         response = interrupt(value, response_schema=schema)
+        answered_in_run(config)
         return ai, calls, response.decisions  # type: ignore[attr-defined]
 
     @staticmethod
