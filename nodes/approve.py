@@ -44,6 +44,7 @@ import hashlib
 import json
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Annotated, Any, Literal
 
 from langchain.agents.middleware.human_in_the_loop import (
@@ -382,11 +383,37 @@ _ANSWERS_KEY = "__fncall_approval_answers"  # "__": kept out of checkpoint metad
 _INTERRUPT_ID = re.compile(r"[0-9a-f]{32}")
 
 
-def answered_in_run(config: RunnableConfig | None) -> None:
-    """Note that a review took its answer in the run ``config`` belongs to."""
-    seen = ((config or {}).get("configurable") or {}).get(_ANSWERS_KEY)
-    if seen is not None:
-        seen.append(True)
+@dataclass
+class _RunAnswer:
+    """What one run brought to answer reviews, and whether a review took it."""
+
+    sent: list[Any]
+    taken: list[bool] = field(default_factory=list)
+
+
+def answered_in_run(config: RunnableConfig | None, schema: type[BaseModel], answer: Any) -> None:
+    """Note that a review took ``answer`` in the run ``config`` belongs to; raise
+    :class:`StaleApproval` if that answer is not the one this run brought.
+
+    Two runs answering one review at the same instant write their answers to the same
+    checkpoint, and the later write replaces the earlier: a run must not apply (and
+    report as its own) the answer another run sent.
+    """
+    mine = ((config or {}).get("configurable") or {}).get(_ANSWERS_KEY)
+    if mine is None:  # a run that did not go through the graph's guard
+        return
+    for sent in mine.sent:
+        try:
+            if schema.model_validate(sent) == answer:
+                mine.taken.append(True)
+                return
+        except Exception:  # sent for another review: not this one
+            continue
+    raise StaleApproval(
+        "another answer to this review arrived at the same time and replaced this one; "
+        "this answer was not applied and nothing was run. Read the thread with get_state",
+        thread_id=((config or {}).get("configurable") or {}).get("thread_id"),
+    )
 
 
 def resume_guard(
@@ -416,11 +443,12 @@ def resume_guard(
             "nothing (already answered, or never asked); nothing was run",
             thread_id=thread_id,
         )
-    if (
+    by_id = (
         isinstance(resume, Mapping)
-        and resume
+        and bool(resume)
         and all(isinstance(k, str) and _INTERRUPT_ID.fullmatch(k) for k in resume)
-    ):
+    )
+    if by_id:
         unknown = sorted(set(resume) - {i.id for i in pending})
         if unknown:
             raise StaleApproval(
@@ -441,14 +469,14 @@ def resume_guard(
                 pending=ids,
                 answered=[resume["review_token"]],
             )
-    if len(reviews) != len(pending):
-        return config, lambda: None  # an interrupt of another kind may take the answer
-    seen: list[bool] = []
+    mine = _RunAnswer(list(resume.values()) if by_id else [resume])
     run_config: dict[str, Any] = dict(config or {})
-    run_config["configurable"] = {**(run_config.get("configurable") or {}), _ANSWERS_KEY: seen}
+    run_config["configurable"] = {**(run_config.get("configurable") or {}), _ANSWERS_KEY: mine}
+    if len(reviews) != len(pending):
+        mine.taken.append(True)  # an interrupt of another kind may take the answer
 
     def after() -> None:
-        if not seen:
+        if not mine.taken:
             raise StaleApproval(
                 f"thread {thread_id!r}: the review this answers ({ids}) was answered by "
                 "another run meanwhile; this answer was not used and nothing was run",
@@ -600,7 +628,7 @@ class ApproveNode:
         )
         # nothing above has effects: on resume the node runs again from the top
         response = interrupt(value, response_schema=schema)
-        answered_in_run(config)
+        answered_in_run(config, schema, response)
         return ai, calls, response.decisions  # type: ignore[attr-defined]
 
     @staticmethod

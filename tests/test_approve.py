@@ -482,3 +482,38 @@ def test_bind_decisions_needs_one_decision_per_call():
     request = {"action_requests": [{"name": "w", "args": {}, "tool_call_id": "c1"}]}
     with pytest.raises(ValueError, match="2 decision"):
         bind_decisions(request, [{"type": "approve"}, {"type": "approve"}])
+
+
+def test_an_answer_another_run_took_first_is_an_error(tmp_path, saver):
+    # the thread was pending when this run checked, and another run answered it before
+    # this one started: this run takes nothing, runs nothing, and says so
+    from langgraph.graph.state import CompiledStateGraph
+
+    from fncall_graph.nodes.approve import resume_guard
+
+    graph, _, tools = build(tmp_path, SERIAL, {"sqlite-write_query": True}, saver)
+    seen = graph.invoke({"messages": [("user", TASK)]}, CFG)["__interrupt__"][0]
+    mine = Command(resume=bind_decisions(seen.value, [{"type": "reject"}]))
+    run_config, after = resume_guard(graph.get_state(CFG), mine.resume, CFG)
+    graph.invoke(Command(resume=bind_decisions(seen.value, [{"type": "approve"}])), CFG)
+    list(CompiledStateGraph.stream(graph, mine, run_config))
+    with pytest.raises(StaleApproval, match="answered by another run meanwhile"):
+        after()
+    assert [n for n, _ in ran(tools)] == ["read_query", "write_query"]
+
+
+def test_a_run_does_not_apply_an_answer_it_did_not_send():
+    from fncall_graph.nodes.approve import _response_schema, _RunAnswer, answered_in_run
+
+    call = {"name": "w", "args": {}, "id": "c1", "type": "tool_call"}
+    schema = _response_schema(
+        [call], [["approve", "reject"]], frozenset(), token=review_token([call]), first_review=True
+    )
+    config = {
+        "configurable": {
+            "__fncall_approval_answers": _RunAnswer([{"decisions": [{"type": "approve"}]}])
+        }
+    }
+    answered_in_run(config, schema, schema.model_validate({"decisions": [{"type": "approve"}]}))
+    with pytest.raises(StaleApproval, match="replaced this one"):
+        answered_in_run(config, schema, schema.model_validate({"decisions": [{"type": "reject"}]}))
