@@ -194,9 +194,10 @@ def create_fncall_graph(
             LangChain's ``HumanInTheLoopMiddleware``: ``{"tool": True}`` (approve, edit
             or reject) or ``{"tool": {"allowed_decisions": [...], "description": ...}}``.
             One interrupt per model reply lists all its gated calls
-            (``{"action_requests": [...], "review_configs": [...]}``); resume with
-            ``Command(resume={"decisions": [...]})``, one decision per call, in order.
-            Needs a checkpointer.
+            (``{"action_requests": [...], "review_configs": [...], "review_token": ...}``);
+            resume with ``Command(resume=bind_decisions(interrupt.value, [...]))``, one
+            decision per call, in order; an answer for another review raises
+            :class:`~fncall_graph.StaleApproval`. Needs a checkpointer.
         durability: when a step's checkpoint is saved (LangGraph's ``durability``):
             ``"sync"`` (default) saves it before the next step starts, so after a crash
             only the step that was running re-runs (a tool call in flight is not run
