@@ -33,7 +33,7 @@ from fncall_graph.nodes.approve import (
 from fncall_graph.nodes.model import ModelNode
 from fncall_graph.nodes.tools import ToolDispatchNode
 
-from .state import FncallDebugState, FncallState
+from .state import FncallDebugState, FncallInput, FncallState, check_input
 
 
 class _Node(Runnable[Any, Any]):
@@ -74,6 +74,7 @@ class FncallGraph(CompiledStateGraph):
         return cls(**{k: v for k, v in vars(graph).items() if k != "__orig_class__"})
 
     def _resumes(self, input: Any) -> bool:
+        check_input(input)
         return isinstance(input, Command) and input.resume is not None
 
     def stream(self, input: Any, config: RunnableConfig | None = None, **kwargs: Any) -> Any:
@@ -336,7 +337,9 @@ def create_fncall_graph(
         sends = tools_node.dispatch(ai.model_copy(update={"tool_calls": calls}))
         return sends or MODEL
 
-    builder = StateGraph(FncallDebugState if keep_model_input else FncallState)
+    builder = StateGraph(
+        FncallDebugState if keep_model_input else FncallState, input_schema=FncallInput
+    )
     builder.add_node(MODEL, _Node(MODEL, model_node.invoke, model_node.ainvoke))
     builder.add_node(TOOLS, _Node(TOOLS, tools_node.invoke, tools_node.ainvoke))
     builder.add_edge(START, MODEL)
