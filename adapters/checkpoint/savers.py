@@ -9,7 +9,8 @@ build the usual ones ready to use (tables created, connections opened and closed
   (``langgraph-checkpoint-postgres``: ``pip install 'fncall-graph[postgres]'``).
 
 Each is a context manager: the saver is usable inside the ``with`` block and its
-connection is closed at the end.
+connection is closed at the end. Their ``delete_thread`` also deletes the thread's tool
+call claims (:func:`~fncall_graph.adapters.checkpoint.claims.forget_thread`).
 
 Example:
     ```python
@@ -29,10 +30,12 @@ import sqlite3
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager, contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeVar
 
 from langgraph.checkpoint.sqlite import SqliteSaver
 from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
+
+from .claims import aforget_thread, forget_thread
 
 if TYPE_CHECKING:
     from langgraph.checkpoint.postgres import PostgresSaver
@@ -40,10 +43,35 @@ if TYPE_CHECKING:
 
 __all__ = ["async_postgres_saver", "async_sqlite_saver", "postgres_saver", "sqlite_saver"]
 
+T = TypeVar("T")
+
 _POSTGRES_MISSING = (
     "PostgreSQL checkpoints need the 'postgres' extra: pip install 'fncall-graph[postgres]' "
     "(langgraph-checkpoint-postgres, psycopg[binary], psycopg-pool)"
 )
+
+
+class _ForgetsClaims:
+    """``delete_thread`` also deletes the thread's tool call claims (and the results
+    stored with them), which live in a table of their own beside the checkpoints."""
+
+    def delete_thread(self, thread_id: str) -> None:
+        super().delete_thread(thread_id)  # type: ignore[misc]
+        forget_thread(self, thread_id)  # type: ignore[arg-type]
+
+    async def adelete_thread(self, thread_id: str) -> None:
+        await super().adelete_thread(thread_id)  # type: ignore[misc]
+        await aforget_thread(self, thread_id)  # type: ignore[arg-type]
+
+
+_WITH_CLAIMS: dict[type, type] = {}
+
+
+def _with_claims(cls: type[T]) -> type[T]:
+    """``cls`` (a LangGraph saver class), its ``delete_thread`` deleting claims too."""
+    if cls not in _WITH_CLAIMS:
+        _WITH_CLAIMS[cls] = type(cls.__name__, (_ForgetsClaims, cls), {"__doc__": cls.__doc__})
+    return _WITH_CLAIMS[cls]  # type: ignore[return-value]
 
 
 def _file(path: str | Path) -> str:
@@ -68,7 +96,7 @@ def sqlite_saver(path: str | Path) -> Iterator[SqliteSaver]:
     """
     conn = sqlite3.connect(_file(path), check_same_thread=False)
     try:
-        saver = SqliteSaver(conn)
+        saver = _with_claims(SqliteSaver)(conn)
         saver.setup()
         yield saver
     finally:
@@ -86,7 +114,7 @@ async def async_sqlite_saver(path: str | Path) -> AsyncIterator[AsyncSqliteSaver
             await graph.ainvoke({"messages": [("user", "hi")]}, cfg)
         ```
     """
-    async with AsyncSqliteSaver.from_conn_string(_file(path)) as saver:
+    async with _with_claims(AsyncSqliteSaver).from_conn_string(_file(path)) as saver:
         await saver.setup()
         yield saver
 
@@ -97,7 +125,7 @@ def _postgres_modules() -> tuple[type[PostgresSaver], type[AsyncPostgresSaver]]:
         from langgraph.checkpoint.postgres.aio import AsyncPostgresSaver
     except ImportError as exc:
         raise ImportError(f"{_POSTGRES_MISSING} ({exc})") from exc
-    return PostgresSaver, AsyncPostgresSaver
+    return _with_claims(PostgresSaver), _with_claims(AsyncPostgresSaver)
 
 
 @contextmanager
