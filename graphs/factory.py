@@ -25,6 +25,7 @@ from fncall_graph.adapters.models import accepts_grammar, initial_dialect, resol
 from fncall_graph.nodes._plan import DialectPlan
 from fncall_graph.nodes.approve import (
     ApproveNode,
+    InterruptMode,
     InterruptOnConfig,
     resume_guard,
     unanswered_calls,
@@ -142,6 +143,7 @@ def create_fncall_graph(
     system_prompt: str | None = None,
     checkpointer: Checkpointer = None,
     interrupt_on: Mapping[str, bool | InterruptOnConfig] | None = None,
+    interrupt_mode: InterruptMode = "batched",
     durability: Literal["sync", "async", "exit"] = "sync",
     store: BaseStore | None = None,
     max_iterations: int = 20,
@@ -198,7 +200,15 @@ def create_fncall_graph(
             (``{"action_requests": [...], "review_configs": [...], "review_token": ...}``);
             resume with ``Command(resume=bind_decisions(interrupt.value, [...]))``, one
             decision per call, in order; an answer for another review raises
-            :class:`~fncall_graph.StaleApproval`. Needs a checkpointer.
+            :class:`~fncall_graph.StaleApproval`. Needs a checkpointer. A config's
+            ``when`` (LangChain's ``(ToolCallRequest) -> bool``) reviews only the calls it
+            returns ``True`` for.
+        interrupt_mode: ``"batched"`` (default): one interrupt per reply, as above;
+            ``"per_call"``: one interrupt per gated call, in order, shaped like
+            LangChain's ``HumanInTheLoopMiddleware(interrupt_mode="per_call")``
+            (``{"type": "tool_approval", "tool_call_id", "name", "args", "description"}``
+            and a ``response_schema`` for one decision), each answered with one decision
+            (``Command(resume={interrupt.id: {"type": "approve"}})``).
         durability: when a step's checkpoint is saved (LangGraph's ``durability``):
             ``"sync"`` (default) saves it before the next step starts, so after a crash
             only the step that was running re-runs (a tool call in flight is not run
@@ -316,14 +326,16 @@ def create_fncall_graph(
         idempotent_tools=idempotent_tools,
     )
     approve_node = (
-        ApproveNode(interrupt_on, tool_names=[t.name for t in tool_list]) if interrupt_on else None
+        ApproveNode(interrupt_on, tools=tool_list, interrupt_mode=interrupt_mode)
+        if interrupt_on
+        else None
     )
 
     def route_after_model(state: dict[str, Any]) -> str | list[Send]:
         # calls, readable or not, go to approval or straight to the tools; the rest ends
         last = state["messages"][-1]
         if isinstance(last, AIMessage) and (last.tool_calls or last.invalid_tool_calls):
-            if approve_node is not None and approve_node.needs_review(state["messages"]):
+            if approve_node is not None and approve_node.needs_review(state):
                 return APPROVE
             return tools_node.dispatch(last)
         return END

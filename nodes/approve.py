@@ -56,8 +56,16 @@ from langchain.agents.middleware.human_in_the_loop import (
 from langchain_core.messages import AIMessage, AnyMessage, ToolMessage
 from langchain_core.messages.tool import ToolCall
 from langchain_core.runnables import RunnableConfig
+from langchain_core.tools import BaseTool
 from langgraph.types import interrupt
-from pydantic import BaseModel, ConfigDict, Discriminator, model_validator
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    ConfigDict,
+    Discriminator,
+    TypeAdapter,
+    model_validator,
+)
 
 from fncall_graph.adapters.checkpoint.claims import TaskClaim, claim_in_task
 
@@ -65,12 +73,14 @@ __all__ = [
     "DEFAULT_DECISIONS",
     "ApproveNode",
     "HITLRequest",
+    "InterruptMode",
     "InterruptOnConfig",
     "StaleApproval",
-    "answered_in_run",
     "bind_decisions",
     "last_ai_message",
     "normalize_interrupt_on",
+    "note_answer",
+    "own_answer_taken",
     "resume_guard",
     "review_token",
     "unanswered_calls",
@@ -78,6 +88,8 @@ __all__ = [
 ]
 
 DecisionType = Literal["approve", "edit", "reject", "respond"]
+InterruptMode = Literal["batched", "per_call"]
+"""One interrupt per model reply listing its gated calls, or one per gated call."""
 DEFAULT_DECISIONS: tuple[DecisionType, ...] = ("approve", "edit", "reject")
 """What ``interrupt_on={"tool": True}`` allows."""
 
@@ -155,7 +167,9 @@ def normalize_interrupt_on(
 
     ``True`` allows approve, edit and reject; ``False`` leaves the tool ungated; a dict
     names its ``allowed_decisions`` and, optionally, a ``description`` (a string, or a
-    function ``(tool_call, state, runtime) -> str``).
+    function ``(tool_call, state, runtime) -> str``) and ``when``, LangChain's predicate
+    ``(ToolCallRequest) -> bool``: a call is reviewed only when it returns ``True`` (it
+    runs again on resume, so it must answer the same for the same call).
 
     Example:
         >>> normalize_interrupt_on({"sqlite-write_query": True, "sqlite-read_query": False})
@@ -172,12 +186,16 @@ def normalize_interrupt_on(
                 f"interrupt_on[{name!r}] must be True, False or a dict with "
                 f"'allowed_decisions'; got {config!r}"
             )
-        unknown_keys = set(config) - {"allowed_decisions", "description"}
+        unknown_keys = set(config) - {"allowed_decisions", "description", "when"}
         if unknown_keys:
-            # a key we do not apply (e.g. LangChain's ``when``) must not pass silently
+            # a key we do not apply must not pass silently
             raise ValueError(
                 f"interrupt_on[{name!r}] has unsupported keys {sorted(unknown_keys)}; "
-                "supported: 'allowed_decisions', 'description'"
+                "supported: 'allowed_decisions', 'description', 'when'"
+            )
+        if config.get("when") is not None and not callable(config["when"]):
+            raise ValueError(
+                f"interrupt_on[{name!r}]: 'when' must be a function (ToolCallRequest) -> bool"
             )
         allowed = config.get("allowed_decisions")
         if not allowed or isinstance(allowed, str):
@@ -391,24 +409,31 @@ class _RunAnswer:
     taken: list[bool] = field(default_factory=list)
 
 
-def answered_in_run(config: RunnableConfig | None, schema: type[BaseModel], answer: Any) -> None:
-    """Note that a review took ``answer`` in the run ``config`` belongs to; raise
-    :class:`StaleApproval` if that answer is not the one this run brought.
+def note_answer(config: RunnableConfig | None, schema: Any, answer: Any) -> None:
+    """Note that a review took ``answer``, if it is the one the run ``config`` belongs to
+    brought (see :func:`own_answer_taken`)."""
+    mine = ((config or {}).get("configurable") or {}).get(_ANSWERS_KEY)
+    if mine is None or mine.taken:
+        return
+    for sent in mine.sent:
+        try:
+            if TypeAdapter(schema).validate_python(sent) == answer:
+                mine.taken.append(True)
+                return
+        except Exception:  # sent for another review: not this one
+            continue
+
+
+def own_answer_taken(config: RunnableConfig | None) -> None:
+    """Raise :class:`StaleApproval` unless a review took the answer this run brought.
 
     Two runs answering one review at the same instant write their answers to the same
     checkpoint, and the later write replaces the earlier: a run must not apply (and
     report as its own) the answer another run sent.
     """
     mine = ((config or {}).get("configurable") or {}).get(_ANSWERS_KEY)
-    if mine is None:  # a run that did not go through the graph's guard
+    if mine is None or mine.taken:  # None: a run that did not go through the guard
         return
-    for sent in mine.sent:
-        try:
-            if schema.model_validate(sent) == answer:
-                mine.taken.append(True)
-                return
-        except Exception:  # sent for another review: not this one
-            continue
     raise StaleApproval(
         "another answer to this review arrived at the same time and replaced this one; "
         "this answer was not applied and nothing was run. Read the thread with get_state",
@@ -431,7 +456,11 @@ def resume_guard(
     thread_id = ((config or {}).get("configurable") or {}).get("thread_id")
     pending = list(getattr(state, "interrupts", ()) or ())
     reviews = [i for i in pending if isinstance(i.value, Mapping) and i.value.get("review_token")]
-    ids = [a.get("tool_call_id", "") for i in reviews for a in i.value.get("action_requests", [])]
+    ids = [
+        a.get("tool_call_id", "")
+        for i in reviews
+        for a in i.value.get("action_requests", [i.value])  # per_call: the value itself
+    ]
     if not pending:
         more = (
             " (its last run stopped mid-way: invoke(None) finishes it)"
@@ -487,6 +516,28 @@ def resume_guard(
     return run_config, after  # type: ignore[return-value]
 
 
+def _decision_schema(
+    call: ToolCall, allowed: Sequence[str], *, token: str, first_review: bool
+) -> Any:
+    """The resume value's type for one call's interrupt (``per_call``): one decision,
+    of a type the tool allows, bound to the call; an edit keeps the tool."""
+
+    def check(decision: _Decision) -> _Decision:
+        _check_bound([call], token, None, [decision.tool_call_id], first_review=first_review)
+        kind = decision.type  # type: ignore[attr-defined]
+        if kind not in allowed:
+            raise ValueError(
+                f"{kind!r} is not allowed for {call['name']!r}; allowed: {list(allowed)}"
+            )
+        if isinstance(decision, EditDecision) and decision.edited_action.name != call["name"]:
+            raise ValueError(
+                f"an edit keeps the tool {call['name']!r}; got {decision.edited_action.name!r}"
+            )
+        return decision
+
+    return Annotated[_AnyDecision, AfterValidator(check)]
+
+
 def _rejection(call: ToolCall, message: str | None) -> ToolMessage:
     content = message or (
         f"The user rejected this call of `{call['name']}`; it was not run. Do not call it "
@@ -531,21 +582,57 @@ class ApproveNode:
         interrupt_on: Mapping[str, bool | InterruptOnConfig],
         *,
         tool_names: Iterable[str] = (),
+        tools: Iterable[BaseTool] = (),
+        interrupt_mode: InterruptMode = "batched",
     ) -> None:
         self.configs = normalize_interrupt_on(interrupt_on)
-        self.tool_names = frozenset(tool_names)
+        self.tools = {t.name: t for t in tools}
+        self.tool_names = frozenset(tool_names) | frozenset(self.tools)
         problem = unknown_tool(self.configs, self.tool_names) if self.tool_names else None
         if problem:
             raise ValueError(f"interrupt_on names {problem}")
+        if interrupt_mode not in ("batched", "per_call"):
+            raise ValueError(
+                f"interrupt_mode must be 'batched' or 'per_call', got {interrupt_mode!r}"
+            )
+        self.interrupt_mode = interrupt_mode
 
-    def gated(self, calls: Iterable[ToolCall]) -> list[ToolCall]:
-        """The calls among ``calls`` that need a decision, in order."""
-        return [c for c in calls if c["name"] in self.configs]
+    def gated(self, calls: Iterable[ToolCall], state: Mapping[str, Any]) -> list[ToolCall]:
+        """The calls among ``calls`` that need a decision, in order (``when`` asked)."""
+        return [c for c in calls if c["name"] in self.configs and self._when(c, state)]
 
-    def needs_review(self, messages: Sequence[AnyMessage]) -> bool:
+    def _when(self, call: ToolCall, state: Mapping[str, Any]) -> bool:
+        when = self.configs[call["name"]].get("when")
+        if when is None:
+            return True
+        # the request LangChain's per_call mode gives it: the tool and its ToolRuntime
+        from langgraph.config import get_config
+        from langgraph.prebuilt.tool_node import ToolCallRequest, ToolRuntime
+        from langgraph.runtime import get_runtime
+
+        try:
+            runtime: Any = get_runtime()
+            config = get_config()
+        except RuntimeError:  # outside a graph run
+            runtime, config = None, {}
+        tool_runtime = ToolRuntime(
+            state=state,
+            context=getattr(runtime, "context", None),
+            config=config,
+            stream_writer=getattr(runtime, "stream_writer", lambda _chunk: None),
+            tool_call_id=call.get("id"),
+            store=getattr(runtime, "store", None),
+            tools=list(self.tools.values()),
+        )
+        request = ToolCallRequest(
+            tool_call=call, tool=self.tools.get(call["name"]), state=state, runtime=tool_runtime
+        )
+        return bool(when(request))
+
+    def needs_review(self, state: Mapping[str, Any]) -> bool:
         """Whether the latest reply has gated calls still waiting for a decision."""
-        pending = unanswered_calls(messages)
-        return bool(pending and self.gated(pending[1]))
+        pending = unanswered_calls(state["messages"])
+        return bool(pending and self.gated(pending[1], state))
 
     def _description(self, call: ToolCall, state: Mapping[str, Any]) -> str:
         description = self.configs[call["name"]].get("description")
@@ -580,12 +667,12 @@ class ApproveNode:
         request["review_token"] = review_token(calls)  # type: ignore[typeddict-unknown-key]
         return request
 
-    def first_review(self, messages: Sequence[AnyMessage], ai: AIMessage) -> bool:
+    def first_review(self, state: Mapping[str, Any], ai: AIMessage) -> bool:
         """Whether no reply before ``ai`` had gated calls (so no earlier review)."""
-        for m in messages:
+        for m in state["messages"]:
             if m is ai:
                 return True
-            if isinstance(m, AIMessage) and self.gated(m.tool_calls):
+            if isinstance(m, AIMessage) and self.gated(m.tool_calls, state):
                 return False
         return True
 
@@ -615,21 +702,58 @@ class ApproveNode:
         if pending is None:
             return None
         ai, open_calls = pending
-        calls = self.gated(open_calls)
+        calls = self.gated(open_calls, state)
         if not calls:
             return None
+        first = self.first_review(state, ai)
+        if self.interrupt_mode == "per_call":
+            return ai, calls, self._ask_each(calls, state, config, first=first)
         value = self.request(calls, state)
         schema = _response_schema(
             calls,
             [self.configs[c["name"]]["allowed_decisions"] for c in calls],
             self.tool_names,
             token=value["review_token"],  # type: ignore[typeddict-item]
-            first_review=self.first_review(state["messages"], ai),
+            first_review=first,
         )
         # nothing above has effects: on resume the node runs again from the top
         response = interrupt(value, response_schema=schema)
-        answered_in_run(config, schema, response)
+        note_answer(config, schema, response)
+        own_answer_taken(config)
         return ai, calls, response.decisions  # type: ignore[attr-defined]
+
+    def _ask_each(
+        self,
+        calls: Sequence[ToolCall],
+        state: Mapping[str, Any],
+        config: RunnableConfig,
+        *,
+        first: bool,
+    ) -> list[_Decision]:
+        """``per_call``: one interrupt per gated call, in order, as LangChain's
+        ``HumanInTheLoopMiddleware(interrupt_mode="per_call")`` raises them; on resume,
+        the calls answered before return their answers again."""
+        answers: list[_Decision] = []
+        for i, call in enumerate(calls):
+            value = {
+                "type": "tool_approval",
+                "tool_call_id": call.get("id") or "",
+                "name": call["name"],
+                "args": call["args"],
+                "description": self._description(call, state),
+                "review_token": review_token([call]),
+            }
+            schema = _decision_schema(
+                call,
+                self.configs[call["name"]]["allowed_decisions"],
+                token=value["review_token"],
+                # an unbound answer to a later call could be a retried answer to an earlier one
+                first_review=first and i == 0,
+            )
+            answers.append(interrupt(value, response_schema=schema))
+            note_answer(config, schema, answers[-1])
+        own_answer_taken(config)
+        return answers
 
     @staticmethod
     def _claim(calls: Sequence[ToolCall], config: RunnableConfig) -> TaskClaim | None:

@@ -79,7 +79,8 @@ def test_interrupt_on_needs_a_checkpointer(tmp_path):
     [
         ({"allowed_decisions": []}, "non-empty list"),
         ({"allowed_decisions": ["approve", "maybe"]}, "unknown decision types"),
-        ({"allowed_decisions": ["approve"], "when": lambda r: True}, "unsupported keys"),
+        ({"allowed_decisions": ["approve"], "args_schema": {}}, "unsupported keys"),
+        ({"allowed_decisions": ["approve"], "when": "always"}, "'when' must be a function"),
         ("yes", "must be True, False or a dict"),
     ],
 )
@@ -503,7 +504,12 @@ def test_an_answer_another_run_took_first_is_an_error(tmp_path, saver):
 
 
 def test_a_run_does_not_apply_an_answer_it_did_not_send():
-    from fncall_graph.nodes.approve import _response_schema, _RunAnswer, answered_in_run
+    from fncall_graph.nodes.approve import (
+        _response_schema,
+        _RunAnswer,
+        note_answer,
+        own_answer_taken,
+    )
 
     call = {"name": "w", "args": {}, "id": "c1", "type": "tool_call"}
     schema = _response_schema(
@@ -514,6 +520,93 @@ def test_a_run_does_not_apply_an_answer_it_did_not_send():
             "__fncall_approval_answers": _RunAnswer([{"decisions": [{"type": "approve"}]}])
         }
     }
-    answered_in_run(config, schema, schema.model_validate({"decisions": [{"type": "approve"}]}))
+    note_answer(config, schema, schema.model_validate({"decisions": [{"type": "reject"}]}))
     with pytest.raises(StaleApproval, match="replaced this one"):
-        answered_in_run(config, schema, schema.model_validate({"decisions": [{"type": "reject"}]}))
+        own_answer_taken(config)  # the reject another run sent is not this run's answer
+    note_answer(config, schema, schema.model_validate({"decisions": [{"type": "approve"}]}))
+    own_answer_taken(config)
+
+
+# ---------------------------------------------------------------- LangChain's per_call and when
+
+PAIR = [
+    hermes(("sqlite-write_query", WRITE), ("sqlite-write_query", DROP)),
+    "都处理好了。",
+]
+
+
+def test_per_call_asks_once_per_gated_call_in_langchain_s_shape(tmp_path, saver):
+    tools = SqliteTools(make_database(tmp_path / "test.db"))
+    graph = create_fncall_graph(
+        ReplayChatModel(PAIR),
+        tools.tools(),
+        dialect="hermes",
+        checkpointer=saver,
+        interrupt_on={"sqlite-write_query": {"allowed_decisions": ["approve", "reject"]}},
+        interrupt_mode="per_call",
+    )
+    first = graph.invoke({"messages": [("user", "记两条")]}, CFG)["__interrupt__"][0]
+    calls = messages(graph)[-1].tool_calls
+    assert first.value == {
+        "type": "tool_approval",
+        "tool_call_id": calls[0]["id"],
+        "name": "sqlite-write_query",
+        "args": WRITE,
+        "description": f"Tool execution requires approval\n\nTool: sqlite-write_query\nArgs: {WRITE}",
+        "review_token": review_token(calls[:1]),
+    }
+    assert first.response_schema["discriminator"]["propertyName"] == "type"
+    # one decision, keyed by the interrupt id, as LangChain's clients send it
+    second = graph.invoke(Command(resume={first.id: {"type": "approve"}}), CFG)["__interrupt__"][0]
+    assert second.value["tool_call_id"] == calls[1]["id"] and second.value["args"] == DROP
+    assert writes(tools) == []  # nothing runs before every gated call is decided
+    # a not-allowed decision is refused before it is saved; the same interrupt stays
+    with pytest.raises(ValidationError, match="'edit' is not allowed"):
+        graph.invoke(
+            Command(
+                resume={
+                    second.id: {
+                        "type": "edit",
+                        "tool_call_id": calls[1]["id"],
+                        "edited_action": {"name": "sqlite-write_query", "args": {}},
+                    }
+                }
+            ),
+            CFG,
+        )
+    # the answer to the first call, retried against the second: refused, nothing runs
+    with pytest.raises(StaleApproval):
+        graph.invoke(Command(resume={first.id: {"type": "approve"}}), CFG)
+    with pytest.raises(StaleApproval):
+        graph.invoke(Command(resume={"type": "approve"}), CFG)  # unbound, not the first
+    r = graph.invoke(
+        Command(resume={second.id: {"type": "reject", "tool_call_id": calls[1]["id"]}}), CFG
+    )
+    assert r["messages"][-1].content == "都处理好了。"
+    assert writes(tools) == [WRITE["query"]]
+    [rejected] = [m for m in r["messages"] if isinstance(m, ToolMessage) and m.status == "error"]
+    assert rejected.tool_call_id == calls[1]["id"]
+
+
+def test_when_reviews_only_the_calls_it_picks(tmp_path, saver):
+    seen = []
+
+    def risky(request) -> bool:
+        seen.append((request.tool.name, request.runtime.tool_call_id, type(request.state)))
+        return "DROP" in request.tool_call["args"]["query"]
+
+    tools = SqliteTools(make_database(tmp_path / "test.db"))
+    graph = create_fncall_graph(
+        ReplayChatModel(PAIR),
+        tools.tools(),
+        dialect="hermes",
+        checkpointer=saver,
+        interrupt_on={
+            "sqlite-write_query": {"allowed_decisions": ["approve", "reject"], "when": risky}
+        },
+    )
+    pending = graph.invoke({"messages": [("user", "记两条")]}, CFG)["__interrupt__"][0]
+    assert [a["args"] for a in pending.value["action_requests"]] == [DROP]
+    assert seen and seen[0][0] == "sqlite-write_query" and seen[0][1]
+    graph.invoke(Command(resume=bind_decisions(pending.value, [{"type": "reject"}])), CFG)
+    assert writes(tools) == [WRITE["query"]]  # the unpicked call ran without review
