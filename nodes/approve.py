@@ -557,6 +557,10 @@ class ApproveNode:
             :func:`normalize_interrupt_on`.
         tool_names: the graph's tools; an ``edit`` may only name one of them
             (empty: not checked).
+        tools: the graph's tools themselves (what a ``when`` predicate is given; their
+            names count as ``tool_names``).
+        interrupt_mode: ``"batched"``: one interrupt per reply; ``"per_call"``: one per
+            gated call, in LangChain's ``ToolApprovalRequest`` shape.
 
     The update the node returns: the ``AIMessage`` again, with edited calls replaced
     (same ``id``, so ``add_messages`` replaces it in place), and a ``ToolMessage`` for
@@ -573,7 +577,8 @@ class ApproveNode:
         r = graph.invoke({"messages": [("user", "log it")]}, cfg)
         r["__interrupt__"][0].value["action_requests"]
         # [{'name': 'sqlite-write_query', 'args': {'query': 'INSERT ...'}, 'description': ...}]
-        graph.invoke(Command(resume={"decisions": [{"type": "approve"}]}), cfg)
+        pending = r["__interrupt__"][0]
+        graph.invoke(Command(resume=bind_decisions(pending.value, [{"type": "approve"}])), cfg)
         ```
     """
 

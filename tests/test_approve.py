@@ -42,7 +42,7 @@ def hermes(*calls: tuple[str, dict[str, Any]]) -> str:
 SERIAL = [hermes(("sqlite-read_query", READ)), hermes(("sqlite-write_query", WRITE)), FINAL]
 
 
-def build(tmp_path, outputs, interrupt_on, checkpointer=None):
+def build(tmp_path, outputs, interrupt_on, checkpointer=None, **options):
     tools = SqliteTools(make_database(tmp_path / "test.db"))
     model = ReplayChatModel(outputs)
     graph = create_fncall_graph(
@@ -51,6 +51,7 @@ def build(tmp_path, outputs, interrupt_on, checkpointer=None):
         dialect="hermes",
         checkpointer=checkpointer if checkpointer is not None else InMemorySaver(),
         interrupt_on=interrupt_on,
+        **options,
     )
     return graph, model, tools
 
@@ -536,13 +537,11 @@ PAIR = [
 
 
 def test_per_call_asks_once_per_gated_call_in_langchain_s_shape(tmp_path, saver):
-    tools = SqliteTools(make_database(tmp_path / "test.db"))
-    graph = create_fncall_graph(
-        ReplayChatModel(PAIR),
-        tools.tools(),
-        dialect="hermes",
-        checkpointer=saver,
-        interrupt_on={"sqlite-write_query": {"allowed_decisions": ["approve", "reject"]}},
+    graph, _, tools = build(
+        tmp_path,
+        PAIR,
+        {"sqlite-write_query": {"allowed_decisions": ["approve", "reject"]}},
+        saver,
         interrupt_mode="per_call",
     )
     first = graph.invoke({"messages": [("user", "记两条")]}, CFG)["__interrupt__"][0]
@@ -595,15 +594,11 @@ def test_when_reviews_only_the_calls_it_picks(tmp_path, saver):
         seen.append((request.tool.name, request.runtime.tool_call_id, type(request.state)))
         return "DROP" in request.tool_call["args"]["query"]
 
-    tools = SqliteTools(make_database(tmp_path / "test.db"))
-    graph = create_fncall_graph(
-        ReplayChatModel(PAIR),
-        tools.tools(),
-        dialect="hermes",
-        checkpointer=saver,
-        interrupt_on={
-            "sqlite-write_query": {"allowed_decisions": ["approve", "reject"], "when": risky}
-        },
+    graph, _, tools = build(
+        tmp_path,
+        PAIR,
+        {"sqlite-write_query": {"allowed_decisions": ["approve", "reject"], "when": risky}},
+        saver,
     )
     pending = graph.invoke({"messages": [("user", "记两条")]}, CFG)["__interrupt__"][0]
     assert [a["args"] for a in pending.value["action_requests"]] == [DROP]
