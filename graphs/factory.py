@@ -32,7 +32,11 @@ from fncall_graph.nodes.approve import (
     unknown_tool,
 )
 from fncall_graph.nodes.model import ModelNode
-from fncall_graph.nodes.tools import ToolDispatchNode
+from fncall_graph.nodes.tools import (
+    DEFAULT_MAX_STORED_RESULT_CHARS,
+    DEFAULT_TOOL_TIMEOUT,
+    ToolDispatchNode,
+)
 
 from .state import FncallDebugState, FncallInput, FncallState, check_input
 
@@ -148,8 +152,9 @@ def create_fncall_graph(
     store: BaseStore | None = None,
     max_iterations: int = 20,
     max_concurrency: int = 8,
-    tool_timeout: float | None = None,
+    tool_timeout: float | None = DEFAULT_TOOL_TIMEOUT,
     max_result_chars: int | None = 100_000,
+    max_stored_result_chars: int | None = DEFAULT_MAX_STORED_RESULT_CHARS,
     idempotent_tools: Sequence[str] = (),
     unparsed_limit: int = 2,
     constrained: bool | Literal["first_call"] | None = None,
@@ -220,10 +225,20 @@ def create_fncall_graph(
         max_iterations: model calls allowed in one user turn; at the limit the turn
             ends with an assistant message saying so (never ``GraphRecursionError``).
         max_concurrency: tool calls of one turn running at once.
-        tool_timeout: seconds one tool call may take before it is answered with an error.
+        tool_timeout: seconds one tool call may take (default 600, ``DEFAULT_TOOL_TIMEOUT``;
+            ``None``: no limit). An async call past it is cancelled; a sync one cannot be
+            stopped and runs on, its claim held until it ends. Either way the model is
+            told the outcome is unknown and not to repeat the call unchecked (a sync call
+            "is still running"). MCP calls also have the toolkit's ``call_timeout``.
         max_result_chars: longest tool result the model sees; a longer one is cut with a
-            note saying how much was left out, and the whole result is kept in the
-            ``ToolMessage``'s ``artifact`` (``None``: no limit).
+            note saying how much was left out, and the whole result is kept once: with a
+            checkpointer, beside the call's claim, the ``ToolMessage``'s ``artifact``
+            only referring to it (``fncall_graph.nodes.tools.stored_result(
+            graph.checkpointer, message)`` reads it), so checkpoints do not copy it;
+            without one, in the ``artifact`` (``None``: no limit).
+        max_stored_result_chars: longest text of a cut result that is kept (default
+            1,000,000; ``None``: all); the tool's own artifact of a cut result is kept
+            with it unless it is longer than that as JSON.
         idempotent_tools: tools whose calls may run again when the process running them
             died mid-call (the outcome of such a call is unknown). Every other call runs
             at most once per call id, across processes: a resumed thread answers it
@@ -283,6 +298,10 @@ def create_fncall_graph(
         raise ValueError(f"max_concurrency must be at least 1, got {max_concurrency}")
     if max_result_chars is not None and max_result_chars < 1:
         raise ValueError(f"max_result_chars must be at least 1 or None, got {max_result_chars}")
+    if max_stored_result_chars is not None and max_stored_result_chars < 1:
+        raise ValueError(
+            f"max_stored_result_chars must be at least 1 or None, got {max_stored_result_chars}"
+        )
     if tool_timeout is not None and tool_timeout <= 0:
         raise ValueError(f"tool_timeout must be positive seconds or None, got {tool_timeout}")
 
@@ -323,6 +342,7 @@ def create_fncall_graph(
         tool_list,
         timeout=tool_timeout,
         max_result_chars=max_result_chars,
+        max_stored_result_chars=max_stored_result_chars,
         idempotent_tools=idempotent_tools,
     )
     approve_node = (

@@ -67,12 +67,12 @@ from langchain_core.runnables import RunnableConfig
 from langgraph.graph.state import CompiledStateGraph
 from langgraph.types import Checkpointer
 
-from fncall_graph import settings
 from fncall_graph.adapters.mcp import MCPToolkit
 from fncall_graph.adapters.models import resolve_model
 from fncall_graph.examples.database_assistant import SYSTEM_PROMPT, make_database, sqlite_config
 from fncall_graph.nodes.approve import InterruptOnConfig
 
+from . import environment
 from .factory import create_fncall_graph
 
 __all__ = [
@@ -105,7 +105,7 @@ def default_sqlite_db() -> Path:
     if os.environ.get(SQLITE_DB_ENV):
         path = Path(os.environ[SQLITE_DB_ENV]).expanduser()
     else:
-        path = settings.state_dir() / "studio.db"
+        path = environment.state_dir() / "studio.db"
     if not path.exists():
         path.parent.mkdir(parents=True, exist_ok=True)
         _create_once(path)
@@ -137,7 +137,7 @@ def _model(model: BaseChatModel | str | None, graph_id: str) -> BaseChatModel:
     """``model``, or the spec in the graph's own variable, ``FNCALL_MODEL``, ``local``."""
     if isinstance(model, BaseChatModel):
         return model
-    return resolve_model(settings.model_spec(model, _GRAPH_MODEL_ENV[graph_id]))
+    return resolve_model(environment.model_spec(model, _GRAPH_MODEL_ENV[graph_id]))
 
 
 # --------------------------------------------------------------------------- the graphs
@@ -161,7 +161,7 @@ def _build(
     return create_fncall_graph(
         model,
         toolkit.tools,
-        dialect=settings.dialect_name(dialect),  # type: ignore[arg-type]
+        dialect=environment.dialect_name(dialect),  # type: ignore[arg-type]
         checkpointer=checkpointer,
         interrupt_on=interrupt_on or None,
         **{**_SPECS[graph_id], **options},
@@ -291,7 +291,7 @@ class _ServerGraphs:
         await toolkit.start()
         # FNCALL_APPROVE names tools of every graph; each graph takes its own
         names = {t.name for t in toolkit.tools}
-        interrupt_on = {k: True for k in settings.approved_tools() if k in names}
+        interrupt_on = {k: True for k in environment.approved_tools() if k in names}
         return await asyncio.to_thread(
             _build,
             graph_id,
@@ -302,7 +302,7 @@ class _ServerGraphs:
             # True ("use the one the run brings") lets interrupt_on pass its check.
             checkpointer=True if interrupt_on else None,
             interrupt_on=interrupt_on,
-            options={"keep_model_input": settings.keep_model_input()},
+            options={"keep_model_input": environment.keep_model_input()},
         )
 
 

@@ -31,14 +31,27 @@ from langchain_core.messages import AIMessage, ToolMessage
 from langchain_core.messages.tool import InvalidToolCall, ToolCall
 from langchain_core.runnables import RunnableConfig
 from langchain_core.tools import BaseTool
+from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.errors import GraphBubbleUp
 from langgraph.prebuilt import ToolNode
 from langgraph.prebuilt.tool_node import ToolCallRequest, ToolCallWrapper
 from langgraph.types import Send
 
 from fncall_graph._compat import has_own_async
-from fncall_graph.adapters.checkpoint.claims import ClaimRow, TaskClaim, claim_in_task
-from fncall_graph.adapters.mcp import MCPServerError
+from fncall_graph.adapters.checkpoint.claims import (
+    ClaimKey,
+    ClaimRow,
+    TaskClaim,
+    claim_in_task,
+    claims_for,
+)
+from fncall_graph.adapters.mcp import MCPCallOutcomeUnknown, MCPServerError
+
+DEFAULT_TOOL_TIMEOUT = 600.0
+"""Seconds a tool call may take by default (``tool_timeout``); ``None`` waits for ever."""
+
+DEFAULT_MAX_STORED_RESULT_CHARS = 1_000_000
+"""Longest text of a cut tool result kept by default (``max_stored_result_chars``)."""
 
 
 class ToolTimeoutError(TimeoutError):
@@ -52,6 +65,8 @@ class ToolArgumentsError(ValueError):
 def tool_error_message(error: Exception) -> str:
     """The text the model sees for a failed call: what failed and what to do."""
     if isinstance(error, ToolTimeoutError | ToolArgumentsError):
+        return f"Error: {error}"
+    if isinstance(error, MCPCallOutcomeUnknown):
         return f"Error: {error}"
     if isinstance(error, MCPServerError):
         # nothing about the call can be fixed: say so, or the model retries in a loop
@@ -105,6 +120,29 @@ def unknown_outcome(call: ToolCall, claim: ClaimRow) -> ToolMessage:
     )
 
 
+def error_answer(call: ToolCall, content: str, artifact: Any = None) -> ToolMessage:
+    """The error ``ToolMessage`` answering ``call``."""
+    return ToolMessage(
+        content=content,
+        name=call["name"],
+        tool_call_id=call["id"] or "",
+        status="error",
+        artifact=artifact,
+    )
+
+
+def still_running(call: ToolCall, timeout: float) -> ToolMessage:
+    """Answer a sync call still running past its timeout: it cannot be stopped, so it may
+    yet take effect; a retry now could do it twice."""
+    return error_answer(
+        call,
+        f"Outcome unknown: tool {call['name']!r} did not finish within {timeout:g} s and "
+        "is still running; its result will not be shown. Do not retry it: it may still "
+        "take effect. Check its effect later (for example with a read), or tell the user.",
+        {"outcome": "unknown", "still_running": True},
+    )
+
+
 def is_idempotent(tool: BaseTool | None, names: frozenset[str]) -> bool:
     """Whether a call of ``tool`` may run again when its outcome is unknown.
 
@@ -142,11 +180,18 @@ class ToolDispatchNode:
 
     Args:
         tools: the tools the model may call.
-        timeout: seconds one call may take, or ``None`` for no limit.
+        timeout: seconds one call may take (default :data:`DEFAULT_TOOL_TIMEOUT`), or
+            ``None`` for no limit.
         max_result_chars: longest result text the model is shown; a longer one is cut
-            with a note saying how much, and the whole text is kept in the message's
-            ``artifact`` (``{"full_content": ..., "artifact": <the tool's own>}``).
+            with a note saying how much, and the whole result is kept once: in a saved
+            thread, with the call's claim, the message's ``artifact`` only referring to
+            it (read it with :func:`stored_result`), so checkpoints do not copy it;
+            without a checkpointer, in the ``artifact``
+            (``{"full_content": ..., "artifact": <the tool's own>, "full_length": N}``).
             ``None``: no limit.
+        max_stored_result_chars: longest text of such a result that is kept (default
+            :data:`DEFAULT_MAX_STORED_RESULT_CHARS`; ``None``: all of it); the tool's
+            own artifact is kept with it unless it is longer than that too.
         idempotent_tools: tools that may run again when a process died during their
             call (see :func:`is_idempotent`); other calls then get an "outcome unknown"
             answer.
@@ -164,7 +209,13 @@ class ToolDispatchNode:
        too long for the model is cut;
     3. check arguments: JSON-schema validation for dict schemas (MCP tools carry those
        and LangChain does not validate them);
-    4. time limit: a call past ``timeout`` is abandoned.
+    4. time limit: an async call past ``timeout`` is cancelled and answered with an
+       error saying its outcome is unknown.
+
+    The sync chain has the time limit outermost instead: a sync call cannot be stopped,
+    so past ``timeout`` the model is told it is still running and not to retry it, while
+    the call runs on in its thread, its claim held (``running``) until it really ends and
+    then settled with its real outcome.
 
     Calls the parser could not read are answered before the chain.
     """
@@ -173,19 +224,21 @@ class ToolDispatchNode:
         self,
         tools: Sequence[BaseTool],
         *,
-        timeout: float | None = None,
+        timeout: float | None = DEFAULT_TOOL_TIMEOUT,
         max_result_chars: int | None = 100_000,
+        max_stored_result_chars: int | None = DEFAULT_MAX_STORED_RESULT_CHARS,
         idempotent_tools: Sequence[str] = (),
     ) -> None:
         self.timeout = timeout
         self.max_result_chars = max_result_chars
+        self.max_stored_result_chars = max_stored_result_chars
         self.idempotent_tools = frozenset(idempotent_tools)
         # a claim made on another machine is abandoned once no call could still run
         self.stale_after = None if timeout is None else 2 * timeout + 60
         self.tool_node = ToolNode(
             list(tools),
             handle_tool_errors=False,  # the answer layer does it, inside the claim
-            wrap_tool_call=chain(self._claimed, self._answered, self._check_args, self._timed),
+            wrap_tool_call=chain(self._timed, self._claimed, self._answered, self._check_args),
             awrap_tool_call=chain(self._aclaimed, self._aanswered, self._check_args, self._atimed),
         )
 
@@ -246,7 +299,9 @@ class ToolDispatchNode:
         claim = self._claim(request)
         if claim is None:
             return execute(request)
-        return claim.once(partial(execute, request), **self._claim_terms(request))
+        return stored_once(
+            claim, claim.once(partial(execute, request), **self._claim_terms(request))
+        )
 
     async def _aclaimed(
         self, request: ToolCallRequest, execute: Callable[[ToolCallRequest], Awaitable[Any]]
@@ -254,7 +309,8 @@ class ToolDispatchNode:
         claim = self._claim(request)
         if claim is None:
             return await execute(request)
-        return await claim.aonce(partial(execute, request), **self._claim_terms(request))
+        result = await claim.aonce(partial(execute, request), **self._claim_terms(request))
+        return stored_once(claim, result)
 
     def _answered(self, request: ToolCallRequest, execute: Callable[[ToolCallRequest], Any]) -> Any:
         try:
@@ -278,13 +334,7 @@ class ToolDispatchNode:
 
     @staticmethod
     def _error_message(request: ToolCallRequest, error: Exception) -> ToolMessage:
-        call = request.tool_call
-        return ToolMessage(
-            content=tool_error_message(error),
-            name=call["name"],
-            tool_call_id=call["id"] or "",
-            status="error",
-        )
+        return error_answer(request.tool_call, tool_error_message(error))
 
     def _check_args(
         self, request: ToolCallRequest, execute: Callable[[ToolCallRequest], Any]
@@ -307,17 +357,21 @@ class ToolDispatchNode:
 
     def _timeout_error(self, call: ToolCall) -> ToolTimeoutError:
         return ToolTimeoutError(
-            f"tool {call['name']!r} did not finish within {self.timeout:g} s and was abandoned; "
-            "try again with a smaller request or another tool"
+            f"tool {call['name']!r} did not finish within {self.timeout:g} s and was "
+            "cancelled; it may or may not have taken effect (an MCP server, for one, may "
+            "still finish it). Check its effect before repeating it, or ask for less."
         )
 
     def _timed(self, request: ToolCallRequest, execute: Callable[[ToolCallRequest], Any]) -> Any:
+        """Sync chain, outermost: a sync call cannot be stopped, so past the timeout it is
+        left running with its claim, which it settles with its real outcome when it ends;
+        the model is told the outcome is unknown (a retry could do it twice)."""
         if self.timeout is None:
             return execute(request)
         try:
             return _in_daemon_thread(execute, request).result(timeout=self.timeout)
         except concurrent.futures.TimeoutError:
-            raise self._timeout_error(request.tool_call) from None
+            return still_running(request.tool_call, self.timeout)
 
     async def _atimed(
         self, request: ToolCallRequest, execute: Callable[[ToolCallRequest], Awaitable[Any]]
@@ -328,6 +382,16 @@ class ToolDispatchNode:
             return await asyncio.wait_for(execute(request), self.timeout)
         except TimeoutError:
             raise self._timeout_error(request.tool_call) from None
+
+    def _storable(self, artifact: Any) -> Any:
+        """The tool's own artifact of a cut result, unless it is over the stored limit
+        too (a server's ``structuredContent`` often repeats the whole text)."""
+        if artifact is None or self.max_stored_result_chars is None:
+            return artifact
+        size = len(json.dumps(artifact, ensure_ascii=False, default=str))
+        if size <= self.max_stored_result_chars:
+            return artifact
+        return {"left_out": f"the tool's artifact, {size:,} characters as JSON"}
 
     def _bounded(self, result: Any) -> Any:
         """A result too long for the model, cut with a note; the whole of it stays attached.
@@ -345,13 +409,81 @@ class ToolDispatchNode:
         cut = len(text) - self.max_result_chars
         note = (
             f"\n\n[result truncated: {cut:,} of {len(text):,} characters left out; the "
-            "full result is kept with this tool message. Ask for less, e.g. with a filter "
+            "full result is kept with the thread. Ask for less, e.g. with a filter "
             "or a limit.]"
         )
-        artifact = {"full_content": text, "artifact": result.artifact}
+        artifact = {
+            "full_content": text[: self.max_stored_result_chars],
+            "artifact": self._storable(result.artifact),
+            "full_length": len(text),
+        }
         return result.model_copy(
             update={"content": text[: self.max_result_chars] + note, "artifact": artifact}
         )
+
+
+STORED_RESULT = "stored_result"
+"""The key of a cut result's artifact that refers to the whole result kept with the
+call's claim (see :func:`stored_result`)."""
+
+
+def stored_once(claim: TaskClaim, result: Any) -> Any:
+    """``result`` as the thread keeps it: a cut result's whole (stored with its claim)
+    replaced by a reference, so no checkpoint, write or stream update copies it."""
+    if not isinstance(result, ToolMessage) or not isinstance(result.artifact, dict):
+        return result
+    whole = result.artifact
+    if "full_content" not in whole:
+        return result
+    key = claim.key
+    reference = {
+        STORED_RESULT: {
+            "thread_id": key.thread_id,
+            "checkpoint_ns": key.namespace,
+            "call_id": key.call_id,
+        },
+        "full_length": whole.get("full_length"),
+    }
+    return result.model_copy(update={"artifact": reference})
+
+
+def _stored_key(message: ToolMessage) -> ClaimKey:
+    ref = message.artifact.get(STORED_RESULT) if isinstance(message.artifact, dict) else None
+    if not isinstance(ref, dict):
+        raise ValueError(
+            f"tool message {message.tool_call_id!r}: its artifact refers to no stored result "
+            f"(no {STORED_RESULT!r} key); a result that was not cut is whole in the message"
+        )
+    return ClaimKey(ref["thread_id"], ref["checkpoint_ns"], ref["call_id"])
+
+
+def stored_result(checkpointer: BaseCheckpointSaver, message: ToolMessage) -> ToolMessage | None:
+    """The whole of a cut tool result: ``message`` with its full text (up to
+    ``max_stored_result_chars``) and the tool's own artifact, as kept with the call's
+    claim in ``checkpointer`` (``graph.checkpointer``); ``None`` once the thread's claims
+    are deleted.
+
+    Raises:
+        ValueError: ``message`` was not cut (its artifact refers to nothing stored).
+    """
+    key = _stored_key(message)
+    return _whole(message, claims_for(checkpointer).stored(key))
+
+
+async def astored_result(
+    checkpointer: BaseCheckpointSaver, message: ToolMessage
+) -> ToolMessage | None:
+    """:func:`stored_result` for an async checkpointer."""
+    key = _stored_key(message)
+    return _whole(message, await claims_for(checkpointer).astored(key))
+
+
+def _whole(message: ToolMessage, stored: Any) -> ToolMessage | None:
+    if not isinstance(stored, ToolMessage) or not isinstance(stored.artifact, dict):
+        return None
+    return message.model_copy(
+        update={"content": stored.artifact.get("full_content"), "artifact": stored.artifact}
+    )
 
 
 def chain(*layers: Callable[..., Any]) -> ToolCallWrapper:

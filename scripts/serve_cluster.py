@@ -67,6 +67,10 @@ def free_port() -> int:
         return sock.getsockname()[1]
 
 
+# what langgraph-api logs when its lifespan ends (a graph that failed to load ends it)
+SHUTDOWN_LINE = "Shutting down remote graphs"
+
+
 def wait_until(
     what: str,
     ready: Callable[[], bool],
@@ -79,7 +83,7 @@ def wait_until(
     deadline = time.monotonic() + timeout
     while not ready():
         if alive is not None and not alive():
-            raise ClusterError(f"{what} exited before it was ready")
+            raise ClusterError(f"{what} exited (or shut down) before it was ready")
         if time.monotonic() > deadline:
             raise ClusterError(f"{what} was not ready within {timeout:.0f} s")
         time.sleep(0.05)  # poll interval; readiness itself is the condition
@@ -320,6 +324,17 @@ class Replica:
             return self.proc.poll() is None
         return self.pid is not None and pid_alive(self.pid)
 
+    def starting(self) -> bool:
+        """Alive and not shutting down: a replica whose graphs failed to load logs its
+        shutdown, and some server versions then linger instead of exiting."""
+        if not self.alive():
+            return False
+        try:
+            log = self.log.read_text(errors="replace")
+        except OSError:
+            return True
+        return SHUTDOWN_LINE not in log
+
 
 @dataclass
 class Cluster:
@@ -444,7 +459,7 @@ class Cluster:
                 f"replica {replica.index} ({replica.url})",
                 lambda: http_ok(replica.url),
                 READY_TIMEOUT,
-                alive=replica.alive,
+                alive=replica.starting,
             )
         except ClusterError as exc:
             tail = replica.log.read_text(errors="replace")[-4000:]

@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import os
 import sqlite3
+import threading
 from contextlib import closing
 from typing import Any
 
@@ -209,3 +210,79 @@ def test_a_sync_tool_under_a_timeout_in_an_async_run_is_claimed(tmp_path):
     asyncio.run(scenario())
     assert runs == ["a"]
     assert claim_status(tmp_path / "c.db", "c1") == ("done", os.getpid())
+
+
+def join_tool_threads() -> None:
+    """Wait for the threads of sync calls left running past their timeout."""
+    for thread in threading.enumerate():
+        if thread.name == "fncall-tool-call":
+            thread.join(timeout=60)  # a bound against a hung suite, not a synchronisation
+            assert not thread.is_alive()
+
+
+@pytest.mark.parametrize("mode", ["sync", "async"])
+def test_a_sync_tool_past_its_timeout_is_still_running_and_keeps_its_claim(tmp_path, mode):
+    """The model is told the call is still running and not to retry it; the claim stays
+    ``running`` while the tool runs on, then is settled with the call's real result."""
+    entered, release = threading.Event(), threading.Event()
+    runs: list[str] = []
+
+    @tool
+    def send(text: str) -> str:
+        """Send a message."""
+        entered.set()
+        release.wait()
+        runs.append(text)
+        return "sent"
+
+    outputs = [call("send", {"text": "hi"}, "c1"), "ok"]
+    model = ReplayChatModel(outputs)
+    cfg = {"configurable": {"thread_id": "t"}}
+    db = tmp_path / "c.db"
+
+    def check_then_release() -> None:
+        assert entered.is_set() and runs == []
+        assert claim_status(db, "c1") == ("running", os.getpid())
+        release.set()
+        join_tool_threads()
+        assert runs == ["hi"]
+        assert claim_status(db, "c1") == ("done", os.getpid())
+
+    if mode == "sync":
+        with sqlite_saver(db) as saver:
+            graph = create_fncall_graph(
+                model, [send], dialect="native", checkpointer=saver, tool_timeout=0.2
+            )
+            out = graph.invoke({"messages": [("user", "go")]}, cfg)
+            check_then_release()
+    else:
+
+        async def scenario() -> dict[str, Any]:
+            async with async_sqlite_saver(db) as saver:
+                graph = create_fncall_graph(
+                    model, [send], dialect="native", checkpointer=saver, tool_timeout=0.2
+                )
+                out = await graph.ainvoke({"messages": [("user", "go")]}, cfg)
+                # the claim is settled through the saver's loop: keep it running meanwhile
+                await asyncio.to_thread(check_then_release)
+                return out
+
+        out = asyncio.run(scenario())
+    [answer] = [m for m in out["messages"] if isinstance(m, ToolMessage)]
+    assert answer.status == "error"
+    assert answer.content.startswith("Outcome unknown: tool 'send' did not finish within 0.2 s")
+    assert "still running" in answer.content and "Do not retry" in answer.content
+    assert "try again" not in answer.content.lower()
+    assert answer.artifact == {"outcome": "unknown", "still_running": True}
+    assert out["messages"][-1].content == "ok"
+
+
+def test_tool_timeout_has_a_default_and_none_is_allowed():
+    import inspect
+
+    from fncall_graph.nodes.tools import DEFAULT_TOOL_TIMEOUT
+
+    default = inspect.signature(create_fncall_graph).parameters["tool_timeout"].default
+    assert default == DEFAULT_TOOL_TIMEOUT and default is not None and default > 0
+    graph = create_fncall_graph(ReplayChatModel(["ok"]), [], tool_timeout=None)
+    assert graph.invoke({"messages": [("user", "hi")]})["messages"][-1].content == "ok"

@@ -10,6 +10,7 @@ import json
 from functools import reduce
 
 import pytest
+from langchain_core.exceptions import OutputParserException
 from langchain_core.messages import AIMessage, AIMessageChunk, HumanMessage, SystemMessage
 from langchain_core.tools import tool
 
@@ -113,7 +114,9 @@ def test_stop_sequences_reach_the_inner_model() -> None:
 
 
 def test_tool_choice_picks_what_is_rendered() -> None:
-    inner = ReplayChatModel(["ok", "ok", "ok"])
+    inner = ReplayChatModel(
+        ["ok", hermes_call("get_time", city="北京"), hermes_call("get_weather", city="北京")]
+    )
     wrapper = with_dialect(inner, "hermes")
     wrapper.bind_tools(TOOLS, tool_choice="none").invoke("hi")
     wrapper.bind_tools(TOOLS, tool_choice="get_time").invoke("hi")
@@ -124,6 +127,40 @@ def test_tool_choice_picks_what_is_rendered() -> None:
     assert '"get_time"' in every and '"get_weather"' in every
     with pytest.raises(ValueError, match="names none of the bound tools"):
         wrapper.bind_tools(TOOLS, tool_choice="nope").invoke("hi")
+
+
+class GrammarReplay(ReplayChatModel):
+    """A replayed model whose server, like llama.cpp's, applies a request's GBNF grammar."""
+
+    accepts_grammar: bool = True
+
+
+@pytest.mark.parametrize("choice", ["any", "required", True, "get_time"])
+def test_a_forcing_tool_choice_is_asked_again_then_raises(choice: object) -> None:
+    inner = ReplayChatModel(["It is sunny.", "Still sunny."])
+    model = with_dialect(inner, "hermes").bind_tools(TOOLS, tool_choice=choice)
+    with pytest.raises(OutputParserException, match="demanded a tool call"):
+        model.invoke("天气?")
+    assert len(inner.inputs) == 2  # asked once more, with the demand restated
+    assert "call to one of the tools" in inner.inputs[1][-1].content
+
+
+def test_a_forcing_tool_choice_answered_on_the_second_try() -> None:
+    qwen_call = '✿FUNCTION✿: get_time\n✿ARGS✿: {"city": "北京"}'
+    inner = ReplayChatModel(["It is sunny.", qwen_call])
+    model = with_dialect(inner, "qwen").bind_tools(TOOLS, tool_choice="any")
+    assert [c["name"] for c in model.invoke("几点?").tool_calls] == ["get_time"]
+
+
+def test_a_forcing_tool_choice_sends_the_calls_only_grammar_where_the_server_takes_one() -> None:
+    inner = GrammarReplay([hermes_call("get_time", city="北京"), "plain answer"])
+    forced = with_dialect(inner, "hermes").bind_tools(TOOLS, tool_choice="get_time")
+    assert forced.invoke("几点?").tool_calls[0]["name"] == "get_time"
+    grammar = inner.calls[0]["extra_body"]["grammar"]
+    assert "get_time" in grammar and "get_weather" not in grammar
+    assert "answer" not in grammar.split("\n")[0]  # calls only, no plain answer
+    with_dialect(inner, "hermes").bind_tools(TOOLS).invoke("几点?")  # auto: no grammar
+    assert "extra_body" not in inner.calls[1]
 
 
 def test_native_calls_from_the_inner_model_are_merged_without_duplicates() -> None:

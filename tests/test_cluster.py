@@ -68,7 +68,7 @@ async def test_every_replica_serves_both_graphs(cluster: Cluster) -> None:
         assert {a["graph_id"] for a in found} >= {"sqlite_assistant", "weather_assistant"}
         # drawing a graph builds it in that replica, MCP session included
         drawn = await client.assistants.get_graph("weather_assistant")
-        assert {"model", "tools", "adapter"} <= {n["id"] for n in drawn["nodes"]}
+        assert {"model", "tools"} <= {n["id"] for n in drawn["nodes"]}
         drawn = await client.assistants.get_graph("sqlite_assistant")
         assert "approve" in {n["id"] for n in drawn["nodes"]}  # FNCALL_APPROVE took
 

@@ -38,8 +38,9 @@ from fncall_graph.adapters import (
 from fncall_graph.adapters.formats.base import (
     MarkupStreamParser,
     ParseEvent,
-    _find,
-    _held,
+    _find_from,
+    _held_from,
+    _marker_table,
     text_of,
 )
 
@@ -578,9 +579,10 @@ marker_sets = st.lists(st.text(st.sampled_from("ab✿<>/:"), min_size=1, max_siz
 )
 def test_scanner_search_matches_reference(markers: tuple[str, ...], text: str, final: bool) -> None:
     """The table-driven marker search and hold-back give what the plain definitions give."""
-    assert _find(text, markers, final) == reference_find(text, markers, final)
+    table = _marker_table(markers)
+    assert _find_from(text, 0, markers, table, final) == reference_find(text, markers, final)
     if reference_find(text, markers, False) is None:
-        assert _held(text, markers) == reference_held(text, markers)
+        assert len(text) - _held_from(text, 0, table) == reference_held(text, markers)
 
 
 @dialect_keys

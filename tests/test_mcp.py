@@ -19,9 +19,11 @@ from typing import Any
 
 import pytest
 from langchain_core.messages import AIMessage, ToolMessage
+from langchain_core.tools import ToolException
 from langchain_core.utils.function_calling import convert_to_openai_tool
 
 from fncall_graph.adapters.mcp import (
+    MCPCallOutcomeUnknown,
     MCPConfigError,
     MCPServerError,
     MCPToolkit,
@@ -465,7 +467,11 @@ async def test_one_session_is_shared_and_closing_stops_the_server(seed_db: Path)
 
 
 async def test_killed_server_is_restarted_and_the_call_retried(seed_db: Path) -> None:
-    async with MCPToolkit.from_config(sqlite_config(seed_db)) as toolkit:
+    # declared idempotent: a call the server may have died in can run again
+    idempotent = ["sqlite-list_tables"]
+    async with MCPToolkit.from_config(
+        sqlite_config(seed_db), idempotent_tools=idempotent
+    ) as toolkit:
         list_tables = toolkit.get_tool("sqlite-list_tables")
         assert await list_tables.ainvoke({}) == SEED_LIST_TABLES
         [old] = server_pids("mcp-server-sqlite")
@@ -481,7 +487,10 @@ async def test_killed_server_is_restarted_and_the_call_retried(seed_db: Path) ->
 
 
 async def test_killed_during_concurrent_calls(seed_db: Path) -> None:
-    async with MCPToolkit.from_config(sqlite_config(seed_db)) as toolkit:
+    idempotent = ["sqlite-list_tables"]
+    async with MCPToolkit.from_config(
+        sqlite_config(seed_db), idempotent_tools=idempotent
+    ) as toolkit:
         list_tables = toolkit.get_tool("sqlite-list_tables")
         [old] = server_pids("mcp-server-sqlite")
         os.kill(old, signal.SIGKILL)
@@ -561,7 +570,10 @@ async def test_call_timeout_names_server_tool_and_timeout() -> None:
         slow = toolkit.get_tool("weather-slow_weather")
         message = await slow.ainvoke(call("weather-slow_weather", {"city": "上海", "seconds": 60}))
         assert message.status == "error"
-        assert message.content == "MCP server 'weather': tool 'slow_weather' timed out after 0.5 s"
+        assert message.content.startswith(
+            "MCP server 'weather': tool 'slow_weather' timed out after 0.5 s. "
+            "The server may still finish the call"
+        )
         # the session survives a timeout
         assert (
             await toolkit.get_tool("weather-get_weather").ainvoke({"city": "上海"})
@@ -979,3 +991,91 @@ def test_each_tool_result_is_converted_once(mode, monkeypatch) -> None:
         failed = run("weather-broken_tool", {"reason": "维护中"})
         assert failed.status == "error" and "weather service unavailable: 维护中" in failed.content
         assert len(converted) == 3 and converted[2].isError
+
+
+# --------------------------------------------------------------------------- faults: honest outcomes
+
+FAULTY_SERVER = Path(__file__).parent / "servers" / "faulty_server.py"
+
+
+def faulty_config(effects: Path) -> dict[str, Any]:
+    return {
+        "mcpServers": {
+            "faulty": {"command": sys.executable, "args": [str(FAULTY_SERVER), str(effects)]}
+        }
+    }
+
+
+def effects_of(path: Path) -> list[str]:
+    return path.read_text(encoding="utf-8").splitlines() if path.exists() else []
+
+
+async def test_a_call_the_server_died_in_is_not_retried_and_its_outcome_is_unknown(
+    tmp_path: Path,
+) -> None:
+    effects = tmp_path / "effects.txt"
+    async with MCPToolkit.from_config(faulty_config(effects)) as toolkit:
+        write = toolkit.get_tool("faulty-write")
+        [old] = server_pids(str(FAULTY_SERVER))
+        Path(f"{effects}.die").touch()
+        message = await write.ainvoke(call("faulty-write", {"line": "pay 5"}))
+        assert message.status == "error"
+        assert message.content.startswith("Outcome unknown: MCP server 'faulty'")
+        assert "may or may not have taken effect" in message.content
+        assert "not run again" in message.content
+        assert effects_of(effects) == ["pay 5"]  # done once, not repeated
+        # the server was restarted: the next call works, on a new process
+        assert await write.ainvoke({"line": "pay 6"}) == "wrote pay 6"
+        [new] = server_pids(str(FAULTY_SERVER))
+        assert new != old and pid_gone(old)
+    assert effects_of(effects) == ["pay 5", "pay 6"]
+
+
+async def test_with_plain_arguments_an_unknown_outcome_is_said_too(tmp_path: Path) -> None:
+    """A `ToolException` like the other call errors: the tool returns its text."""
+    effects = tmp_path / "effects.txt"
+    async with MCPToolkit.from_config(faulty_config(effects)) as toolkit:
+        Path(f"{effects}.die").touch()
+        text = await toolkit.get_tool("faulty-write").ainvoke({"line": "a"})
+    assert text.startswith("Outcome unknown: MCP server 'faulty'")
+    assert effects_of(effects) == ["a"]
+    assert issubclass(MCPCallOutcomeUnknown, ToolException)
+
+
+@pytest.mark.parametrize("declared", ["annotation", "idempotent_tools", "metadata"])
+async def test_a_call_of_an_idempotent_tool_the_server_died_in_is_retried(
+    tmp_path: Path, declared: str
+) -> None:
+    effects = tmp_path / "effects.txt"
+    name = "faulty-write_idempotent" if declared == "annotation" else "faulty-write"
+    idempotent = [name] if declared == "idempotent_tools" else []
+    async with MCPToolkit.from_config(
+        faulty_config(effects), idempotent_tools=idempotent
+    ) as toolkit:
+        tool = toolkit.get_tool(name)
+        if declared == "metadata":
+            tool.metadata = {**(tool.metadata or {}), "idempotent": True}
+        Path(f"{effects}.die").touch()
+        message = await tool.ainvoke(call(name, {"line": "x = 1"}))
+        assert message.status == "success"
+        assert message.content == "wrote x = 1"
+    assert effects_of(effects) == ["x = 1", "x = 1"]  # the retry ran it again, as allowed
+
+
+async def test_a_server_that_never_answers_times_out_by_default(tmp_path: Path) -> None:
+    from fncall_graph.adapters.mcp.toolkit import DEFAULT_CALL_TIMEOUT
+
+    # the default is a limit, not "wait for ever"; the test makes it small via the option
+    assert DEFAULT_CALL_TIMEOUT is not None and DEFAULT_CALL_TIMEOUT > 0
+    toolkit = MCPToolkit.from_config(faulty_config(tmp_path / "e.txt"))
+    assert toolkit.call_timeout == DEFAULT_CALL_TIMEOUT
+    # None stays available, explicitly
+    assert (
+        MCPToolkit.from_config(faulty_config(tmp_path / "e.txt"), call_timeout=None).call_timeout
+        is None
+    )
+    async with MCPToolkit.from_config(faulty_config(tmp_path / "e.txt"), call_timeout=0.5) as kit:
+        message = await kit.get_tool("faulty-hang").ainvoke(call("faulty-hang", {}))
+        assert message.status == "error"
+        assert "tool 'hang' timed out after 0.5 s" in message.content
+        assert "may still finish the call" in message.content

@@ -88,4 +88,4 @@ def test_notebook_runs(
     ]
     assert pictures, f"{path.name} shows no picture of its graph"
     assert "<svg" in pictures[0]["data"]["image/svg+xml"]
-    assert "adapter" in pictures[0]["data"]["image/svg+xml"]
+    assert "model" in pictures[0]["data"]["image/svg+xml"]

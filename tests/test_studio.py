@@ -33,7 +33,7 @@ pytestmark = pytest.mark.slow
 REPO = Path(__file__).resolve().parent.parent
 LANGGRAPH = Path(sys.executable).parent / "langgraph"
 STARTUP_DEADLINE = 120.0
-NODES = {"__start__", "adapter", "model", "tools", "react_fallback", "__end__"}
+NODES = {"__start__", "model", "tools", "__end__"}
 QUESTIONS = [
     "数据库有几张表",
     "分别有多少条记录",
@@ -178,22 +178,15 @@ async def test_graphs_draw_the_design(studio: Studio) -> None:
         assert {n["id"] for n in drawn["nodes"]} == nodes, graph_id
         edges = {(e["source"], e["target"], bool(e.get("conditional"))) for e in drawn["edges"]}
         assert {
-            ("__start__", "adapter", False),
             ("__start__", "model", False),
             ("model", "tools", True),
-            ("model", "react_fallback", True),
             ("model", "__end__", True),
-            ("tools", "adapter", False),
             ("tools", "model", False),
-            ("react_fallback", "adapter", True),
-            ("react_fallback", "model", True),
-            ("react_fallback", "tools", True),
         } <= edges, graph_id
         if "approve" in nodes:
             assert {
                 ("model", "approve", True),
                 ("approve", "tools", True),
-                ("approve", "adapter", True),
                 ("approve", "model", True),
             } <= edges
 

@@ -1,5 +1,17 @@
 """Checkpointers: where threads are saved (SQLite by default, PostgreSQL for scale)."""
 
-from .savers import async_postgres_saver, async_sqlite_saver, postgres_saver, sqlite_saver
+from .savers import (
+    CheckpointWriteError,
+    async_postgres_saver,
+    async_sqlite_saver,
+    postgres_saver,
+    sqlite_saver,
+)
 
-__all__ = ["async_postgres_saver", "async_sqlite_saver", "postgres_saver", "sqlite_saver"]
+__all__ = [
+    "CheckpointWriteError",
+    "async_postgres_saver",
+    "async_sqlite_saver",
+    "postgres_saver",
+    "sqlite_saver",
+]

@@ -677,6 +677,18 @@ class CallClaims:
         """:meth:`once` for an async ``run``."""
         return await self._adrive(self._once(key, step, tool, idempotent, unknown), run)
 
+    def stored(self, key: ClaimKey) -> Any:
+        """The outcome stored with call ``key``'s claim; ``None`` if none is stored."""
+        return self._loads(self.store.run(_Get(key)))
+
+    async def astored(self, key: ClaimKey) -> Any:
+        return self._loads(await self.store.arun(_Get(key)))
+
+    def _loads(self, held: ClaimRow | None) -> Any:
+        if held is None or held.result_type is None or held.result is None:
+            return None
+        return self.saver.serde.loads_typed((held.result_type, held.result))
+
     def review(self, key: ClaimKey, step: str) -> None:
         """Claim the answer to an approval; raises :class:`ThreadAlreadyResumed` if taken.
 

@@ -26,12 +26,18 @@ Example:
 
 from __future__ import annotations
 
+import asyncio
+import logging
 import sqlite3
-from collections.abc import AsyncIterator, Iterator
+import threading
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Sequence
 from contextlib import asynccontextmanager, contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
+import aiosqlite
+from langchain_core.runnables import RunnableConfig
+from langgraph.checkpoint.base import ChannelVersions, Checkpoint, CheckpointMetadata
 from langgraph.checkpoint.sqlite import SqliteSaver
 from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
 
@@ -41,9 +47,37 @@ if TYPE_CHECKING:
     from langgraph.checkpoint.postgres import PostgresSaver
     from langgraph.checkpoint.postgres.aio import AsyncPostgresSaver
 
-__all__ = ["async_postgres_saver", "async_sqlite_saver", "postgres_saver", "sqlite_saver"]
+__all__ = [
+    "DEFAULT_BUSY_TIMEOUT",
+    "CheckpointWriteError",
+    "DurableAsyncSqliteSaver",
+    "DurableSqliteSaver",
+    "async_postgres_saver",
+    "async_sqlite_saver",
+    "postgres_saver",
+    "sqlite_saver",
+]
+
+log = logging.getLogger(__name__)
 
 T = TypeVar("T")
+
+DEFAULT_BUSY_TIMEOUT = 10.0
+"""Seconds one SQLite statement waits for another connection's lock (SQLite's busy
+timeout); a checkpoint write is tried :data:`WRITE_ATTEMPTS` times."""
+
+WRITE_ATTEMPTS = 3
+"""How many times a checkpoint write that found the database locked is tried."""
+
+
+class CheckpointWriteError(RuntimeError):
+    """A step's writes could not be saved: the run stopped before its next step.
+
+    The thread is as its last saved checkpoint left it; once the database takes writes
+    again, ``invoke(None, config)`` runs the unsaved step again (a tool call in it that
+    had started is answered from its claim, not run twice).
+    """
+
 
 _POSTGRES_MISSING = (
     "PostgreSQL checkpoints need the 'postgres' extra: pip install 'fncall-graph[postgres]' "
@@ -81,22 +115,203 @@ def _file(path: str | Path) -> str:
     return str(path)
 
 
+def _locked(exc: BaseException) -> bool:
+    text = str(exc).lower()
+    return isinstance(exc, sqlite3.OperationalError) and ("locked" in text or "busy" in text)
+
+
+class _WriteGuard:
+    """What the durable savers share: writes retried while the database is locked, and
+    a step's write that failed for good remembered, so the checkpoint that ends the step
+    fails too.
+
+    Why the checkpoint: LangGraph saves a task's writes in the background and raises
+    their error only when the run ends, but it waits for each step's checkpoint before
+    the next step starts (``durability="sync"``); failing that checkpoint stops the run
+    there, before another task (and its side effects) starts.
+    """
+
+    def __init__(self) -> None:
+        self._cond = threading.Condition()
+        self._pending: dict[tuple[str, str], int] = {}
+        self._failed: dict[tuple[str, str], tuple[str, BaseException]] = {}
+
+    @staticmethod
+    def key(config: RunnableConfig) -> tuple[str, str]:
+        conf = config.get("configurable") or {}
+        return str(conf.get("thread_id")), str(conf.get("checkpoint_ns", ""))
+
+    @contextmanager
+    def writing(self, config: RunnableConfig) -> Iterator[None]:
+        """Around a step's write: the checkpoint that ends the step waits for it, and a
+        write that fails is remembered for that checkpoint."""
+        key = self.key(config)
+        with self._cond:
+            self._pending[key] = self._pending.get(key, 0) + 1
+        try:
+            yield
+        except BaseException as exc:
+            log.error("SQLite checkpoint write failed; the run stops after this step: %s", exc)
+            with self._cond:
+                step = str((config.get("configurable") or {}).get("checkpoint_id"))
+                self._failed[key] = (step, exc)
+            raise
+        finally:
+            with self._cond:
+                self._pending[key] -= 1
+                if not self._pending[key]:
+                    del self._pending[key]
+                self._cond.notify_all()
+
+    def check(self, config: RunnableConfig) -> None:
+        """Before a checkpoint is saved: wait for the thread's writes in flight, and
+        raise if a write of the step this checkpoint ends failed."""
+        key = self.key(config)
+        with self._cond:
+            self._cond.wait_for(lambda: key not in self._pending)
+            failed = self._failed.pop(key, None)
+        step = str((config.get("configurable") or {}).get("checkpoint_id"))
+        if failed is not None and failed[0] == step:
+            raise CheckpointWriteError(
+                f"thread {key[0]!r}: a write of the step after checkpoint {step} could not be "
+                f"saved ({failed[1]}); the run stopped before its next step. Run "
+                "invoke(None, config) once the database takes writes again."
+            ) from failed[1]
+
+    @staticmethod
+    def retried(what: str, write: Callable[[], T]) -> T:
+        for attempt in range(1, WRITE_ATTEMPTS):
+            try:
+                return write()
+            except sqlite3.OperationalError as exc:
+                _try_again(what, exc, attempt)
+        return write()
+
+    @staticmethod
+    async def aretried(what: str, write: Callable[[], Awaitable[T]]) -> T:
+        for attempt in range(1, WRITE_ATTEMPTS):
+            try:
+                return await write()
+            except sqlite3.OperationalError as exc:
+                _try_again(what, exc, attempt)
+        return await write()
+
+
+def _try_again(what: str, exc: sqlite3.OperationalError, attempt: int) -> None:
+    """Say that a write found the database locked and is tried again; raise any other
+    error."""
+    if not _locked(exc):
+        raise exc
+    log.warning(
+        "SQLite checkpoint %s: database locked (attempt %d of %d); trying again",
+        what,
+        attempt,
+        WRITE_ATTEMPTS,
+    )
+
+
+class DurableSqliteSaver(_ForgetsClaims, SqliteSaver):
+    """A ``SqliteSaver`` whose writes ride out a locked database (each statement waits
+    up to the connection's busy timeout, a write is tried :data:`WRITE_ATTEMPTS` times)
+    and whose failed step writes stop the run before its next step
+    (:class:`CheckpointWriteError`)."""
+
+    def __init__(self, conn: sqlite3.Connection, **kwargs: Any) -> None:
+        super().__init__(conn, **kwargs)
+        self.guard = _WriteGuard()
+
+    def put(
+        self,
+        config: RunnableConfig,
+        checkpoint: Checkpoint,
+        metadata: CheckpointMetadata,
+        new_versions: ChannelVersions,
+    ) -> RunnableConfig:
+        self.guard.check(config)
+        return self.guard.retried(
+            "save",
+            lambda: super(DurableSqliteSaver, self).put(config, checkpoint, metadata, new_versions),
+        )
+
+    def put_writes(
+        self,
+        config: RunnableConfig,
+        writes: Sequence[tuple[str, Any]],
+        task_id: str,
+        task_path: str = "",
+    ) -> None:
+        with self.guard.writing(config):
+            self.guard.retried(
+                "write",
+                lambda: super(DurableSqliteSaver, self).put_writes(
+                    config, writes, task_id, task_path
+                ),
+            )
+
+
+class DurableAsyncSqliteSaver(_ForgetsClaims, AsyncSqliteSaver):
+    """:class:`DurableSqliteSaver` for ``ainvoke``/``astream``."""
+
+    def __init__(self, conn: aiosqlite.Connection, **kwargs: Any) -> None:
+        super().__init__(conn, **kwargs)
+        self.guard = _WriteGuard()
+
+    async def aput(
+        self,
+        config: RunnableConfig,
+        checkpoint: Checkpoint,
+        metadata: CheckpointMetadata,
+        new_versions: ChannelVersions,
+    ) -> RunnableConfig:
+        # the writes in flight run on this loop: wait for them off it
+        await asyncio.to_thread(self.guard.check, config)
+        return await self.guard.aretried(
+            "save",
+            lambda: super(DurableAsyncSqliteSaver, self).aput(
+                config, checkpoint, metadata, new_versions
+            ),
+        )
+
+    async def aput_writes(
+        self,
+        config: RunnableConfig,
+        writes: Sequence[tuple[str, Any]],
+        task_id: str,
+        task_path: str = "",
+    ) -> None:
+        with self.guard.writing(config):
+            await self.guard.aretried(
+                "write",
+                lambda: super(DurableAsyncSqliteSaver, self).aput_writes(
+                    config, writes, task_id, task_path
+                ),
+            )
+
+
 @contextmanager
-def sqlite_saver(path: str | Path) -> Iterator[SqliteSaver]:
+def sqlite_saver(
+    path: str | Path, *, busy_timeout: float = DEFAULT_BUSY_TIMEOUT
+) -> Iterator[SqliteSaver]:
     """A ``SqliteSaver`` on the file ``path`` (created with its tables if missing).
 
     The connection may be used from LangGraph's worker threads; the saver serialises
     its own access to it.
 
+    Durable (:class:`DurableSqliteSaver`): a statement waits up to ``busy_timeout``
+    seconds for another connection's lock, and a checkpoint write that still finds the
+    database locked is tried :data:`WRITE_ATTEMPTS` times in all; a step whose writes
+    could not be saved stops the run before its next step (:class:`CheckpointWriteError`)
+    instead of running on and failing at the end.
+
     Example:
         >>> import tempfile, os
         >>> with sqlite_saver(os.path.join(tempfile.mkdtemp(), "t.db")) as saver:
-        ...     type(saver).__name__
-        'SqliteSaver'
+        ...     isinstance(saver, SqliteSaver)
+        True
     """
-    conn = sqlite3.connect(_file(path), check_same_thread=False)
+    conn = sqlite3.connect(_file(path), check_same_thread=False, timeout=busy_timeout)
     try:
-        saver = _with_claims(SqliteSaver)(conn)
+        saver = DurableSqliteSaver(conn)
         saver.setup()
         yield saver
     finally:
@@ -104,8 +319,11 @@ def sqlite_saver(path: str | Path) -> Iterator[SqliteSaver]:
 
 
 @asynccontextmanager
-async def async_sqlite_saver(path: str | Path) -> AsyncIterator[AsyncSqliteSaver]:
-    """An ``AsyncSqliteSaver`` on the file ``path``, for ``ainvoke``/``astream``.
+async def async_sqlite_saver(
+    path: str | Path, *, busy_timeout: float = DEFAULT_BUSY_TIMEOUT
+) -> AsyncIterator[AsyncSqliteSaver]:
+    """An ``AsyncSqliteSaver`` on the file ``path``, for ``ainvoke``/``astream``; durable
+    as :func:`sqlite_saver` says (:class:`DurableAsyncSqliteSaver`).
 
     Example:
         ```python
@@ -114,7 +332,8 @@ async def async_sqlite_saver(path: str | Path) -> AsyncIterator[AsyncSqliteSaver
             await graph.ainvoke({"messages": [("user", "hi")]}, cfg)
         ```
     """
-    async with _with_claims(AsyncSqliteSaver).from_conn_string(_file(path)) as saver:
+    async with aiosqlite.connect(_file(path), timeout=busy_timeout) as conn:
+        saver = DurableAsyncSqliteSaver(conn)
         await saver.setup()
         yield saver
 
@@ -128,9 +347,38 @@ def _postgres_modules() -> tuple[type[PostgresSaver], type[AsyncPostgresSaver]]:
     return _with_claims(PostgresSaver), _with_claims(AsyncPostgresSaver)
 
 
+def _pool(pool_cls: Any, url: str, max_connections: int) -> Any:
+    """A (not yet opened) pool of ``pool_cls`` whose connections are checked before use
+    (a connection a server restart cut is replaced), with the settings
+    ``PostgresSaver.from_conn_string`` uses."""
+    if isinstance(max_connections, bool) or not isinstance(max_connections, int):
+        raise TypeError(f"max_connections must be an int, got {max_connections!r}")
+    if max_connections < 1:
+        raise ValueError(f"max_connections must be at least 1, got {max_connections}")
+    from psycopg.rows import dict_row
+
+    return pool_cls(
+        url,
+        min_size=1,
+        max_size=max_connections,
+        kwargs={"autocommit": True, "prepare_threshold": 0, "row_factory": dict_row},
+        check=pool_cls.check_connection,
+        open=False,
+    )
+
+
 @contextmanager
-def postgres_saver(url: str) -> Iterator[PostgresSaver]:
+def postgres_saver(url: str, *, max_connections: int = 4) -> Iterator[PostgresSaver]:
     """A ``PostgresSaver`` on ``url`` (``postgresql://user@host:port/db``), tables set up.
+
+    It draws its connections from a pool (``psycopg_pool``) that checks each one before
+    use, so after the server restarts (or drops a connection) the next call reconnects
+    instead of failing on a dead connection until the process rebuilds the saver.
+
+    Args:
+        url: a PostgreSQL connection URL.
+        max_connections: the pool's size (at least 1); the saver writes one checkpoint
+            at a time, the tool-call claims beside it use connections of their own.
 
     Needs the ``postgres`` extra; without it, ``ImportError`` says what to install.
 
@@ -141,7 +389,10 @@ def postgres_saver(url: str) -> Iterator[PostgresSaver]:
         ```
     """
     saver_cls, _ = _postgres_modules()
-    with saver_cls.from_conn_string(url) as saver:
+    from psycopg_pool import ConnectionPool
+
+    with _pool(ConnectionPool, url, max_connections) as pool:
+        saver = saver_cls(pool)  # type: ignore[arg-type]
         saver.setup()
         yield saver
 
@@ -171,16 +422,9 @@ async def async_postgres_saver(
             await saver.setup()
             yield saver
         return
-    if max_connections < 1:
-        raise ValueError(f"max_connections must be at least 1, got {max_connections}")
-    from psycopg.rows import dict_row
     from psycopg_pool import AsyncConnectionPool
 
-    # the connection settings AsyncPostgresSaver.from_conn_string uses
-    kwargs = {"autocommit": True, "prepare_threshold": 0, "row_factory": dict_row}
-    async with AsyncConnectionPool(
-        url, min_size=1, max_size=max_connections, kwargs=kwargs, open=False
-    ) as pool:
+    async with _pool(AsyncConnectionPool, url, max_connections) as pool:
         saver = saver_cls(pool)  # type: ignore[arg-type]
         await saver.setup()
         yield saver

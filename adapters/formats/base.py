@@ -36,6 +36,32 @@ from langchain_core.messages.tool import InvalidToolCall, ToolCall, invalid_tool
 
 from .schema import ToolLike
 
+__all__ = [
+    "MAX_ARGS_DEPTH",
+    "THINK",
+    "ZERO_WIDTH_SPACE",
+    "Block",
+    "CallEvent",
+    "ContentDelta",
+    "Dialect",
+    "InvalidCallEvent",
+    "MarkupStreamParser",
+    "ParseEvent",
+    "PromptDialect",
+    "ReasoningDelta",
+    "StreamParser",
+    "brackets_closed",
+    "call_from_object",
+    "coerce_args",
+    "dumps",
+    "group_tool_results",
+    "invalid",
+    "loads_lenient",
+    "new_call_id",
+    "reasoning_of",
+    "text_of",
+]
+
 # --------------------------------------------------------------------------- events
 
 
@@ -513,20 +539,15 @@ class MarkupStreamParser(StreamParser):
                     events.append(ReasoningDelta(delta))
 
 
-def _find(text: str, markers: Sequence[str], final: bool) -> tuple[int, str, bool] | None:
-    """Earliest marker in ``text`` (longest on a tie), as ``(index, marker, wait)``.
+def _find_from(
+    text: str, pos: int, markers: tuple[str, ...], table: _MarkerTable, final: bool
+) -> tuple[int, str, bool] | None:
+    """Earliest marker in ``text[pos:]`` (longest on a tie), as ``(index, marker, wait)``,
+    the index counted in ``text``.
 
     ``wait`` is true when the match could still grow into a longer marker with more
     text, so the caller holds it back instead of deciding too soon.
     """
-    markers = tuple(markers)
-    return _find_from(text, 0, markers, _marker_table(markers), final)
-
-
-def _find_from(
-    text: str, pos: int, markers: tuple[str, ...], table: _MarkerTable, final: bool
-) -> tuple[int, str, bool] | None:
-    """:func:`_find` on ``text[pos:]``, with the index counted in ``text``."""
     found = table.search(text, pos) if table.search is not None else None
     if found is None:
         return None
@@ -538,12 +559,6 @@ def _find_from(
         and any(len(m) > len(marker) and m.startswith(text[at:]) for m in markers)
     )
     return (at, marker, wait)
-
-
-def _held(text: str, markers: Sequence[str]) -> int:
-    """Length of the longest suffix of ``text`` that is a proper prefix of a marker."""
-    markers = tuple(markers)
-    return len(text) - _held_from(text, 0, _marker_table(markers))
 
 
 def _held_from(text: str, pos: int, table: _MarkerTable) -> int:

@@ -54,6 +54,8 @@ from .base import (
 from .readers.tool_call_tag import TOOL_CALL, read_tool_call, tool_call_may_close
 from .schema import ToolLike, to_tool_specs
 
+__all__ = ["HISTORY_WORDING", "TOOLS_PROMPT", "HermesDialect", "HistoryWording"]
+
 #: The ``# Tools`` system text; ``{tool_descs}`` is one tool JSON per line.
 TOOLS_PROMPT = """# Tools
 

@@ -18,6 +18,8 @@ from langchain_core.messages import AIMessage, BaseMessage
 from .base import ContentDelta, Dialect, ParseEvent, StreamParser
 from .schema import ToolLike
 
+__all__ = ["NativeDialect"]
+
 
 class _TextStreamParser(StreamParser):
     """Passes text through unchanged: a native reply has no markup to read."""

@@ -183,7 +183,7 @@ def markup_dialect(message: BaseMessage | str) -> str | None:
     :mod:`fncall_graph.adapters.formats.readers`). Markup the reply only quotes (see
     :func:`_own_call_syntax`) and calls written while thinking do not count.
 
-    >>> markup_dialect('<tool_call>\n{"name": "f", "arguments": {}}\n</tool_call>')
+    >>> markup_dialect('<tool_call>\\n{"name": "f", "arguments": {}}\\n</tool_call>')
     'hermes'
     >>> markup_dialect('[TOOL_CALLS][{"name": "f", "arguments": {}}]')
     'mistral'

@@ -61,6 +61,20 @@ from .base import (
 )
 from .schema import ToolLike, ToolSpec, to_tool_specs
 
+__all__ = [
+    "FN_ARGS",
+    "FN_EXIT",
+    "FN_NAME",
+    "FN_RESULT",
+    "PHRASES",
+    "Lang",
+    "QwenDialect",
+    "QwenPhrases",
+    "describe_tool",
+    "read_calls",
+    "tool_system_prompt",
+]
+
 FN_NAME = "✿FUNCTION✿"
 FN_ARGS = "✿ARGS✿"
 FN_RESULT = "✿RESULT✿"

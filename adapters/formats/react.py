@@ -88,6 +88,18 @@ from .base import (
 )
 from .schema import ToolLike, ToolSpec, to_tool_specs
 
+__all__ = [
+    "ACTION",
+    "BARE_INPUT_KEY",
+    "OBSERVATION",
+    "STOP",
+    "SYSTEM_PROMPT",
+    "THOUGHT",
+    "ReActDialect",
+    "fenced_action",
+    "single_input",
+]
+
 STOP = "Observation:"
 
 THOUGHT = Block(

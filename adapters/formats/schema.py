@@ -17,6 +17,8 @@ from langchain_core.tools import BaseTool
 from langchain_core.utils.function_calling import convert_to_openai_tool
 from langchain_core.utils.json_schema import dereference_refs
 
+__all__ = ["ToolLike", "ToolSpec", "clean_schema", "to_tool_spec", "to_tool_specs"]
+
 ToolLike = Union[BaseTool, Mapping[str, Any], Callable[..., Any], "ToolSpec"]
 
 

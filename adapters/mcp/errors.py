@@ -4,6 +4,14 @@ from __future__ import annotations
 
 from langchain_core.tools import ToolException
 
+__all__ = [
+    "Disconnected",
+    "MCPCallOutcomeUnknown",
+    "MCPConfigError",
+    "MCPServerError",
+    "MCPToolTimeoutError",
+]
+
 
 class MCPConfigError(ValueError):
     """A config that cannot work, refused before any server starts.
@@ -46,15 +54,38 @@ class MCPToolTimeoutError(ToolException, TimeoutError):
     """
 
     def __init__(self, server: str, what: str, timeout: float) -> None:
-        super().__init__(f"MCP server {server!r}: {what} timed out after {timeout:g} s")
+        super().__init__(
+            f"MCP server {server!r}: {what} timed out after {timeout:g} s. The server may "
+            "still finish the call, so it may or may not take effect: check its effect "
+            "before repeating it"
+        )
         self.server = server
         self.timeout = timeout
+
+
+class MCPCallOutcomeUnknown(ToolException):
+    """The server died or the connection dropped while a call ran, and the call was not
+    retried (the tool is not read-only or idempotent): it may or may not have happened.
+
+    A `ToolException`, so a tool invoked with a tool call returns
+    `ToolMessage(status="error")` with this text.
+    """
+
+    def __init__(self, server: str, what: str, cause: object) -> None:
+        super().__init__(
+            f"Outcome unknown: MCP server {server!r} stopped answering during {what} "
+            f"({cause}). The call may or may not have taken effect and it was not run "
+            "again. Check its effect (for example with a read) before repeating it, or "
+            "tell the user"
+        )
+        self.server = server
 
 
 class Disconnected(Exception):
     """Internal: the session is gone (process died, connection dropped)."""
 
-    def __init__(self, cause: BaseException | str) -> None:
+    def __init__(self, cause: BaseException | str, *, unsent: bool = False) -> None:
         # anyio's ClosedResourceError / EndOfStream have no message: name the type then
         super().__init__(str(cause) or type(cause).__name__)
         self.cause = cause
+        self.unsent = unsent  # found before the request went out: it did not happen

@@ -1,12 +1,14 @@
 """MCP sessions: one persistent session per server, owned by one task on one loop.
 
-A session that dies is started again (and the call retried once); a server that cannot
-start is reported at once with its cause (:class:`MCPServerError`).
+A session that dies is started again (and the call retried once, if it may run twice:
+otherwise its outcome is unknown); a server that cannot start is reported at once with
+its cause (:class:`MCPServerError`).
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import logging
 from collections.abc import Awaitable, Callable, Mapping
@@ -34,7 +36,7 @@ from mcp.types import (
     Tool,
 )
 
-from .errors import Disconnected, MCPServerError, MCPToolTimeoutError
+from .errors import Disconnected, MCPCallOutcomeUnknown, MCPServerError, MCPToolTimeoutError
 
 logger = logging.getLogger(__name__)
 
@@ -55,6 +57,16 @@ _DISCONNECT_ERRORS: tuple[type[BaseException], ...] = (
     anyio.EndOfStream,
     httpx.TransportError,
     ConnectionError,
+)
+
+# Raised by the session's send of a request on a closed stream: the request never left
+# this process (a session that ends with requests in flight fails them with an McpError
+# instead), so it is safe to send again after a restart. The one later request of a
+# call, the output-schema lookup after a result, is kept from happening by listing the
+# tools of every new session (see `Server._restart`).
+_UNSENT_ERRORS: tuple[type[BaseException], ...] = (
+    anyio.ClosedResourceError,
+    anyio.BrokenResourceError,
 )
 
 
@@ -250,26 +262,40 @@ class Server:
             await self._close_link(failed, timeout=5.0)
             try:
                 self.link = await self._open()
+                # the session checks a call's result against the tool's output schema,
+                # listing the tools first if it has not: a request after the call that
+                # could find the session dead. List them now, before any call.
+                session = self.link.session
+                await paginate(lambda c: session.list_tools(cursor=c), "tools")
             except MCPServerError as exc:
                 raise MCPServerError(
                     self.name, f"connection lost ({cause}) and restart {exc.reason}"
+                ) from exc
+            except (McpError, *_DISCONNECT_ERRORS) as exc:
+                raise MCPServerError(
+                    self.name, f"connection lost ({cause}); restarted, but tools/list failed: {exc}"
                 ) from exc
             self.restarts += 1
             return self.link
 
     # -- calls
 
-    async def request(self, what: str, op: Callable[[ClientSession], Awaitable[T]]) -> T:
-        """Run `op(session)` on the owner loop, with timeout and one restart."""
+    async def request(
+        self, what: str, op: Callable[[ClientSession], Awaitable[T]], *, retry: bool = True
+    ) -> T:
+        """Run `op(session)` on the owner loop, with timeout and one restart.
+
+        A session lost during `op` is restarted; `op` runs again only with `retry` (an
+        operation that may safely happen twice), else :class:`MCPCallOutcomeUnknown`."""
         loop = self.loop
         if loop is None or self._closed:
             raise MCPServerError(
                 self.name, "not running (the toolkit is not started or already closed)"
             )
         if asyncio.get_running_loop() is loop:
-            return await self._request(what, op)
+            return await self._request(what, op, retry)
         return await asyncio.wrap_future(
-            asyncio.run_coroutine_threadsafe(self._request(what, op), loop)
+            asyncio.run_coroutine_threadsafe(self._request(what, op, retry), loop)
         )
 
     async def list_tools(self) -> list[Tool]:
@@ -280,9 +306,18 @@ class Server:
         return callable_tools(self.name, listed)
 
     async def call_tool(
-        self, name: str, arguments: dict[str, Any], hooks: CallHooks | None = None
+        self,
+        name: str,
+        arguments: dict[str, Any],
+        hooks: CallHooks | None = None,
+        *,
+        retry: bool = False,
     ) -> CallToolResult:
         """Call tool ``name``; what the server sends during the call goes to ``hooks``.
+
+        A call the server died in is run again after the restart only with ``retry``
+        (a read-only or idempotent tool); otherwise its outcome is unknown and
+        :class:`MCPCallOutcomeUnknown` says so.
 
         Raises:
             BaseException: the interrupt in ``hooks.paused`` when the server asked the
@@ -290,11 +325,13 @@ class Server:
         """
         what = f"tool {name!r}"
         if hooks is None:
-            return await self.request(what, lambda s: s.call_tool(name, arguments))
+            return await self.request(what, lambda s: s.call_tool(name, arguments), retry=retry)
         self.active.append(hooks)
         try:
             result = await self.request(
-                what, lambda s: s.call_tool(name, arguments, progress_callback=hooks.progress)
+                what,
+                lambda s: s.call_tool(name, arguments, progress_callback=hooks.progress),
+                retry=retry,
             )
         finally:
             self.active.remove(hooks)
@@ -302,7 +339,9 @@ class Server:
             raise hooks.paused
         return result
 
-    async def _request(self, what: str, op: Callable[[ClientSession], Awaitable[T]]) -> T:
+    async def _request(
+        self, what: str, op: Callable[[ClientSession], Awaitable[T]], retry: bool
+    ) -> T:
         link = self.link
         if link is None or not link.alive:
             if self._closed:
@@ -317,6 +356,11 @@ class Server:
         try:
             return await self._attempt(link, what, op)
         except Disconnected as first:
+            if not retry and not first.unsent:
+                # the request went out: the server may have done it before it died
+                with contextlib.suppress(MCPServerError):  # the next call says why
+                    await self._restart(link, first)
+                raise MCPCallOutcomeUnknown(self.name, what, first) from first
             link = await self._restart(link, first)
         try:
             return await self._attempt(link, what, op)
@@ -374,10 +418,12 @@ class Server:
                 f"MCP server {self.name!r}: {what} failed: {exc.error.message}"
             ) from exc
         except _DISCONNECT_ERRORS as exc:
-            raise Disconnected(exc) from exc
+            raise Disconnected(exc, unsent=isinstance(exc, _UNSENT_ERRORS)) from exc
         except BaseExceptionGroup as group:
-            if all(isinstance(e, _DISCONNECT_ERRORS) for e in _leaf_errors(group)):
-                raise Disconnected(group) from group
+            leaves = _leaf_errors(group)
+            if all(isinstance(e, _DISCONNECT_ERRORS) for e in leaves):
+                unsent = all(isinstance(e, _UNSENT_ERRORS) for e in leaves)
+                raise Disconnected(group, unsent=unsent) from group
             raise
 
 

@@ -15,8 +15,9 @@ agent needs:
   `{"type": "object", "properties": ..., "required": [...]}` for prompt dialects;
 - **results as text**: text parts joined with `"\\n\\n"`; images and other parts
   kept in the artifact; MCP `isError` results become error `ToolMessage`s;
-- **faults handled**: per-call timeout, a dead server restarted and the call
-  retried once, a server that cannot start reported at once with its cause;
+- **faults handled**: per-call timeout (300 s by default), a dead server restarted
+  (the call retried once if the tool is read-only or idempotent, else answered as of
+  unknown outcome), a server that cannot start reported at once with its cause;
 - **resources** as two more tools per server: `server-list_resources` and
   `server-read_resource`.
 
@@ -93,6 +94,11 @@ from .sessions import CallHooks, Server, paginate
 logger = logging.getLogger(__name__)
 
 T = TypeVar("T")
+
+DEFAULT_CALL_TIMEOUT = 300.0
+"""Seconds one MCP call may take by default (`call_timeout`); `None` waits for ever. A
+server that never answers (or answers another request id) would otherwise hold the
+call, and the thread running it, for ever."""
 
 # --------------------------------------------------------------------------- results
 
@@ -314,16 +320,25 @@ CALL_HOOKS: contextvars.ContextVar[CallHooks | None] = contextvars.ContextVar(
 
 
 async def call_tool(
-    server: Server, name: str, arguments: dict[str, Any], hooks: CallHooks | None = None
+    server: Server,
+    name: str,
+    arguments: dict[str, Any],
+    hooks: CallHooks | None = None,
+    *,
+    retry: bool = False,
 ) -> tuple[str, MCPArtifact | None]:
     """Call MCP tool ``name`` on ``server``'s open session: the content and artifact of the
     `ToolMessage`, converted once from the server's result.
 
+    ``retry``: run the call again if the server dies during it (for a tool that may run
+    twice).
+
     Raises:
         ToolException: the server answered with an ``isError`` result (its text is the
             message the model sees).
+        MCPCallOutcomeUnknown: the server died during the call and it was not retried.
     """
-    result = await server.call_tool(name, arguments, hooks)
+    result = await server.call_tool(name, arguments, hooks, retry=retry)
     content, artifact = result_for_model(result)
     if result.isError:
         raise ToolException(
@@ -372,10 +387,15 @@ class MCPToolkit:
       over `call_timeout` raise `ToolException`s that the tool turns into
       `ToolMessage(status="error")` when it is invoked with a tool call (with
       plain arguments, the error text is returned);
-    - if the server died (process killed, connection dropped), it is restarted
-      and the call retried once; if that fails too, `MCPServerError` is raised.
-      A server that died in the middle of a call may have done the work
-      already, so a retried write can run twice;
+    - if the server died (process killed, connection dropped), it is restarted.
+      A server that died in the middle of a call may have done the work already,
+      so the call is retried once only for tools that may run twice: those the
+      server annotates `readOnlyHint` or `idempotentHint`, those named in
+      `idempotent_tools`, and those whose `metadata["idempotent"]` is `True`
+      (if the retry fails too, `MCPServerError` is raised). Any other call raises
+      `MCPCallOutcomeUnknown` (a `ToolException`: the model is told the call may
+      or may not have happened, and not to repeat it unchecked), unless its request
+      never left the client;
     - a server that cannot start raises `MCPServerError` from `__aenter__` /
       `start_sync()`, naming the server and the cause; the others are closed.
 
@@ -402,7 +422,9 @@ class MCPToolkit:
         connections: `{server_name: connection}` as returned by
             `parse_mcp_config` (use `from_config` to read a file or a dict).
         separator: put between server and tool name (`"-"`: `sqlite-read_query`).
-        call_timeout: seconds a single call may take; `None` waits for ever.
+        call_timeout: seconds a single call may take (default `DEFAULT_CALL_TIMEOUT`,
+            300); `None` waits for ever. A call over it raises `MCPToolTimeoutError`,
+            whose message says the server may still finish the call.
         include_resources: add the `list_resources` / `read_resource` tools.
         startup_timeout: seconds a server may take to start and initialize.
         sampling_model: the chat model (or model spec) that answers servers' sampling
@@ -413,6 +435,9 @@ class MCPToolkit:
         roots: per server, the roots it may see (`[{"uri": "file:///...", "name": ...}]`;
             `from_config` reads the config's `roots` entries); a server without any is
             not offered roots.
+        idempotent_tools: tool names (`f"{server}{separator}{tool}"`) whose calls may
+            run again after the server died during them, besides those the server
+            annotates read-only or idempotent.
     """
 
     def __init__(
@@ -420,12 +445,13 @@ class MCPToolkit:
         connections: Mapping[str, Connection],
         *,
         separator: str = "-",
-        call_timeout: float | None = None,
+        call_timeout: float | None = DEFAULT_CALL_TIMEOUT,
         include_resources: bool = True,
         startup_timeout: float = 30.0,
         sampling_model: BaseChatModel | str | None = None,
         sampling: Mapping[str, SamplingSettings] | None = None,
         roots: Mapping[str, list[dict[str, str]]] | None = None,
+        idempotent_tools: Sequence[str] = (),
     ) -> None:
         if not isinstance(separator, str) or not separator:
             raise MCPConfigError("separator", "must be a non-empty string")
@@ -437,6 +463,7 @@ class MCPToolkit:
         self._connections = dict(connections)
         self.separator = separator
         self.call_timeout = call_timeout
+        self.idempotent_tools = frozenset(idempotent_tools)
         self.include_resources = include_resources
         self._servers = {
             name: Server(
@@ -484,10 +511,11 @@ class MCPToolkit:
         config: ConfigSource,
         *,
         separator: str = "-",
-        call_timeout: float | None = None,
+        call_timeout: float | None = DEFAULT_CALL_TIMEOUT,
         include_resources: bool = True,
         startup_timeout: float = 30.0,
         sampling_model: BaseChatModel | str | None = None,
+        idempotent_tools: Sequence[str] = (),
     ) -> MCPToolkit:
         """Build a toolkit from an `mcpServers` config (file path or dict).
 
@@ -510,6 +538,7 @@ class MCPToolkit:
             sampling_model=sampling_model,
             sampling=sampling_settings(data),
             roots=root_settings(data),
+            idempotent_tools=idempotent_tools,
         )
 
     # -- introspection
@@ -828,18 +857,28 @@ class MCPToolkit:
         if tool.meta is not None:
             metadata["_meta"] = tool.meta
 
+        name = f"{server.name}{self.separator}{tool.name}"
+        declared = (
+            name in self.idempotent_tools
+            or metadata.get("readOnlyHint") is True
+            or metadata.get("idempotentHint") is True
+        )
+
         def run(
             hooks: CallHooks | None, arguments: dict[str, Any]
         ) -> Coroutine[Any, Any, tuple[str, MCPArtifact | None]]:
-            return call_tool(server, tool.name, arguments, hooks)
+            # read at call time: a user may mark the tool idempotent after it was made
+            retry = declared or (made.metadata or {}).get("idempotent") is True
+            return call_tool(server, tool.name, arguments, hooks, retry=retry)
 
-        return self._make_tool(
-            f"{server.name}{self.separator}{tool.name}",
+        made = self._make_tool(
+            name,
             tool.description or "",
             clean_schema(tool.inputSchema),
             run,
             {**metadata, "mcp_server": server.name, "mcp_tool": tool.name},
         )
+        return made
 
     def _resource_tools(self, server: Server) -> list[StructuredTool]:
         sep, name = self.separator, server.name
@@ -924,7 +963,7 @@ async def load_mcp_tools(
     config: ConfigSource,
     *,
     separator: str = "-",
-    call_timeout: float | None = None,
+    call_timeout: float | None = DEFAULT_CALL_TIMEOUT,
     include_resources: bool = True,
     startup_timeout: float = 30.0,
 ) -> AsyncIterator[list[BaseTool]]:

@@ -23,9 +23,11 @@ from langchain_core.callbacks import (
     CallbackManager,
     CallbackManagerForLLMRun,
 )
+from langchain_core.exceptions import OutputParserException
 from langchain_core.language_models import LanguageModelInput
+from langchain_core.language_models.base import LangSmithParams
 from langchain_core.language_models.chat_models import BaseChatModel
-from langchain_core.messages import AIMessage, AIMessageChunk, BaseMessage
+from langchain_core.messages import AIMessage, AIMessageChunk, BaseMessage, HumanMessage
 from langchain_core.messages.tool import ToolCall, tool_call_chunk
 from langchain_core.outputs import ChatGeneration, ChatGenerationChunk, ChatResult
 from langchain_core.runnables import Runnable, RunnableConfig
@@ -33,7 +35,7 @@ from langchain_core.tools import BaseTool
 from langchain_core.utils.function_calling import convert_to_openai_tool
 from langchain_core.utils.json import parse_partial_json
 from langgraph.constants import TAG_NOSTREAM
-from pydantic import field_validator
+from pydantic import PrivateAttr, field_validator, model_validator
 
 from ..formats.base import (
     CallEvent,
@@ -55,6 +57,7 @@ from ..formats.normalize import (
 from ..formats.readers import AUTO
 from ..formats.readers.whole_reply import OPENERS, may_be_calls_only
 from ..formats.registry import get_dialect
+from .capabilities import accepts_grammar
 
 __all__ = ["MARKUP_FORMAT_KEY", "DialectChatModel", "with_dialect"]
 
@@ -81,6 +84,7 @@ class _Call:
     tools: list[Any] | None  # as given to bind_tools
     tool_names: list[str] | None  # the offered tools' names, for calls read from markup
     taken: set[str]  # call ids the history already uses
+    forced: bool = False  # a prompt dialect whose tool_choice demands a call
 
     def read(self, reply: BaseMessage) -> AIMessage:
         """The reply as the graph keeps it: calls from the field and the text merged,
@@ -119,11 +123,33 @@ class DialectChatModel(BaseChatModel):
 
     model: BaseChatModel
     dialect: Dialect
+    # native: the inner model bound to the tools, per bound tool list (the same list on
+    # every call of one binding); binding converts every tool's schema again
+    _bound: dict[tuple[int, str], tuple[Any, Runnable[LanguageModelInput, BaseMessage]]] = (
+        PrivateAttr(default_factory=dict)
+    )
 
     @field_validator("dialect", mode="before")
     @classmethod
     def _dialect(cls, value: Any) -> Dialect:
         return get_dialect(value)
+
+    @model_validator(mode="after")
+    def _profile_of_the_model(self) -> DialectChatModel:
+        # what the wrapped model can do (context window, modalities) is what this one can
+        if self.profile is None and self.model.profile is not None:
+            self.profile = self.model.profile
+        return self
+
+    @property
+    def model_name(self) -> str:
+        """The wrapped model's name, e.g. ``"gpt-4o-mini"`` or ``"qwen3"`` (its class name
+        when it has none): what LangChain's agents read to choose a strategy."""
+        for attr in ("model_name", "model", "model_id"):
+            value = getattr(self.model, attr, None)
+            if isinstance(value, str) and value:
+                return value
+        return self.model.get_name()
 
     @property
     def _llm_type(self) -> str:
@@ -131,7 +157,27 @@ class DialectChatModel(BaseChatModel):
 
     @property
     def _identifying_params(self) -> dict[str, Any]:
-        return {"dialect": repr(self.dialect), "model": self.model.get_name()}
+        # the wrapped model's own parameters, so wrappers of two models never share a
+        # cache entry (read only when a LangChain cache is set)
+        return {"dialect": repr(self.dialect), "model": self.model.dict()}
+
+    def _get_ls_params(self, stop: list[str] | None = None, **kwargs: Any) -> LangSmithParams:
+        """Tracing parameters of the wrapped model, seen through the dialect."""
+        provider = type(self.model).__name__
+        provider = provider[4:] if provider.startswith("Chat") else provider.removesuffix("Chat")
+        model = kwargs.get("model")
+        params = LangSmithParams(
+            ls_provider=provider.lower(),
+            ls_model_name=model if isinstance(model, str) else self.model_name,
+            ls_model_type="chat",
+        )
+        for name, key in (("temperature", "ls_temperature"), ("max_tokens", "ls_max_tokens")):
+            value = kwargs.get(name, getattr(self.model, name, None))
+            if isinstance(value, int | float) and not isinstance(value, bool):
+                params[key] = value  # type: ignore[literal-required]
+        if stop:
+            params["ls_stop"] = stop
+        return params
 
     def __repr_args__(self) -> Any:
         # LangChain puts a model's repr in every run's start event; the wrapped model's
@@ -151,12 +197,16 @@ class DialectChatModel(BaseChatModel):
 
         Args:
             tools: LangChain tools, functions, pydantic models or OpenAI tool dicts.
-            tool_choice: with a prompt dialect, a prompt cannot force a call, so
-                ``None``, ``"auto"``, ``"any"``, ``"required"`` and ``True`` all render
-                every tool; ``"none"`` or ``False`` render none (earlier calls stay in
-                the history as text); a tool name (or
+            tool_choice: with a prompt dialect, ``None`` and ``"auto"`` render every
+                tool and let the model choose; ``"none"`` or ``False`` render none
+                (earlier calls stay in the history as text); ``"any"``, ``"required"``
+                and ``True`` render every tool and demand a call, a tool name (or
                 ``{"type": "function", "function": {"name": ...}}``) renders only that
-                tool. With ``"native"`` it is passed to the model's ``bind_tools``.
+                tool and demands a call of it. A demanded call is held to by the
+                dialect's calls-only grammar where the model's server takes one
+                (``accepts_grammar``); elsewhere a reply without a call is asked again
+                once, then raises ``OutputParserException``. With ``"native"`` it is
+                passed to the model's ``bind_tools``.
             **kwargs: further arguments for every call of the model.
         """
         formatted = [convert_to_openai_tool(t) for t in tools]
@@ -182,14 +232,26 @@ class DialectChatModel(BaseChatModel):
         tool_choice = kwargs.pop("tool_choice", None)
         inner: Runnable[LanguageModelInput, BaseMessage] = self.model
         names = None
+        forced = False
         if self.dialect.native:
             rendered = self.dialect.render(messages, tools)
             if tools:
-                inner = self.model.bind_tools(tools, tool_choice=tool_choice)
+                inner = self._bound_to(tools, tool_choice)
                 names = [t["function"]["name"] for t in formatted or ()] or _names(tools)
         else:
             tools = _chosen(tools, tool_choice)
             rendered = self.dialect.render(messages, tools)
+            forced = bool(tools) and _forces_a_call(tool_choice)
+            if (
+                forced
+                and accepts_grammar(self.model)
+                and "grammar" not in (kwargs.get("extra_body") or {})
+            ):
+                # the server can hold the reply to calls of the chosen tools
+                grammar = self.dialect.grammar(tools, require_call=True)
+                if grammar is not None:
+                    extra = kwargs.get("extra_body") or getattr(self.model, "extra_body", None)
+                    kwargs["extra_body"] = {**(extra or {}), "grammar": grammar}
         merged = list(dict.fromkeys([*self.dialect.stop, *(stop or [])]))
         if merged:
             kwargs["stop"] = merged
@@ -199,7 +261,22 @@ class DialectChatModel(BaseChatModel):
         if run_manager is not None:
             config = {"callbacks": _child(run_manager)}
         kwargs["config"] = config
-        return _Call(self.dialect, inner, rendered, kwargs, tools, names, used_call_ids(messages))
+        taken = used_call_ids(messages)
+        call = _Call(self.dialect, inner, rendered, kwargs, tools, names, taken)
+        call.forced = not self.dialect.native and forced
+        return call
+
+    def _bound_to(
+        self, tools: list[Any], tool_choice: Any
+    ) -> Runnable[LanguageModelInput, BaseMessage]:
+        key = (id(tools), repr(tool_choice))
+        held = self._bound.get(key)
+        if held is None or held[0] is not tools:  # the list is kept, so its id stays its own
+            held = (tools, self.model.bind_tools(tools, tool_choice=tool_choice))
+            self._bound[key] = held
+            if len(self._bound) > 8:  # callers that bind anew for every call never hit
+                del self._bound[next(iter(self._bound))]
+        return held[1]
 
     def _generate(
         self,
@@ -209,8 +286,12 @@ class DialectChatModel(BaseChatModel):
         **kwargs: Any,
     ) -> ChatResult:
         call = self._prepare(messages, stop, run_manager, kwargs)
-        reply = call.runnable.invoke(call.rendered, **call.kwargs)
-        return ChatResult(generations=[ChatGeneration(message=call.read(reply))])
+        message = call.read(call.runnable.invoke(call.rendered, **call.kwargs))
+        if call.forced and not message.tool_calls:
+            insist = [*call.rendered, HumanMessage(_INSIST)]
+            message = call.read(call.runnable.invoke(insist, **call.kwargs))
+            _require_a_call(message)
+        return ChatResult(generations=[ChatGeneration(message=message)])
 
     async def _agenerate(
         self,
@@ -220,8 +301,12 @@ class DialectChatModel(BaseChatModel):
         **kwargs: Any,
     ) -> ChatResult:
         call = self._prepare(messages, stop, run_manager, kwargs)
-        reply = await call.runnable.ainvoke(call.rendered, **call.kwargs)
-        return ChatResult(generations=[ChatGeneration(message=call.read(reply))])
+        message = call.read(await call.runnable.ainvoke(call.rendered, **call.kwargs))
+        if call.forced and not message.tool_calls:
+            insist = [*call.rendered, HumanMessage(_INSIST)]
+            message = call.read(await call.runnable.ainvoke(insist, **call.kwargs))
+            _require_a_call(message)
+        return ChatResult(generations=[ChatGeneration(message=message)])
 
     def _stream(
         self,
@@ -315,6 +400,31 @@ def _child(
     manager.add_metadata(run_manager.inheritable_metadata)
     manager.add_tags([TAG_NOSTREAM], inherit=False)
     return manager
+
+
+# asked once more when a forcing tool_choice got an answer without a call
+_INSIST = (
+    "Answer with a call to one of the tools, written exactly in the format described "
+    "above, and nothing else."
+)
+
+
+def _forces_a_call(tool_choice: Any) -> bool:
+    """Whether ``tool_choice`` demands a tool call (any, or a named tool)."""
+    return tool_choice not in (None, False, "none", "auto")
+
+
+def _require_a_call(message: AIMessage) -> None:
+    """A reply to a forcing ``tool_choice`` that still holds no call is an error, not ``None``."""
+    if message.tool_calls:
+        return
+    text = text_of(message.content)
+    why = "; ".join(str(c.get("error")) for c in message.invalid_tool_calls if c.get("error"))
+    raise OutputParserException(
+        "tool_choice demanded a tool call, and the model answered twice without a readable "
+        f"one{f' ({why})' if why else ''}: {text[:200]!r}",
+        llm_output=text,
+    )
 
 
 def _names(tools: Sequence[Any] | None) -> list[str] | None:

@@ -66,7 +66,7 @@ class ModelSpecError(ValueError):
         >>> resolve_model("nosuch:model")
         Traceback (most recent call last):
         ...
-        fncall_graph.adapters.models.ModelSpecError: model spec 'nosuch:model': unknown provider 'nosuch'; use 'ollama:NAME', 'openai:NAME', 'http://HOST:PORT/v1#NAME', 'PROVIDER:NAME', 'replay:FILE' or 'local'
+        fncall_graph.adapters.models.specs.ModelSpecError: model spec 'nosuch:model': unknown provider 'nosuch'; use 'ollama:NAME', 'openai:NAME', 'http://HOST:PORT/v1#NAME', 'PROVIDER:NAME', 'replay:FILE' or 'local'
     """
 
     def __init__(self, spec: object, problem: str, remedy: str) -> None:

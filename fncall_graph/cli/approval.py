@@ -8,7 +8,7 @@ from typing import Any
 
 from fncall_graph.nodes.approve import bind_decisions
 
-from .settings import CLIError
+from .resources import CLIError
 from .terminal import UI
 
 

@@ -22,12 +22,11 @@ from langchain_core.messages import (
 from langchain_core.tools import BaseTool
 from langchain_core.utils.function_calling import convert_to_openai_tool
 
-from fncall_graph import settings
 from fncall_graph.adapters.formats.base import text_of
+from fncall_graph.graphs import environment
 from fncall_graph.trace import Tracer
 
-from .session import Outcome, Session
-from .settings import (
+from .resources import (
     DB_ENV,
     DEBUG_ENV,
     DIALECTS,
@@ -41,7 +40,20 @@ from .settings import (
     mcp_tools,
     sqlite_checkpointer,
 )
+from .session import Outcome, Session
 from .terminal import UI
+
+__all__ = [
+    "LOCAL_MODEL_SCORE",
+    "OWN_MODEL_HINT",
+    "RECORDED_MODEL",
+    "build_parser",
+    "cmd_chat",
+    "cmd_demo",
+    "cmd_prompt",
+    "cmd_run",
+    "main",
+]
 
 # --------------------------------------------------------------------------- commands
 
@@ -232,7 +244,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
     """
     ui = UI(sys.stdout)
     ui.heading("fncall-graph demo · the database-assistant example")
-    spec = settings.model_spec(args.model)
+    spec = environment.model_spec(args.model)
     if spec:
         model = load_model(spec, ui, temperature=0, max_tokens=384)
         _demo_session(ui, model, args, f"live: {spec}")
@@ -331,7 +343,7 @@ def cmd_prompt(args: argparse.Namespace) -> int:
 # --------------------------------------------------------------------------- parser
 
 
-def _model_options(p: argparse.ArgumentParser, *, demo: bool = False) -> None:
+def _model_options(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--model",
         metavar="SPEC",
@@ -344,8 +356,9 @@ def _model_options(p: argparse.ArgumentParser, *, demo: bool = False) -> None:
         choices=DIALECTS,
         default="auto",
         help="how tools reach the model: native function calling, or prompt text in "
-        "hermes, qwen or react form; 'auto' = native when the model supports it, "
-        "else react (a replay model: the dialect it was recorded in)" + " (default: auto)",
+        "hermes, qwen or react form; 'auto' = the dialect the model declares (a replay: "
+        "the one it was recorded in; 'local': hermes), else native when the model "
+        "supports it, else react (default: auto)",
     )
     p.add_argument("--trace", action="store_true", help="print every model call's four views")
     p.add_argument(
@@ -397,7 +410,7 @@ def build_parser() -> argparse.ArgumentParser:
     demo = commands.add_parser(
         "demo", help="the database-assistant example", description=cmd_demo.__doc__
     )
-    _model_options(demo, demo=True)
+    _model_options(demo)
     demo.set_defaults(handler=cmd_demo)
 
     prompt = commands.add_parser(

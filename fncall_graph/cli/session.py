@@ -18,8 +18,10 @@ from fncall_graph.adapters.formats.base import text_of
 from fncall_graph.trace import ModelCallRecord, Tracer
 
 from .approval import TerminalReview
-from .settings import CLIError
+from .resources import CLIError
 from .terminal import UI, _first_line, reports_failure
+
+__all__ = ["Outcome", "Session"]
 
 
 @dataclass

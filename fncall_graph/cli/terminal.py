@@ -13,6 +13,8 @@ from typing import Any, ClassVar, TextIO
 
 from fncall_graph.trace import ModelCallRecord
 
+__all__ = ["UI", "reports_failure"]
+
 
 def _first_line(text: str) -> str:
     lines = [line.strip() for line in text.splitlines() if line.strip()]

@@ -1,1 +1,2 @@
+__all__ = []
 """Small MCP servers that the ready-made graphs (and the notebooks) run."""

@@ -41,7 +41,7 @@ from .tool_call_tag import ToolCallTagReader
 from .whole_reply import PythonicTagReader, may_be_calls_only, read_whole_reply
 from .xml_params import FunctionTagReader, MinimaxReader, SeedOssReader, Step3Reader
 
-__all__ = ["AUTO", "NO_CALL_MARKUP", "READERS", "AutoReader", "Reader", "reader_of_block"]
+__all__ = ["AUTO", "NO_CALL_MARKUP", "READERS", "AutoReader", "Reader"]
 
 READERS: tuple[Reader, ...] = (
     ToolCallTagReader(),
@@ -221,8 +221,3 @@ class _ReasoningMarkup(Reader):
 #: Reads what needs no call marker: reasoning and channel markup, and replies made only
 #: of calls; for replies whose call markup (if any) is only quoted.
 NO_CALL_MARKUP = AutoReader(readers=(_ReasoningMarkup(READERS),))
-
-
-def reader_of_block(marker: str) -> Reader | None:
-    """The reader whose format opens with ``marker``."""
-    return AUTO.reader_of(marker)

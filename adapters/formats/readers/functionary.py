@@ -1,17 +1,11 @@
 """Functionary v3.2: ``>>>NAME`` then its JSON arguments; ``>>>all`` is answer text.
 
-::
+Replies as the model writes them, as Python strings:
 
-    >>>get_weather
-    {"city": "Paris"}>>>get_time
-    {"zone": "CET"}
-
-    all                                  the template's generation prompt ends with
-    Let me look that up.>>>get_weather   ">>>", so a reply starts with its first
-    {"city": "Paris"}                    recipient, bare
-
-    >>>python
-    print(2 + 2)                         the code interpreter: raw code, not JSON
+- ``'>>>get_weather\\n{"city": "Paris"}>>>get_time\\n{"zone": "CET"}'``: two calls;
+- ``'all\\nLet me look that up.>>>get_weather\\n{"city": "Paris"}'``: the template's
+  generation prompt ends with ``>>>``, so a reply starts with its first recipient, bare;
+- ``'>>>python\\nprint(2 + 2)'``: the code interpreter, raw code rather than JSON.
 """
 
 from __future__ import annotations

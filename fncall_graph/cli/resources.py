@@ -12,14 +12,29 @@ from typing import Any
 from langchain_core.language_models import BaseChatModel
 from langchain_core.tools import BaseTool
 
-from fncall_graph import settings
 from fncall_graph.adapters.formats.registry import DIALECT_NAMES
+from fncall_graph.graphs import environment
 
 from .terminal import UI, _first_line
 
+__all__ = [
+    "DB_ENV",
+    "DEBUG_ENV",
+    "DIALECTS",
+    "PROG",
+    "CLIError",
+    "choose_dialect",
+    "default_db_path",
+    "describe_error",
+    "load_model",
+    "mcp_toolkit",
+    "mcp_tools",
+    "sqlite_checkpointer",
+]
+
 PROG = "fncall-graph"
 DIALECTS = ("auto", *DIALECT_NAMES)
-DB_ENV = settings.DB_ENV
+DB_ENV = environment.DB_ENV
 DEBUG_ENV = "FNCALL_DEBUG"
 
 
@@ -36,14 +51,14 @@ def default_db_path() -> Path:
     """
     if os.environ.get(DB_ENV):
         return Path(os.environ[DB_ENV]).expanduser()
-    return settings.state_dir() / "checkpoints.sqlite"
+    return environment.state_dir() / "checkpoints.sqlite"
 
 
 def load_model(spec: str | None, ui: UI, **kwargs: Any) -> BaseChatModel:
     """The chat model for ``spec`` (``None``: ``$FNCALL_MODEL``, else ``local``)."""
     from fncall_graph.adapters.models import DEFAULT_SPEC, ModelSpecError, resolve_model
 
-    spec = settings.model_spec(spec) or DEFAULT_SPEC
+    spec = environment.model_spec(spec) or DEFAULT_SPEC
     try:
         if spec != "local":
             return resolve_model(spec)  # the keyword settings suit the bundled model only

@@ -1,0 +1,147 @@
+"""A SQLite file locked by another connection: the savers ride a short lock out, and a
+write that fails for good stops the run before its next step (not at its end)."""
+
+from __future__ import annotations
+
+import logging
+import sqlite3
+import threading
+from contextlib import closing
+from typing import Any
+
+import pytest
+from langchain_core.callbacks import BaseCallbackHandler
+from langchain_core.messages import AIMessage, ToolMessage
+from langchain_core.tools import tool
+
+from fncall_graph import create_fncall_graph
+from fncall_graph.adapters.checkpoint import CheckpointWriteError, sqlite_saver
+from fncall_graph.testing import ReplayChatModel
+
+SAVERS = "fncall_graph.adapters.checkpoint.savers"
+
+
+class Locker:
+    """A second connection that takes the file's exclusive lock when the model's reply
+    is done (before the step's writes are saved) and gives it back when told."""
+
+    def __init__(self, path: Any) -> None:
+        self.db = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
+        self.locked = threading.Event()
+
+    def lock(self) -> None:
+        if not self.locked.is_set():
+            self.db.execute("BEGIN EXCLUSIVE")
+            self.locked.set()
+
+    def release(self) -> None:
+        self.db.execute("COMMIT")
+
+
+class LockAfterReply(BaseCallbackHandler):
+    def __init__(self, locker: Locker) -> None:
+        self.locker = locker
+
+    def on_llm_end(self, response: Any, **kwargs: Any) -> None:
+        self.locker.lock()
+
+
+class Seen(logging.Handler):
+    """Sets ``event`` when a record of the savers' logger contains ``text``."""
+
+    def __init__(self, text: str) -> None:
+        super().__init__(logging.WARNING)
+        self.text, self.event = text, threading.Event()
+
+    def emit(self, record: logging.LogRecord) -> None:
+        if self.text in record.getMessage():
+            self.event.set()
+
+
+@pytest.fixture
+def seen() -> Any:
+    handlers: list[Seen] = []
+    logger = logging.getLogger(SAVERS)
+
+    def watch(text: str) -> Seen:
+        handler = Seen(text)
+        logger.addHandler(handler)
+        handlers.append(handler)
+        return handler
+
+    yield watch
+    for handler in handlers:
+        logger.removeHandler(handler)
+
+
+def graph_on(saver: Any) -> tuple[Any, list[str]]:
+    """A turn of one tool call, on ``saver``; the list of the tool's runs."""
+    runs: list[str] = []
+
+    @tool
+    def send(text: str) -> str:
+        """Send a message."""
+        runs.append(text)
+        return "sent"
+
+    reply = AIMessage(content="", tool_calls=[{"name": "send", "args": {"text": "hi"}, "id": "c1"}])
+    # twice: a step that was not saved runs again on resume, its model call too
+    model = ReplayChatModel([reply, reply, "done"])
+    return create_fncall_graph(model, [send], dialect="native", checkpointer=saver), runs
+
+
+def run_under_lock(graph: Any, db: Any, cfg: dict[str, Any], seen: Seen) -> dict[str, Any]:
+    """Run a turn whose model reply takes the file's lock; give the lock back once the
+    savers' log says ``seen``'s text. The turn's value or error."""
+    locker = Locker(db)
+    outcome: dict[str, Any] = {}
+
+    def turn() -> None:
+        try:
+            outcome["value"] = graph.invoke(
+                {"messages": [("user", "go")]}, {**cfg, "callbacks": [LockAfterReply(locker)]}
+            )
+        except BaseException as exc:
+            outcome["error"] = exc
+
+    thread = threading.Thread(target=turn, daemon=True)
+    thread.start()
+    assert seen.event.wait(60), f"the savers never logged {seen.text!r}"
+    locker.release()
+    thread.join(60)  # a bound against a hung suite, not a synchronisation
+    assert not thread.is_alive()
+    locker.db.close()
+    return outcome
+
+
+CFG = {"configurable": {"thread_id": "t"}}
+
+
+def test_a_lock_of_a_few_seconds_is_ridden_out(tmp_path, seen):
+    db = tmp_path / "c.db"
+    with sqlite_saver(db, busy_timeout=0.3) as saver:
+        graph, runs = graph_on(saver)
+        # released after the first attempt failed: the retry gets through
+        outcome = run_under_lock(graph, db, CFG, seen("database locked (attempt 1 of 3)"))
+    assert "error" not in outcome, outcome.get("error")
+    messages = outcome["value"]["messages"]
+    assert [m.content for m in messages if isinstance(m, ToolMessage)] == ["sent"]
+    assert runs == ["hi"]
+
+
+def test_a_write_that_fails_stops_the_run_before_the_next_step(tmp_path, seen):
+    """The model step's writes fail (locked through every attempt); the lock is then
+    released, so the step's checkpoint could be saved: the run stops there all the
+    same, and the tool of the next step does not run. A resume finishes the turn."""
+    db = tmp_path / "c.db"
+    with sqlite_saver(db, busy_timeout=0.2) as saver:
+        graph, runs = graph_on(saver)
+        outcome = run_under_lock(graph, db, CFG, seen("checkpoint write failed"))
+        assert isinstance(outcome.get("error"), CheckpointWriteError), outcome
+        assert runs == []  # stopped before the tools step
+        out = graph.invoke(None, CFG)
+    assert runs == ["hi"]
+    assert [m.content for m in out["messages"] if isinstance(m, ToolMessage)] == ["sent"]
+    assert out["messages"][-1].content == "done"
+    with closing(sqlite3.connect(db)) as check:
+        assert check.execute("SELECT count(*) FROM fncall_tool_calls").fetchone() == (1,)

@@ -1,0 +1,76 @@
+"""postgres_saver() after its PostgreSQL server restarts: the next call reconnects."""
+
+from __future__ import annotations
+
+import signal
+from typing import Any
+
+import pytest
+from langchain_core.messages import AIMessage, ToolMessage
+from langchain_core.tools import tool
+from pg_server import PostgresMissing  # also puts scripts/ on the path
+from serve_cluster import Postgres, stop_pid
+
+from fncall_graph import create_fncall_graph
+from fncall_graph.adapters.checkpoint import postgres_saver
+from fncall_graph.testing import ReplayChatModel
+
+
+def call(text: str, call_id: str) -> AIMessage:
+    return AIMessage(
+        content="", tool_calls=[{"name": "note", "args": {"text": text}, "id": call_id}]
+    )
+
+
+@pytest.fixture
+def server() -> Any:
+    """A PostgreSQL server of this test's own, which the test restarts."""
+    pg = Postgres()
+    try:
+        pg.start()
+    except PostgresMissing as exc:
+        pytest.fail(str(exc))
+    yield pg
+    pg.stop()
+
+
+def restart(pg: Postgres) -> None:
+    """Stop the server (fast shutdown: its connections are cut) and start it again on
+    the same data and port."""
+    assert pg.pid is not None
+    stop_pid(pg.pid, signal.SIGINT)
+    pg.pid = None
+    pg.start()
+
+
+def test_postgres_saver_recovers_after_a_restart(server):
+    runs: list[str] = []
+
+    @tool
+    def note(text: str) -> str:
+        """Write a note."""
+        runs.append(text)
+        return "noted"
+
+    model = ReplayChatModel([call("one", "c1"), "done", call("two", "c2"), "done"])
+    cfg = {"configurable": {"thread_id": "t"}}
+    with postgres_saver(server.url) as saver:
+        graph = create_fncall_graph(model, [note], dialect="native", checkpointer=saver)
+        graph.invoke({"messages": [("user", "first")]}, cfg)
+        port = server.port
+        restart(server)
+        assert server.port == port
+        out = graph.invoke({"messages": [("user", "second")]}, cfg)
+        assert graph.get_state(cfg).values["messages"][-1].content == "done"
+    assert runs == ["one", "two"]
+    answers = [m.content for m in out["messages"] if isinstance(m, ToolMessage)]
+    assert answers == ["noted", "noted"]  # the thread from before the restart, and on
+
+
+def test_max_connections_is_checked():
+    url = "postgresql://postgres@127.0.0.1:1/postgres"
+    with (
+        pytest.raises(ValueError, match="max_connections must be at least 1"),
+        postgres_saver(url, max_connections=0),
+    ):
+        pass
