@@ -7,7 +7,9 @@ The public face:
 * :func:`normalize` and :func:`with_dialect` — canonical replies from any provider, and
   prompt-dialect tool calling for models without native function calling;
 * :class:`ToolCallClaimed` and its kinds — what a run is told when another run of the
-  same thread already holds a tool call (each call runs at most once per id).
+  same thread already holds a tool call (each call runs at most once per id);
+* :class:`StaleApproval` and :func:`bind_decisions` — approval answers bound to the
+  review they answer.
 """
 
 from __future__ import annotations
@@ -33,6 +35,8 @@ _EXPORTS = {
     "ThreadAlreadyResumed": "fncall_graph.adapters.checkpoint.claims",
     "ToolCallInProgress": "fncall_graph.adapters.checkpoint.claims",
     "ToolCallAlreadyRan": "fncall_graph.adapters.checkpoint.claims",
+    "StaleApproval": "fncall_graph.nodes.approve",
+    "bind_decisions": "fncall_graph.nodes.approve",
 }
 
 

@@ -8,14 +8,15 @@ from typing import Any, Literal
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage
 from langchain_core.runnables import Runnable, RunnableConfig
+from langchain_core.runnables.config import merge_configs
 from langchain_core.tools import BaseTool
 from langchain_core.tools import tool as as_tool
 from langgraph.graph import END, START, StateGraph
 from langgraph.graph.state import CompiledStateGraph
 from langgraph.store.base import BaseStore
-from langgraph.types import Checkpointer, Send
+from langgraph.types import Checkpointer, Command, Send
 
-__all__ = ["APPROVE", "MODEL", "TOOLS", "create_fncall_graph"]
+__all__ = ["APPROVE", "MODEL", "TOOLS", "FncallGraph", "create_fncall_graph"]
 
 from fncall_graph._compat import CONFIG_KEY_DURABILITY
 from fncall_graph.adapters import Dialect, get_dialect
@@ -24,7 +25,9 @@ from fncall_graph.adapters.models import accepts_grammar, initial_dialect, resol
 from fncall_graph.nodes._plan import DialectPlan
 from fncall_graph.nodes.approve import (
     ApproveNode,
+    InterruptMode,
     InterruptOnConfig,
+    resume_guard,
     unanswered_calls,
     unknown_tool,
 )
@@ -35,7 +38,7 @@ from fncall_graph.nodes.tools import (
     ToolDispatchNode,
 )
 
-from .state import FncallDebugState, FncallState
+from .state import FncallDebugState, FncallInput, FncallState, check_input
 
 
 class _Node(Runnable[Any, Any]):
@@ -56,6 +59,58 @@ class _Node(Runnable[Any, Any]):
 
     async def ainvoke(self, input: Any, config: RunnableConfig | None = None, **kwargs: Any) -> Any:
         return await self.afunc(input, config or {})
+
+
+def _no_check() -> None:
+    return None
+
+
+class FncallGraph(CompiledStateGraph):
+    """The compiled graph, with every ``Command(resume=...)`` checked against what is
+    pending before it runs (see :func:`~fncall_graph.nodes.approve.resume_guard`): an
+    answer that answers nothing raises :class:`~fncall_graph.StaleApproval`.
+
+    ``invoke``, ``batch`` and ``stream_events`` go through ``stream``/``astream``.
+    """
+
+    @classmethod
+    def of(cls, graph: CompiledStateGraph) -> FncallGraph:
+        # as Pregel.copy does, into this class
+        return cls(**{k: v for k, v in vars(graph).items() if k != "__orig_class__"})
+
+    def _resumes(self, input: Any) -> bool:
+        check_input(input)
+        return isinstance(input, Command) and input.resume is not None
+
+    def stream(self, input: Any, config: RunnableConfig | None = None, **kwargs: Any) -> Any:
+        if not self._resumes(input):
+            yield from super().stream(input, config, **kwargs)
+            return
+        try:
+            state = self.get_state(merge_configs(self.config, config))
+        except ValueError:  # no checkpointer: LangGraph says so itself
+            state = None
+        run_config, after = (
+            resume_guard(state, input.resume, config) if state else (config, _no_check)
+        )
+        yield from super().stream(input, run_config, **kwargs)
+        after()
+
+    async def astream(self, input: Any, config: RunnableConfig | None = None, **kwargs: Any) -> Any:
+        if not self._resumes(input):
+            async for chunk in super().astream(input, config, **kwargs):
+                yield chunk
+            return
+        try:
+            state = await self.aget_state(merge_configs(self.config, config))
+        except ValueError:
+            state = None
+        run_config, after = (
+            resume_guard(state, input.resume, config) if state else (config, _no_check)
+        )
+        async for chunk in super().astream(input, run_config, **kwargs):
+            yield chunk
+        after()
 
 
 #: The graph's node names.
@@ -92,6 +147,7 @@ def create_fncall_graph(
     system_prompt: str | None = None,
     checkpointer: Checkpointer = None,
     interrupt_on: Mapping[str, bool | InterruptOnConfig] | None = None,
+    interrupt_mode: InterruptMode = "batched",
     durability: Literal["sync", "async", "exit"] = "sync",
     store: BaseStore | None = None,
     max_iterations: int = 20,
@@ -105,7 +161,7 @@ def create_fncall_graph(
     keep_model_input: bool = False,
     name: str = "fncall_graph",
     debug: bool = False,
-) -> CompiledStateGraph:
+) -> FncallGraph:
     """Create a tool-calling graph that works with any chat model.
 
     The graph keeps the canonical history (``AIMessage.tool_calls`` and one
@@ -146,9 +202,18 @@ def create_fncall_graph(
             LangChain's ``HumanInTheLoopMiddleware``: ``{"tool": True}`` (approve, edit
             or reject) or ``{"tool": {"allowed_decisions": [...], "description": ...}}``.
             One interrupt per model reply lists all its gated calls
-            (``{"action_requests": [...], "review_configs": [...]}``); resume with
-            ``Command(resume={"decisions": [...]})``, one decision per call, in order.
-            Needs a checkpointer.
+            (``{"action_requests": [...], "review_configs": [...], "review_token": ...}``);
+            resume with ``Command(resume=bind_decisions(interrupt.value, [...]))``, one
+            decision per call, in order; an answer for another review raises
+            :class:`~fncall_graph.StaleApproval`. Needs a checkpointer. A config's
+            ``when`` (LangChain's ``(ToolCallRequest) -> bool``) reviews only the calls it
+            returns ``True`` for.
+        interrupt_mode: ``"batched"`` (default): one interrupt per reply, as above;
+            ``"per_call"``: one interrupt per gated call, in order, shaped like
+            LangChain's ``HumanInTheLoopMiddleware(interrupt_mode="per_call")``
+            (``{"type": "tool_approval", "tool_call_id", "name", "args", "description"}``
+            and a ``response_schema`` for one decision), each answered with one decision
+            (``Command(resume={interrupt.id: {"type": "approve"}})``).
         durability: when a step's checkpoint is saved (LangGraph's ``durability``):
             ``"sync"`` (default) saves it before the next step starts, so after a crash
             only the step that was running re-runs (a tool call in flight is not run
@@ -282,14 +347,16 @@ def create_fncall_graph(
         name=TOOLS,
     )
     approve_node = (
-        ApproveNode(interrupt_on, tool_names=[t.name for t in tool_list]) if interrupt_on else None
+        ApproveNode(interrupt_on, tools=tool_list, interrupt_mode=interrupt_mode)
+        if interrupt_on
+        else None
     )
 
     def route_after_model(state: dict[str, Any]) -> str | list[Send]:
         # calls, readable or not, go to approval or straight to the tools; the rest ends
         last = state["messages"][-1]
         if isinstance(last, AIMessage) and (last.tool_calls or last.invalid_tool_calls):
-            if approve_node is not None and approve_node.needs_review(state["messages"]):
+            if approve_node is not None and approve_node.needs_review(state):
                 return APPROVE
             return tools_node.dispatch(last)
         return END
@@ -303,7 +370,9 @@ def create_fncall_graph(
         sends = tools_node.dispatch(ai.model_copy(update={"tool_calls": calls}))
         return sends or MODEL
 
-    builder = StateGraph(FncallDebugState if keep_model_input else FncallState)
+    builder = StateGraph(
+        FncallDebugState if keep_model_input else FncallState, input_schema=FncallInput
+    )
     builder.add_node(MODEL, _Node(MODEL, model_node.invoke, model_node.ainvoke))
     builder.add_node(TOOLS, _Node(TOOLS, tools_node.invoke, tools_node.ainvoke))
     builder.add_edge(START, MODEL)
@@ -323,4 +392,4 @@ def create_fncall_graph(
     if checkpointer is not None and checkpointer is not False:
         # the graph-level default LangGraph reads when invoke() gets no durability
         run_config["configurable"] = {CONFIG_KEY_DURABILITY: durability}
-    return graph.with_config(**run_config)
+    return FncallGraph.of(graph.with_config(**run_config))

@@ -2,11 +2,21 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Any, NotRequired, TypedDict
+from collections.abc import Mapping
+from typing import Annotated, Any, NotRequired
 
-from langchain_core.messages import AnyMessage
+from langchain_core.messages import AnyMessage, convert_to_messages
 from langgraph.channels import UntrackedValue
 from langgraph.graph.message import add_messages
+from typing_extensions import TypedDict  # pydantic reads this one on Python 3.11
+
+
+class FncallInput(TypedDict):
+    """What a run takes as input: messages only. The other state keys are the graph's
+    own (a thread's dialect, why it switched, what the model was sent); input cannot
+    set them."""
+
+    messages: Annotated[list[AnyMessage], add_messages]
 
 
 class FncallState(TypedDict):
@@ -40,3 +50,36 @@ class FncallDebugState(TypedDict):
     dialect: NotRequired[str | None]
     model_input: NotRequired[list[dict[str, Any]]]
     fallback_reason: NotRequired[str | None]
+
+
+def check_input(input: Any) -> None:
+    """Raise ``ValueError`` saying what and where when ``input`` is no valid run input.
+
+    Only ``messages`` may be given (:class:`FncallInput`), and each must be a message
+    LangChain can read: a ``{"role": "tool"}`` dict without ``tool_call_id`` would
+    otherwise fail deep inside LangChain with a bare ``KeyError``.
+    """
+    if not isinstance(input, Mapping):
+        return
+    extra = sorted(set(input) - set(FncallInput.__annotations__))
+    if extra:
+        raise ValueError(
+            f"graph input may only hold 'messages'; got {extra}: that is state the graph "
+            "keeps itself (use update_state to change a thread's state on purpose)"
+        )
+    messages = input.get("messages")
+    items = messages if isinstance(messages, list | tuple) else [messages]
+    for i, message in enumerate(items):
+        if message is None:
+            continue
+        try:
+            convert_to_messages([message])
+        except KeyError as exc:
+            role = message.get("role") if isinstance(message, Mapping) else None
+            raise ValueError(
+                f"input messages[{i}]: a {{'role': {role!r}}} message needs a "
+                f"{exc.args[0]!r} key"
+                + (" (the id of the tool call it answers)" if exc.args[0] == "tool_call_id" else "")
+            ) from None
+        except (ValueError, TypeError, NotImplementedError) as exc:
+            raise ValueError(f"input messages[{i}]: {exc}") from None

@@ -7,7 +7,9 @@ tools, ONE ``interrupt`` lists every gated call of the turn, in the shape LangCh
     {"action_requests": [{"name": ..., "args": {...}, "description": ...}, ...],
      "review_configs": [{"action_name": ..., "allowed_decisions": [...]}, ...]}
 
-and ONE ``Command(resume={"decisions": [...]})`` answers them all, in the same order:
+plus a ``tool_call_id`` in each action request and a ``review_token`` naming exactly
+what was shown. ONE ``Command(resume={"decisions": [...], "review_token": ...})``
+answers them all, in the same order (:func:`bind_decisions` writes it):
 
 - ``{"type": "approve"}``: the call runs as the model wrote it;
 - ``{"type": "edit", "edited_action": {"name": ..., "args": {...}}}``: the call in the
@@ -25,12 +27,24 @@ Answers are checked before LangGraph saves them (the interrupt's ``response_sche
 a wrong count, a decision a tool does not allow, or an edit naming an unknown tool
 raises ``pydantic.ValidationError`` from ``invoke`` and nothing is saved, so the same
 interrupt can be answered again.
+
+Every answer is bound to the review it answers. An answer whose ``review_token`` (or
+whose decisions' ``tool_call_id``) is not that of the review pending now raises
+:class:`StaleApproval` and runs nothing: a retried approve arriving after the thread
+moved on to another write, a second reviewer's late answer, an answer to an interrupt
+that is no longer pending, an answer when nothing is pending. An unbound answer (decisions
+alone) is taken only when it cannot be meant for anything else: while the pending review
+is the thread's first.
 """
 
 from __future__ import annotations
 
 import difflib
-from collections.abc import Iterable, Mapping, Sequence
+import hashlib
+import json
+import re
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Annotated, Any, Literal
 
 from langchain.agents.middleware.human_in_the_loop import (
@@ -42,8 +56,16 @@ from langchain.agents.middleware.human_in_the_loop import (
 from langchain_core.messages import AIMessage, AnyMessage, ToolMessage
 from langchain_core.messages.tool import ToolCall
 from langchain_core.runnables import RunnableConfig
+from langchain_core.tools import BaseTool
 from langgraph.types import interrupt
-from pydantic import BaseModel, ConfigDict, Discriminator, model_validator
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    ConfigDict,
+    Discriminator,
+    TypeAdapter,
+    model_validator,
+)
 
 from fncall_graph.adapters.checkpoint.claims import TaskClaim, claim_in_task
 
@@ -51,19 +73,91 @@ __all__ = [
     "DEFAULT_DECISIONS",
     "ApproveNode",
     "HITLRequest",
+    "InterruptMode",
     "InterruptOnConfig",
+    "StaleApproval",
+    "bind_decisions",
     "last_ai_message",
     "normalize_interrupt_on",
+    "note_answer",
+    "own_answer_taken",
+    "resume_guard",
+    "review_token",
     "unanswered_calls",
     "unknown_tool",
 ]
 
 DecisionType = Literal["approve", "edit", "reject", "respond"]
+InterruptMode = Literal["batched", "per_call"]
+"""One interrupt per model reply listing its gated calls, or one per gated call."""
 DEFAULT_DECISIONS: tuple[DecisionType, ...] = ("approve", "edit", "reject")
 """What ``interrupt_on={"tool": True}`` allows."""
 
 _KNOWN_DECISIONS = {"approve", "edit", "reject", "respond"}
 _DESCRIPTION_PREFIX = "Tool execution requires approval"
+
+
+class StaleApproval(RuntimeError):
+    """An approval answer that does not answer the review pending now; nothing ran.
+
+    Raised for an answer naming other calls or another review (``review_token``), an
+    answer to an interrupt that is no longer pending, an answer when nothing is pending,
+    and an unbound answer that could be meant for an earlier review. Read the thread
+    with ``get_state``: its pending interrupt (if any) is what can be answered.
+
+    Attributes:
+        thread_id: the thread (``None`` when unknown).
+        pending: the ``tool_call_id`` s of the review pending now (empty: none).
+        answered: the ``tool_call_id`` s or review token the answer named, if any.
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        thread_id: str | None = None,
+        pending: Sequence[str] = (),
+        answered: Sequence[str] = (),
+    ) -> None:
+        super().__init__(message)
+        self.thread_id = thread_id
+        self.pending, self.answered = tuple(pending), tuple(answered)
+
+
+def review_token(calls: Iterable[ToolCall]) -> str:
+    """The token of a review of ``calls``: their ids, names and arguments, hashed.
+
+    The node computes it again when the run resumes, so it depends on nothing else.
+    """
+    shown = [[c.get("id"), c["name"], c["args"]] for c in calls]
+    text = json.dumps(shown, sort_keys=True, default=str, ensure_ascii=False)
+    return hashlib.sha256(text.encode()).hexdigest()[:32]
+
+
+def bind_decisions(request: Mapping[str, Any], decisions: Sequence[Mapping[str, Any]]) -> dict:
+    """The resume value answering ``request`` (an approval interrupt's value) with
+    ``decisions``, bound to it: each decision names its call, and the answer the review.
+
+    Example:
+        >>> request = {"action_requests": [{"name": "w", "args": {}, "tool_call_id": "c1"}],
+        ...            "review_configs": [], "review_token": "t"}
+        >>> bind_decisions(request, [{"type": "approve"}])
+        {'decisions': [{'type': 'approve', 'tool_call_id': 'c1'}], 'review_token': 't'}
+    """
+    actions = request.get("action_requests") or []
+    if len(decisions) != len(actions):
+        raise ValueError(
+            f"{len(decisions)} decision(s) for {len(actions)} action request(s): give one "
+            "decision per action request, in order"
+        )
+    bound = [
+        {**d, "tool_call_id": a["tool_call_id"]} if a.get("tool_call_id") else dict(d)
+        for d, a in zip(decisions, actions, strict=True)
+    ]
+    out: dict[str, Any] = {"decisions": bound}
+    if request.get("review_token"):
+        out["review_token"] = request["review_token"]
+    return out
 
 
 def normalize_interrupt_on(
@@ -73,7 +167,9 @@ def normalize_interrupt_on(
 
     ``True`` allows approve, edit and reject; ``False`` leaves the tool ungated; a dict
     names its ``allowed_decisions`` and, optionally, a ``description`` (a string, or a
-    function ``(tool_call, state, runtime) -> str``).
+    function ``(tool_call, state, runtime) -> str``) and ``when``, LangChain's predicate
+    ``(ToolCallRequest) -> bool``: a call is reviewed only when it returns ``True`` (it
+    runs again on resume, so it must answer the same for the same call).
 
     Example:
         >>> normalize_interrupt_on({"sqlite-write_query": True, "sqlite-read_query": False})
@@ -90,12 +186,16 @@ def normalize_interrupt_on(
                 f"interrupt_on[{name!r}] must be True, False or a dict with "
                 f"'allowed_decisions'; got {config!r}"
             )
-        unknown_keys = set(config) - {"allowed_decisions", "description"}
+        unknown_keys = set(config) - {"allowed_decisions", "description", "when"}
         if unknown_keys:
-            # a key we do not apply (e.g. LangChain's ``when``) must not pass silently
+            # a key we do not apply must not pass silently
             raise ValueError(
                 f"interrupt_on[{name!r}] has unsupported keys {sorted(unknown_keys)}; "
-                "supported: 'allowed_decisions', 'description'"
+                "supported: 'allowed_decisions', 'description', 'when'"
+            )
+        if config.get("when") is not None and not callable(config["when"]):
+            raise ValueError(
+                f"interrupt_on[{name!r}]: 'when' must be a function (ToolCallRequest) -> bool"
             )
         allowed = config.get("allowed_decisions")
         if not allowed or isinstance(allowed, str):
@@ -165,13 +265,15 @@ def unanswered_calls(messages: Sequence[AnyMessage]) -> tuple[AIMessage, list[To
 
 class _Decision(BaseModel):
     model_config = ConfigDict(extra="forbid")
+    tool_call_id: str | None = None  # the call it answers (binds the answer)
 
 
 class ApproveDecision(_Decision):
     type: Literal["approve"]
 
 
-class EditedAction(_Decision):
+class EditedAction(BaseModel):
+    model_config = ConfigDict(extra="forbid")
     name: str
     args: dict[str, Any]
 
@@ -196,19 +298,75 @@ _AnyDecision = Annotated[
 ]
 
 
+def _check_bound(
+    calls: Sequence[ToolCall],
+    token: str,
+    answer_token: str | None,
+    named: Sequence[str | None],
+    *,
+    first_review: bool,
+) -> None:
+    """Raise :class:`StaleApproval` unless the answer is for exactly ``calls``."""
+    ids = [c.get("id") or "" for c in calls]
+    shown = ", ".join(f"{c['name']} ({i})" for c, i in zip(calls, ids, strict=True))
+    if answer_token is not None and answer_token != token:
+        raise StaleApproval(
+            f"this answer is for review {answer_token!r}, but the review pending now is "
+            f"{token!r} ({shown}); nothing was run. Read the pending interrupt with "
+            "get_state and answer it",
+            pending=ids,
+            answered=[answer_token],
+        )
+    wrong = [
+        (i, n) for i, n in enumerate(named) if n is not None and (i >= len(ids) or ids[i] != n)
+    ]
+    if wrong:
+        i, n = wrong[0]
+        raise StaleApproval(
+            f"decision {i} answers tool call {n!r}, which is not pending here; the calls "
+            f"pending review now are: {shown}; nothing was run",
+            pending=ids,
+            answered=[n for n in named if n is not None],
+        )
+    if answer_token is None and not any(named) and not first_review:
+        raise StaleApproval(
+            "an answer naming neither its calls nor its review (decisions alone) is taken "
+            "only for a thread's first review, where it cannot be meant for another; "
+            f"pending now: {shown}. Answer with the review's token and call ids "
+            "(fncall_graph.bind_decisions(interrupt.value, decisions)); nothing was run",
+            pending=ids,
+        )
+
+
 def _response_schema(
-    calls: Sequence[ToolCall], allowed: Sequence[Sequence[str]], tool_names: frozenset[str]
+    calls: Sequence[ToolCall],
+    allowed: Sequence[Sequence[str]],
+    tool_names: frozenset[str],
+    *,
+    token: str,
+    first_review: bool,
 ) -> type[BaseModel]:
-    """The resume value's type for one interrupt: decisions matching the calls one to one."""
+    """The resume value's type for one interrupt: decisions matching the calls one to one,
+    bound to them (see :func:`_check_bound`)."""
 
     class HITLResponse(BaseModel):
-        """``{"decisions": [...]}``: one decision per gated call, in order."""
+        """``{"decisions": [...], "review_token": ...}``: one decision per gated call, in
+        order."""
 
         model_config = ConfigDict(extra="forbid")
         decisions: list[_AnyDecision]
+        review_token: str | None = None
 
         @model_validator(mode="after")
         def _match_calls(self) -> HITLResponse:
+            # StaleApproval is no ValueError: pydantic lets it through as it is
+            _check_bound(
+                calls,
+                token,
+                self.review_token,
+                [d.tool_call_id for d in self.decisions],
+                first_review=first_review,
+            )
             names = [c["name"] for c in calls]
             if len(self.decisions) != len(calls):
                 raise ValueError(
@@ -237,6 +395,149 @@ def _response_schema(
     return HITLResponse
 
 
+# -- answers that reach no review: checked around the run (see ``resume_guard``)
+
+_ANSWERS_KEY = "__fncall_approval_answers"  # "__": kept out of checkpoint metadata
+_INTERRUPT_ID = re.compile(r"[0-9a-f]{32}")
+
+
+@dataclass
+class _RunAnswer:
+    """What one run brought to answer reviews, and whether a review took it."""
+
+    sent: list[Any]
+    taken: list[bool] = field(default_factory=list)
+
+
+def note_answer(config: RunnableConfig | None, schema: Any, answer: Any) -> None:
+    """Note that a review took ``answer``, if it is the one the run ``config`` belongs to
+    brought (see :func:`own_answer_taken`)."""
+    mine = ((config or {}).get("configurable") or {}).get(_ANSWERS_KEY)
+    if mine is None or mine.taken:
+        return
+    for sent in mine.sent:
+        try:
+            if TypeAdapter(schema).validate_python(sent) == answer:
+                mine.taken.append(True)
+                return
+        except Exception:  # sent for another review: not this one
+            continue
+
+
+def own_answer_taken(config: RunnableConfig | None) -> None:
+    """Raise :class:`StaleApproval` unless a review took the answer this run brought.
+
+    Two runs answering one review at the same instant write their answers to the same
+    checkpoint, and the later write replaces the earlier: a run must not apply (and
+    report as its own) the answer another run sent.
+    """
+    mine = ((config or {}).get("configurable") or {}).get(_ANSWERS_KEY)
+    if mine is None or mine.taken:  # None: a run that did not go through the guard
+        return
+    raise StaleApproval(
+        "another answer to this review arrived at the same time and replaced this one; "
+        "this answer was not applied and nothing was run. Read the thread with get_state",
+        thread_id=((config or {}).get("configurable") or {}).get("thread_id"),
+    )
+
+
+def resume_guard(
+    state: Any, resume: Any, config: RunnableConfig | None
+) -> tuple[RunnableConfig | None, Callable[[], None]]:
+    """Check a ``Command(resume=...)`` against the thread's pending interrupts before
+    the run; return the run's config and a check for after it.
+
+    ``state`` is the thread's ``StateSnapshot``. Raises :class:`StaleApproval` when
+    nothing is pending, when an interrupt-id answer names interrupts that are not
+    pending, or when a bound answer's token is no pending review's. The check after the
+    run raises it when the pending reviews were all approvals and none took the answer
+    (another run answered them between the check and the run).
+    """
+    thread_id = ((config or {}).get("configurable") or {}).get("thread_id")
+    pending = list(getattr(state, "interrupts", ()) or ())
+    reviews = [i for i in pending if isinstance(i.value, Mapping) and i.value.get("review_token")]
+    ids = [
+        a.get("tool_call_id", "")
+        for i in reviews
+        for a in i.value.get("action_requests", [i.value])  # per_call: the value itself
+    ]
+    if not pending:
+        more = (
+            " (its last run stopped mid-way: invoke(None) finishes it)"
+            if getattr(state, "next", ())
+            else ""
+        )
+        raise StaleApproval(
+            f"thread {thread_id!r} has no pending interrupt{more}: this answer answers "
+            "nothing (already answered, or never asked); nothing was run",
+            thread_id=thread_id,
+        )
+    by_id = (
+        isinstance(resume, Mapping)
+        and bool(resume)
+        and all(isinstance(k, str) and _INTERRUPT_ID.fullmatch(k) for k in resume)
+    )
+    if by_id:
+        unknown = sorted(set(resume) - {i.id for i in pending})
+        if unknown:
+            raise StaleApproval(
+                f"thread {thread_id!r}: interrupt(s) {unknown} are not pending (pending: "
+                f"{sorted(i.id for i in pending)}); nothing was run",
+                thread_id=thread_id,
+                pending=ids,
+                answered=unknown,
+            )
+    elif isinstance(resume, Mapping) and resume.get("review_token") is not None:
+        tokens = {i.value["review_token"] for i in reviews}
+        if resume["review_token"] not in tokens:
+            raise StaleApproval(
+                f"thread {thread_id!r}: this answer is for review {resume['review_token']!r}, "
+                f"which is not pending (pending: {sorted(tokens) or 'none'}, calls {ids}); "
+                "nothing was run",
+                thread_id=thread_id,
+                pending=ids,
+                answered=[resume["review_token"]],
+            )
+    mine = _RunAnswer(list(resume.values()) if by_id else [resume])
+    run_config: dict[str, Any] = dict(config or {})
+    run_config["configurable"] = {**(run_config.get("configurable") or {}), _ANSWERS_KEY: mine}
+    if len(reviews) != len(pending):
+        mine.taken.append(True)  # an interrupt of another kind may take the answer
+
+    def after() -> None:
+        if not mine.taken:
+            raise StaleApproval(
+                f"thread {thread_id!r}: the review this answers ({ids}) was answered by "
+                "another run meanwhile; this answer was not used and nothing was run",
+                thread_id=thread_id,
+                pending=ids,
+            )
+
+    return run_config, after  # type: ignore[return-value]
+
+
+def _decision_schema(
+    call: ToolCall, allowed: Sequence[str], *, token: str, first_review: bool
+) -> Any:
+    """The resume value's type for one call's interrupt (``per_call``): one decision,
+    of a type the tool allows, bound to the call; an edit keeps the tool."""
+
+    def check(decision: _Decision) -> _Decision:
+        _check_bound([call], token, None, [decision.tool_call_id], first_review=first_review)
+        kind = decision.type  # type: ignore[attr-defined]
+        if kind not in allowed:
+            raise ValueError(
+                f"{kind!r} is not allowed for {call['name']!r}; allowed: {list(allowed)}"
+            )
+        if isinstance(decision, EditDecision) and decision.edited_action.name != call["name"]:
+            raise ValueError(
+                f"an edit keeps the tool {call['name']!r}; got {decision.edited_action.name!r}"
+            )
+        return decision
+
+    return Annotated[_AnyDecision, AfterValidator(check)]
+
+
 def _rejection(call: ToolCall, message: str | None) -> ToolMessage:
     content = message or (
         f"The user rejected this call of `{call['name']}`; it was not run. Do not call it "
@@ -256,6 +557,10 @@ class ApproveNode:
             :func:`normalize_interrupt_on`.
         tool_names: the graph's tools; an ``edit`` may only name one of them
             (empty: not checked).
+        tools: the graph's tools themselves (what a ``when`` predicate is given; their
+            names count as ``tool_names``).
+        interrupt_mode: ``"batched"``: one interrupt per reply; ``"per_call"``: one per
+            gated call, in LangChain's ``ToolApprovalRequest`` shape.
 
     The update the node returns: the ``AIMessage`` again, with edited calls replaced
     (same ``id``, so ``add_messages`` replaces it in place), and a ``ToolMessage`` for
@@ -272,7 +577,8 @@ class ApproveNode:
         r = graph.invoke({"messages": [("user", "log it")]}, cfg)
         r["__interrupt__"][0].value["action_requests"]
         # [{'name': 'sqlite-write_query', 'args': {'query': 'INSERT ...'}, 'description': ...}]
-        graph.invoke(Command(resume={"decisions": [{"type": "approve"}]}), cfg)
+        pending = r["__interrupt__"][0]
+        graph.invoke(Command(resume=bind_decisions(pending.value, [{"type": "approve"}])), cfg)
         ```
     """
 
@@ -281,21 +587,57 @@ class ApproveNode:
         interrupt_on: Mapping[str, bool | InterruptOnConfig],
         *,
         tool_names: Iterable[str] = (),
+        tools: Iterable[BaseTool] = (),
+        interrupt_mode: InterruptMode = "batched",
     ) -> None:
         self.configs = normalize_interrupt_on(interrupt_on)
-        self.tool_names = frozenset(tool_names)
+        self.tools = {t.name: t for t in tools}
+        self.tool_names = frozenset(tool_names) | frozenset(self.tools)
         problem = unknown_tool(self.configs, self.tool_names) if self.tool_names else None
         if problem:
             raise ValueError(f"interrupt_on names {problem}")
+        if interrupt_mode not in ("batched", "per_call"):
+            raise ValueError(
+                f"interrupt_mode must be 'batched' or 'per_call', got {interrupt_mode!r}"
+            )
+        self.interrupt_mode = interrupt_mode
 
-    def gated(self, calls: Iterable[ToolCall]) -> list[ToolCall]:
-        """The calls among ``calls`` that need a decision, in order."""
-        return [c for c in calls if c["name"] in self.configs]
+    def gated(self, calls: Iterable[ToolCall], state: Mapping[str, Any]) -> list[ToolCall]:
+        """The calls among ``calls`` that need a decision, in order (``when`` asked)."""
+        return [c for c in calls if c["name"] in self.configs and self._when(c, state)]
 
-    def needs_review(self, messages: Sequence[AnyMessage]) -> bool:
+    def _when(self, call: ToolCall, state: Mapping[str, Any]) -> bool:
+        when = self.configs[call["name"]].get("when")
+        if when is None:
+            return True
+        # the request LangChain's per_call mode gives it: the tool and its ToolRuntime
+        from langgraph.config import get_config
+        from langgraph.prebuilt.tool_node import ToolCallRequest, ToolRuntime
+        from langgraph.runtime import get_runtime
+
+        try:
+            runtime: Any = get_runtime()
+            config = get_config()
+        except RuntimeError:  # outside a graph run
+            runtime, config = None, {}
+        tool_runtime = ToolRuntime(
+            state=state,
+            context=getattr(runtime, "context", None),
+            config=config,
+            stream_writer=getattr(runtime, "stream_writer", lambda _chunk: None),
+            tool_call_id=call.get("id"),
+            store=getattr(runtime, "store", None),
+            tools=list(self.tools.values()),
+        )
+        request = ToolCallRequest(
+            tool_call=call, tool=self.tools.get(call["name"]), state=state, runtime=tool_runtime
+        )
+        return bool(when(request))
+
+    def needs_review(self, state: Mapping[str, Any]) -> bool:
         """Whether the latest reply has gated calls still waiting for a decision."""
-        pending = unanswered_calls(messages)
-        return bool(pending and self.gated(pending[1]))
+        pending = unanswered_calls(state["messages"])
+        return bool(pending and self.gated(pending[1], state))
 
     def _description(self, call: ToolCall, state: Mapping[str, Any]) -> str:
         description = self.configs[call["name"]].get("description")
@@ -309,7 +651,7 @@ class ApproveNode:
 
     def request(self, calls: Sequence[ToolCall], state: Mapping[str, Any]) -> HITLRequest:
         """The interrupt value for ``calls`` (the gated, unanswered calls of one reply)."""
-        return HITLRequest(
+        request = HITLRequest(
             action_requests=[
                 ActionRequest(
                     name=c["name"], args=c["args"], description=self._description(c, state)
@@ -324,9 +666,23 @@ class ApproveNode:
                 for c in calls
             ],
         )
+        # what binds an answer to this review (extra keys: LangChain's clients ignore them)
+        for action, call in zip(request["action_requests"], calls, strict=True):
+            action["tool_call_id"] = call.get("id") or ""  # type: ignore[typeddict-unknown-key]
+        request["review_token"] = review_token(calls)  # type: ignore[typeddict-unknown-key]
+        return request
+
+    def first_review(self, state: Mapping[str, Any], ai: AIMessage) -> bool:
+        """Whether no reply before ``ai`` had gated calls (so no earlier review)."""
+        for m in state["messages"]:
+            if m is ai:
+                return True
+            if isinstance(m, AIMessage) and self.gated(m.tool_calls, state):
+                return False
+        return True
 
     def invoke(self, state: Mapping[str, Any], config: RunnableConfig) -> dict[str, Any]:
-        asked = self._ask(state)
+        asked = self._ask(state, config)
         if asked is None:
             return {}
         ai, calls, decisions = asked
@@ -335,7 +691,7 @@ class ApproveNode:
         return self._apply(ai, calls, decisions)
 
     async def ainvoke(self, state: Mapping[str, Any], config: RunnableConfig) -> dict[str, Any]:
-        asked = self._ask(state)
+        asked = self._ask(state, config)
         if asked is None:
             return {}
         ai, calls, decisions = asked
@@ -344,25 +700,65 @@ class ApproveNode:
         return self._apply(ai, calls, decisions)
 
     def _ask(
-        self, state: Mapping[str, Any]
+        self, state: Mapping[str, Any], config: RunnableConfig
     ) -> tuple[AIMessage, list[ToolCall], Sequence[_Decision]] | None:
         """Interrupt for the open gated calls; on resume, the decisions that came back."""
         pending = unanswered_calls(state["messages"])
         if pending is None:
             return None
         ai, open_calls = pending
-        calls = self.gated(open_calls)
+        calls = self.gated(open_calls, state)
         if not calls:
             return None
+        first = self.first_review(state, ai)
+        if self.interrupt_mode == "per_call":
+            return ai, calls, self._ask_each(calls, state, config, first=first)
         value = self.request(calls, state)
         schema = _response_schema(
             calls,
             [self.configs[c["name"]]["allowed_decisions"] for c in calls],
             self.tool_names,
+            token=value["review_token"],  # type: ignore[typeddict-item]
+            first_review=first,
         )
         # nothing above has effects: on resume the node runs again from the top
         response = interrupt(value, response_schema=schema)
+        note_answer(config, schema, response)
+        own_answer_taken(config)
         return ai, calls, response.decisions  # type: ignore[attr-defined]
+
+    def _ask_each(
+        self,
+        calls: Sequence[ToolCall],
+        state: Mapping[str, Any],
+        config: RunnableConfig,
+        *,
+        first: bool,
+    ) -> list[_Decision]:
+        """``per_call``: one interrupt per gated call, in order, as LangChain's
+        ``HumanInTheLoopMiddleware(interrupt_mode="per_call")`` raises them; on resume,
+        the calls answered before return their answers again."""
+        answers: list[_Decision] = []
+        for i, call in enumerate(calls):
+            value = {
+                "type": "tool_approval",
+                "tool_call_id": call.get("id") or "",
+                "name": call["name"],
+                "args": call["args"],
+                "description": self._description(call, state),
+                "review_token": review_token([call]),
+            }
+            schema = _decision_schema(
+                call,
+                self.configs[call["name"]]["allowed_decisions"],
+                token=value["review_token"],
+                # an unbound answer to a later call could be a retried answer to an earlier one
+                first_review=first and i == 0,
+            )
+            answers.append(interrupt(value, response_schema=schema))
+            note_answer(config, schema, answers[-1])
+        own_answer_taken(config)
+        return answers
 
     @staticmethod
     def _claim(calls: Sequence[ToolCall], config: RunnableConfig) -> TaskClaim | None:

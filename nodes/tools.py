@@ -102,13 +102,34 @@ def tool_error_message(error: Exception) -> str:
     return text
 
 
-def unknown_outcome(call: ToolCall, claim: ClaimRow) -> ToolMessage:
-    """Answer a call whose process died while it ran: it may or may not have happened."""
+def _why_unknown(claim: ClaimRow) -> str:
+    """What is known of why the call's outcome was not recorded, and no more."""
     when = time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime(claim.created_at))
+    who = f"{claim.holder.describe()}, which started the call at {when}"
+    if claim.status == "abandoned":
+        return (
+            f"the run making this call ({who}) was cancelled, or could not record the "
+            "call's outcome (its database write failed), before the outcome was recorded"
+        )
+    alive = claim.holder.process_alive()
+    if alive is False:
+        return f"the process running this call ({who}) exited before the call finished"
+    if alive is None:
+        return (
+            f"the process running this call ({who}) is on another machine and recorded no "
+            "outcome in the time allowed"
+        )
+    return f"the run making this call ({who}) ended without recording the call's outcome"
+
+
+def unknown_outcome(call: ToolCall, claim: ClaimRow) -> ToolMessage:
+    """Answer a call whose outcome was never recorded: it may or may not have happened.
+
+    The text says what is known of why (the process exited, its run was cancelled or
+    could not write, another machine's claim timed out), not more."""
     return ToolMessage(
         content=(
-            f"Outcome unknown: the process running this call (pid {claim.holder.pid}, started "
-            f"the call at {when}) stopped before the call finished. It may or may not have "
+            f"Outcome unknown: {_why_unknown(claim)}. It may or may not have "
             "taken effect, and it was not run again. Check its effect (for example with a "
             "read) before repeating it, or tell the user."
         ),

@@ -21,7 +21,7 @@ from langchain_core.outputs import ChatGeneration, ChatResult
 from langchain_core.tools import InjectedToolCallId, tool
 from langgraph.types import Command
 
-from fncall_graph import create_fncall_graph
+from fncall_graph import bind_decisions, create_fncall_graph
 from fncall_graph.adapters.checkpoint import postgres_saver, sqlite_saver
 
 DECISION = {"decisions": [{"type": "approve"}]}
@@ -102,24 +102,39 @@ def pause(checkpoints: str, effects: Path, threads: Sequence[str]) -> None:
             assert out["__interrupt__"], f"{thread} did not pause"
 
 
-def approve_all(checkpoints: str, effects: str, threads: Sequence[str], barrier: Any) -> list:
-    """Approve every thread, each at the same instant as the other worker."""
+def approve_all(
+    checkpoints: str, effects: str, threads: Sequence[str], barrier: Any, decision: str = ""
+) -> list:
+    """Answer every thread, each at the same instant as the other worker: with the
+    unbound approve, or with ``decision`` bound to the interrupt the worker read."""
     outcomes: list[str] = []
     with saver_for(checkpoints) as saver:
         graph = graph_on(saver, Path(effects))
         for thread in threads:
+            config = {"configurable": {"thread_id": thread}}
+            answer: Any = DECISION
+            if decision:
+                [seen] = graph.get_state(config).interrupts
+                answer = bind_decisions(seen.value, [{"type": decision}])
             barrier.wait()
             try:
-                graph.invoke(Command(resume=DECISION), {"configurable": {"thread_id": thread}})
+                graph.invoke(Command(resume=answer), config)
                 outcomes.append("resumed")
             except Exception as exc:  # the typed outcome of the run that lost
                 outcomes.append(type(exc).__name__)
     return outcomes
 
 
-def worker(checkpoints: str, effects: str, threads: Sequence[str], barrier: Any, out: Any) -> None:
+def worker(
+    checkpoints: str,
+    effects: str,
+    threads: Sequence[str],
+    barrier: Any,
+    out: Any,
+    decision: str = "",
+) -> None:
     try:
-        out.put(approve_all(checkpoints, effects, threads, barrier))
+        out.put(approve_all(checkpoints, effects, threads, barrier, decision))
     except BaseException as exc:  # reported, so the test shows it
         out.put(f"worker failed: {type(exc).__name__}: {exc}")
         barrier.abort()

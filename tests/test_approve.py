@@ -18,9 +18,9 @@ from pydantic import ValidationError
 from seed_db import make_database
 from sqlite_tools import SqliteTools
 
-from fncall_graph import create_fncall_graph
+from fncall_graph import StaleApproval, bind_decisions, create_fncall_graph
 from fncall_graph.adapters.checkpoint import sqlite_saver
-from fncall_graph.nodes.approve import normalize_interrupt_on
+from fncall_graph.nodes.approve import normalize_interrupt_on, review_token
 from fncall_graph.testing import ReplayChatModel
 
 TASK = "查询韩梅梅的年龄,然后在log表里记录下"
@@ -42,7 +42,7 @@ def hermes(*calls: tuple[str, dict[str, Any]]) -> str:
 SERIAL = [hermes(("sqlite-read_query", READ)), hermes(("sqlite-write_query", WRITE)), FINAL]
 
 
-def build(tmp_path, outputs, interrupt_on, checkpointer=None):
+def build(tmp_path, outputs, interrupt_on, checkpointer=None, **options):
     tools = SqliteTools(make_database(tmp_path / "test.db"))
     model = ReplayChatModel(outputs)
     graph = create_fncall_graph(
@@ -51,6 +51,7 @@ def build(tmp_path, outputs, interrupt_on, checkpointer=None):
         dialect="hermes",
         checkpointer=checkpointer if checkpointer is not None else InMemorySaver(),
         interrupt_on=interrupt_on,
+        **options,
     )
     return graph, model, tools
 
@@ -79,7 +80,8 @@ def test_interrupt_on_needs_a_checkpointer(tmp_path):
     [
         ({"allowed_decisions": []}, "non-empty list"),
         ({"allowed_decisions": ["approve", "maybe"]}, "unknown decision types"),
-        ({"allowed_decisions": ["approve"], "when": lambda r: True}, "unsupported keys"),
+        ({"allowed_decisions": ["approve"], "args_schema": {}}, "unsupported keys"),
+        ({"allowed_decisions": ["approve"], "when": "always"}, "'when' must be a function"),
         ("yes", "must be True, False or a dict"),
     ],
 )
@@ -107,8 +109,10 @@ def test_interrupt_lists_the_gated_call_and_approve_runs_it(tmp_path):
             "name": "sqlite-write_query",
             "args": WRITE,
             "description": f"Tool execution requires approval\n\nTool: sqlite-write_query\nArgs: {WRITE}",
+            "tool_call_id": messages(graph)[-1].tool_calls[0]["id"],
         }
     ]
+    assert pending.value["review_token"] == review_token(messages(graph)[-1].tool_calls)
     assert pending.value["review_configs"] == [
         {"action_name": "sqlite-write_query", "allowed_decisions": ["approve", "edit", "reject"]}
     ]
@@ -365,3 +369,239 @@ def test_a_gate_that_names_no_tool_is_refused_with_a_suggestion() -> None:
     message = str(info.value)
     assert "'write_query'" in message and "did you mean 'sqlite-write_query'?" in message
     assert "Tools: sqlite-write_query" in message
+
+
+# ---------------------------------------------------------------- answers bound to the review
+
+DROP = {"query": "INSERT INTO log (action) VALUES ('DROP TABLE log')"}
+TWO_TURNS = [
+    hermes(("sqlite-write_query", WRITE)),
+    "记录好了。",
+    hermes(("sqlite-write_query", DROP)),
+    "也记录好了。",
+]
+
+
+@pytest.fixture(params=["memory", "sqlite"])
+def saver(request, tmp_path):
+    if request.param == "memory":
+        yield InMemorySaver()
+    else:
+        with sqlite_saver(tmp_path / "ck.db") as s:
+            yield s
+
+
+def writes(tools: SqliteTools) -> list[str]:
+    return [json.loads(args)["query"] for name, args in ran(tools) if name == "write_query"]
+
+
+def paused_on_second_write(tmp_path, saver):
+    """Turn 1's write approved and run; turn 2 waits on a different write."""
+    graph, _, tools = build(tmp_path, TWO_TURNS, {"sqlite-write_query": True}, saver)
+    first = graph.invoke({"messages": [("user", "记一下")]}, CFG)["__interrupt__"][0]
+    graph.invoke(Command(resume=bind_decisions(first.value, [{"type": "approve"}])), CFG)
+    second = graph.invoke({"messages": [("user", "再记一下")]}, CFG)["__interrupt__"][0]
+    assert second.value["action_requests"][0]["args"] == DROP
+    assert writes(tools) == [WRITE["query"]]
+    return graph, tools, first, second
+
+
+@pytest.mark.parametrize("form", ["bound", "unbound", "interrupt_id", "call_ids"])
+def test_a_retried_approve_does_not_approve_the_next_write(tmp_path, saver, form):
+    graph, tools, first, second = paused_on_second_write(tmp_path, saver)
+    retry = {
+        "bound": bind_decisions(first.value, [{"type": "approve"}]),
+        "unbound": {"decisions": [{"type": "approve"}]},
+        "interrupt_id": {first.id: {"decisions": [{"type": "approve"}]}},
+        "call_ids": {
+            "decisions": [
+                {
+                    "type": "approve",
+                    "tool_call_id": first.value["action_requests"][0]["tool_call_id"],
+                }
+            ]
+        },
+    }[form]
+    with pytest.raises(StaleApproval) as info:
+        graph.invoke(Command(resume=retry), CFG)
+    assert info.value.pending == (second.value["action_requests"][0]["tool_call_id"],)
+    assert writes(tools) == [WRITE["query"]]  # the DROP did not run
+    state = graph.get_state(CFG)
+    assert state.next == ("approve",) and state.interrupts[0].value == second.value
+    # the review pending can still be answered, and only it runs
+    r = graph.invoke(Command(resume=bind_decisions(second.value, [{"type": "reject"}])), CFG)
+    assert r["messages"][-1].content == "也记录好了。"
+    assert writes(tools) == [WRITE["query"]]
+
+
+@pytest.mark.parametrize("bound", [True, False])
+def test_a_late_reject_after_another_approve_is_an_error(tmp_path, saver, bound):
+    graph, _, tools = build(tmp_path, SERIAL, {"sqlite-write_query": True}, saver)
+    seen = graph.invoke({"messages": [("user", TASK)]}, CFG)["__interrupt__"][0]
+    # reviewer 1 approves; reviewer 2 saw the same interrupt and rejects after
+    graph.invoke(Command(resume=bind_decisions(seen.value, [{"type": "approve"}])), CFG)
+    late = [{"type": "reject", "message": "不要写"}]
+    with pytest.raises(StaleApproval, match="no pending interrupt"):
+        graph.invoke(
+            Command(resume=bind_decisions(seen.value, late) if bound else {"decisions": late}),
+            CFG,
+        )
+    assert [n for n, _ in ran(tools)] == ["read_query", "write_query"]
+    assert messages(graph)[-1].content == FINAL
+
+
+def test_a_resume_with_nothing_pending_is_an_error(tmp_path, saver):
+    graph, model, tools = build(tmp_path, SERIAL, {"sqlite-write_query": True}, saver)
+    with pytest.raises(StaleApproval, match="'t' has no pending interrupt"):
+        graph.invoke(Command(resume={"decisions": [{"type": "approve"}]}), CFG)
+    assert ran(tools) == [] and model.remaining == len(SERIAL)
+
+
+async def test_a_stale_answer_is_an_error_async(tmp_path):
+    graph, _, tools = build(tmp_path, TWO_TURNS, {"sqlite-write_query": True})
+    first = (await graph.ainvoke({"messages": [("user", "记一下")]}, CFG))["__interrupt__"][0]
+    await graph.ainvoke(Command(resume=bind_decisions(first.value, [{"type": "approve"}])), CFG)
+    with pytest.raises(StaleApproval, match="no pending interrupt"):
+        await graph.ainvoke(Command(resume={"decisions": [{"type": "approve"}]}), CFG)
+    await graph.ainvoke({"messages": [("user", "再记一下")]}, CFG)
+    with pytest.raises(StaleApproval):
+        await graph.ainvoke(Command(resume=bind_decisions(first.value, [{"type": "approve"}])), CFG)
+    assert writes(tools) == [WRITE["query"]]
+
+
+def test_an_unbound_answer_is_taken_for_a_thread_s_first_review(tmp_path, saver):
+    # nothing else it could be meant for; answers bound by call ids alone are taken too
+    graph, _, tools = build(tmp_path, TWO_TURNS, {"sqlite-write_query": True}, saver)
+    graph.invoke({"messages": [("user", "记一下")]}, CFG)
+    graph.invoke(Command(resume={"decisions": [{"type": "approve"}]}), CFG)
+    second = graph.invoke({"messages": [("user", "再记一下")]}, CFG)["__interrupt__"][0]
+    call_id = second.value["action_requests"][0]["tool_call_id"]
+    graph.invoke(Command(resume={"decisions": [{"type": "approve", "tool_call_id": call_id}]}), CFG)
+    assert writes(tools) == [WRITE["query"], DROP["query"]]
+
+
+def test_bind_decisions_needs_one_decision_per_call():
+    request = {"action_requests": [{"name": "w", "args": {}, "tool_call_id": "c1"}]}
+    with pytest.raises(ValueError, match="2 decision"):
+        bind_decisions(request, [{"type": "approve"}, {"type": "approve"}])
+
+
+def test_an_answer_another_run_took_first_is_an_error(tmp_path, saver):
+    # the thread was pending when this run checked, and another run answered it before
+    # this one started: this run takes nothing, runs nothing, and says so
+    from langgraph.graph.state import CompiledStateGraph
+
+    from fncall_graph.nodes.approve import resume_guard
+
+    graph, _, tools = build(tmp_path, SERIAL, {"sqlite-write_query": True}, saver)
+    seen = graph.invoke({"messages": [("user", TASK)]}, CFG)["__interrupt__"][0]
+    mine = Command(resume=bind_decisions(seen.value, [{"type": "reject"}]))
+    run_config, after = resume_guard(graph.get_state(CFG), mine.resume, CFG)
+    graph.invoke(Command(resume=bind_decisions(seen.value, [{"type": "approve"}])), CFG)
+    list(CompiledStateGraph.stream(graph, mine, run_config))
+    with pytest.raises(StaleApproval, match="answered by another run meanwhile"):
+        after()
+    assert [n for n, _ in ran(tools)] == ["read_query", "write_query"]
+
+
+def test_a_run_does_not_apply_an_answer_it_did_not_send():
+    from fncall_graph.nodes.approve import (
+        _response_schema,
+        _RunAnswer,
+        note_answer,
+        own_answer_taken,
+    )
+
+    call = {"name": "w", "args": {}, "id": "c1", "type": "tool_call"}
+    schema = _response_schema(
+        [call], [["approve", "reject"]], frozenset(), token=review_token([call]), first_review=True
+    )
+    config = {
+        "configurable": {
+            "__fncall_approval_answers": _RunAnswer([{"decisions": [{"type": "approve"}]}])
+        }
+    }
+    note_answer(config, schema, schema.model_validate({"decisions": [{"type": "reject"}]}))
+    with pytest.raises(StaleApproval, match="replaced this one"):
+        own_answer_taken(config)  # the reject another run sent is not this run's answer
+    note_answer(config, schema, schema.model_validate({"decisions": [{"type": "approve"}]}))
+    own_answer_taken(config)
+
+
+# ---------------------------------------------------------------- LangChain's per_call and when
+
+PAIR = [
+    hermes(("sqlite-write_query", WRITE), ("sqlite-write_query", DROP)),
+    "都处理好了。",
+]
+
+
+def test_per_call_asks_once_per_gated_call_in_langchain_s_shape(tmp_path, saver):
+    graph, _, tools = build(
+        tmp_path,
+        PAIR,
+        {"sqlite-write_query": {"allowed_decisions": ["approve", "reject"]}},
+        saver,
+        interrupt_mode="per_call",
+    )
+    first = graph.invoke({"messages": [("user", "记两条")]}, CFG)["__interrupt__"][0]
+    calls = messages(graph)[-1].tool_calls
+    assert first.value == {
+        "type": "tool_approval",
+        "tool_call_id": calls[0]["id"],
+        "name": "sqlite-write_query",
+        "args": WRITE,
+        "description": f"Tool execution requires approval\n\nTool: sqlite-write_query\nArgs: {WRITE}",
+        "review_token": review_token(calls[:1]),
+    }
+    assert first.response_schema["discriminator"]["propertyName"] == "type"
+    # one decision, keyed by the interrupt id, as LangChain's clients send it
+    second = graph.invoke(Command(resume={first.id: {"type": "approve"}}), CFG)["__interrupt__"][0]
+    assert second.value["tool_call_id"] == calls[1]["id"] and second.value["args"] == DROP
+    assert writes(tools) == []  # nothing runs before every gated call is decided
+    # a not-allowed decision is refused before it is saved; the same interrupt stays
+    with pytest.raises(ValidationError, match="'edit' is not allowed"):
+        graph.invoke(
+            Command(
+                resume={
+                    second.id: {
+                        "type": "edit",
+                        "tool_call_id": calls[1]["id"],
+                        "edited_action": {"name": "sqlite-write_query", "args": {}},
+                    }
+                }
+            ),
+            CFG,
+        )
+    # the answer to the first call, retried against the second: refused, nothing runs
+    with pytest.raises(StaleApproval):
+        graph.invoke(Command(resume={first.id: {"type": "approve"}}), CFG)
+    with pytest.raises(StaleApproval):
+        graph.invoke(Command(resume={"type": "approve"}), CFG)  # unbound, not the first
+    r = graph.invoke(
+        Command(resume={second.id: {"type": "reject", "tool_call_id": calls[1]["id"]}}), CFG
+    )
+    assert r["messages"][-1].content == "都处理好了。"
+    assert writes(tools) == [WRITE["query"]]
+    [rejected] = [m for m in r["messages"] if isinstance(m, ToolMessage) and m.status == "error"]
+    assert rejected.tool_call_id == calls[1]["id"]
+
+
+def test_when_reviews_only_the_calls_it_picks(tmp_path, saver):
+    seen = []
+
+    def risky(request) -> bool:
+        seen.append((request.tool.name, request.runtime.tool_call_id, type(request.state)))
+        return "DROP" in request.tool_call["args"]["query"]
+
+    graph, _, tools = build(
+        tmp_path,
+        PAIR,
+        {"sqlite-write_query": {"allowed_decisions": ["approve", "reject"], "when": risky}},
+        saver,
+    )
+    pending = graph.invoke({"messages": [("user", "记两条")]}, CFG)["__interrupt__"][0]
+    assert [a["args"] for a in pending.value["action_requests"]] == [DROP]
+    assert seen and seen[0][0] == "sqlite-write_query" and seen[0][1]
+    graph.invoke(Command(resume=bind_decisions(pending.value, [{"type": "reject"}])), CFG)
+    assert writes(tools) == [WRITE["query"]]  # the unpicked call ran without review

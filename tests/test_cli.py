@@ -403,3 +403,30 @@ def test_chat_lists_mcp_prompts_and_opens_a_turn_with_one(tmp_path: Path) -> Non
     child.expect("you> ")
     exit_cleanly(child)
     assert "请查询北京的天气" in trace.read_text(encoding="utf-8")
+
+
+def test_the_terminal_answers_an_approval_bound_to_what_it_showed() -> None:
+    import io
+    from types import SimpleNamespace
+
+    from fncall_graph.cli.approval import TerminalReview
+    from fncall_graph.cli.terminal import UI
+
+    pending = SimpleNamespace(
+        id="i1",
+        value={
+            "action_requests": [
+                {"name": "sqlite-write_query", "args": {"query": "DELETE"}, "tool_call_id": "c9"}
+            ],
+            "review_configs": [
+                {"action_name": "sqlite-write_query", "allowed_decisions": ["approve", "reject"]}
+            ],
+            "review_token": "tok",
+        },
+    )
+    ui = UI(io.StringIO())
+    ui.ask = lambda prompt: "y"  # type: ignore[method-assign]
+    assert TerminalReview(ui, "t").decide([pending]) == {
+        "decisions": [{"type": "approve", "tool_call_id": "c9"}],
+        "review_token": "tok",
+    }

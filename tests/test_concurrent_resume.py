@@ -4,7 +4,7 @@ write runs exactly once per thread, on SQLite and on PostgreSQL.
 Each of 20 threads is paused at the approval of one ``log_action`` call; two worker
 processes (tests/race_child.py) then approve all 20, a shared barrier releasing both into
 each trial together. The run that loses gets a typed outcome (``ThreadAlreadyResumed``
-and friends) or finds the thread already resumed; the tool's own side-effect table
+and friends, or ``StaleApproval`` when the other run had finished); the tool's own side-effect table
 holds one row per thread, and each thread's history the call once with one result.
 """
 
@@ -23,24 +23,27 @@ from pg_server import postgres_url  # noqa: F401  (the fixture)
 pytestmark = pytest.mark.slow
 
 TRIALS = 20
-LOSING = {"ThreadAlreadyResumed", "ToolCallInProgress", "ToolCallAlreadyRan"}
+LOSING = {"ThreadAlreadyResumed", "ToolCallInProgress", "ToolCallAlreadyRan", "StaleApproval"}
 
 
-def race(checkpoints: str, effects: Path, threads: list[str]) -> list[list[str]]:
+def race(
+    checkpoints: str, effects: Path, threads: list[str], decisions: tuple[str, str] = ("", "")
+) -> list[list[str]]:
     race_child.pause(checkpoints, effects, threads)
     ctx = multiprocessing.get_context("spawn")
     barrier = ctx.Barrier(2)
-    out = ctx.Queue()
+    outs = [ctx.Queue() for _ in decisions]  # one each: results in the workers' order
     workers = [
         ctx.Process(
-            target=race_child.worker, args=(checkpoints, str(effects), threads, barrier, out)
+            target=race_child.worker,
+            args=(checkpoints, str(effects), threads, barrier, out, decision),
         )
-        for _ in range(2)
+        for decision, out in zip(decisions, outs, strict=True)
     ]
     for w in workers:
         w.start()
     try:
-        results = [out.get(timeout=300) for _ in workers]
+        results = [out.get(timeout=300) for out in outs]
     except queue.Empty:
         pytest.fail("a worker gave no result within 300 s")
     finally:
@@ -84,3 +87,40 @@ def test_two_processes_approving_at_once_on_postgres(tmp_path, postgres_url):  #
     threads = [f"pg-{tmp_path.name}-{i}" for i in range(TRIALS)]
     results = race(postgres_url, effects, threads)
     assert_exactly_once(postgres_url, effects, threads, results)
+
+
+def assert_one_answer_taken(checkpoints: str, effects: Path, threads: list[str], results) -> None:
+    """One reviewer approves, the other rejects, at once: one answer is taken, the other
+    is an error (never ignored in silence), and the write ran iff the approve won."""
+    approver, rejecter = results
+    counts = race_child.effect_counts(effects)
+    with race_child.saver_for(checkpoints) as saver:
+        graph = race_child.graph_on(saver, effects)
+        for trial, thread in enumerate(threads):
+            pair = (approver[trial], rejecter[trial])
+            assert pair.count("resumed") == 1, f"trial {trial}: {pair}"
+            assert set(pair) <= {"resumed"} | LOSING, f"trial {trial}: {pair}"
+            ran = counts.get(f"action {thread}", 0)
+            assert ran == (1 if approver[trial] == "resumed" else 0), f"trial {trial}: {pair}"
+            messages = graph.get_state({"configurable": {"thread_id": thread}}).values["messages"]
+            [result] = [m for m in messages if isinstance(m, ToolMessage)]
+            assert (result.status == "error") == (rejecter[trial] == "resumed")
+    print(
+        f"{len(threads)} trials: approve took {approver.count('resumed')}, reject took "
+        f"{rejecter.count('resumed')}; losers {dict(Counter(o for r in results for o in r if o != 'resumed'))}"
+    )
+
+
+def test_approve_and_reject_at_once_on_sqlite(tmp_path):
+    checkpoints = str(tmp_path / "checkpoints.db")
+    effects = tmp_path / "effects.db"
+    threads = [f"sqlite-ar-{i}" for i in range(TRIALS)]
+    results = race(checkpoints, effects, threads, ("approve", "reject"))
+    assert_one_answer_taken(checkpoints, effects, threads, results)
+
+
+def test_approve_and_reject_at_once_on_postgres(tmp_path, postgres_url):  # noqa: F811
+    effects = tmp_path / "effects.db"
+    threads = [f"pg-ar-{tmp_path.name}-{i}" for i in range(TRIALS)]
+    results = race(postgres_url, effects, threads, ("approve", "reject"))
+    assert_one_answer_taken(postgres_url, effects, threads, results)

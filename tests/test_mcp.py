@@ -280,6 +280,77 @@ def test_config_from_json_file_and_qwen_agent_list(tmp_path: Path) -> None:
             "math.cmd: unknown field for the stdio transport",
         ),
         ({"math": {"transport": "sse", "url": 8000}}, "math.url: must be a string"),
+        # refused with the key's path, not a bare ValueError from the URL parser
+        (
+            {"mcpServers": {"web": {"url": "http://[::1/mcp"}}},
+            "mcpServers.web.url: is not a valid URL",
+        ),
+        (
+            {"mcpServers": {"web": {"url": "http://[::1/mcp", "type": "sse"}}},
+            "mcpServers.web.url: is not a valid URL",
+        ),
+        # refused here, not only when the server starts
+        (
+            {"mcpServers": {"web": {"url": "http://h:99999/mcp"}}},
+            "mcpServers.web.url: is not a valid URL",
+        ),
+        (
+            {"mcpServers": {"web": {"url": "http://h:port/mcp"}}},
+            "mcpServers.web.url: is not a valid URL",
+        ),
+        (
+            {"mcpServers": {"s": {"command": "py\x00thon"}}},
+            "mcpServers.s.command: must not contain a NUL",
+        ),
+        (
+            {"mcpServers": {"s": {"command": "x", "args": ["a\x00"]}}},
+            "mcpServers.s.args[0]: must not contain a NUL",
+        ),
+        (
+            {"mcpServers": {"s": {"command": "x", "env": {"K": "v\x00"}}}},
+            "mcpServers.s.env.K: must not contain a NUL",
+        ),
+        (
+            {"mcpServers": {"s": {"command": "x", "env": {"K\x00": "v"}}}},
+            "mcpServers.s.env: must not contain a NUL",
+        ),
+        (
+            {"mcpServers": {"s": {"command": "x", "cwd": "/tmp\x00"}}},
+            "mcpServers.s.cwd: must not contain a NUL",
+        ),
+        (
+            {"mcpServers": {"w": {"url": "http://h/mcp\x00"}}},
+            "mcpServers.w.url: must not contain a NUL",
+        ),
+        (
+            {"math": {"transport": "stdio", "command": "x", "args": [], "session_kwargs": 5}},
+            "math.session_kwargs: must be an object",
+        ),
+        (
+            {"math": {"transport": "stdio", "command": "x", "args": [], "encoding": "utf-99"}},
+            "math.encoding: unknown text encoding 'utf-99'",
+        ),
+        (
+            {
+                "math": {
+                    "transport": "stdio",
+                    "command": "x",
+                    "args": [],
+                    "encoding_error_handler": "loud",
+                }
+            },
+            "math.encoding_error_handler: must be one of strict, ignore, replace",
+        ),
+        (
+            {
+                "math": {
+                    "transport": "streamable_http",
+                    "url": "http://h/mcp",
+                    "terminate_on_close": "yes",
+                }
+            },
+            "math.terminate_on_close: must be true or false",
+        ),
     ],
 )
 def test_bad_config_is_refused_naming_server_and_field(
@@ -299,6 +370,22 @@ def test_bad_config_file(tmp_path: Path) -> None:
     bad.write_text("{not json")
     with pytest.raises(MCPConfigError, match="invalid JSON"):
         parse_mcp_config(bad)
+    latin = tmp_path / "latin.json"
+    latin.write_bytes('{"mcpServers": {"s": {"command": "café"}}}'.encode("latin-1"))
+    with pytest.raises(MCPConfigError, match=r"latin\.json: config file is not UTF-8 text"):
+        parse_mcp_config(latin)
+
+
+def test_bad_roots_and_sampling_models_name_their_key() -> None:
+    with pytest.raises(
+        MCPConfigError, match=r"mcpServers\.weather\.roots\[1\]: must not contain a NUL"
+    ):
+        MCPToolkit.from_config(weather_stdio_config(roots=["/tmp", "/tmp/a\x00b"]))
+    bad_model = weather_stdio_config(sampling={"allow": True, "model": "nonsense:xyz"})
+    with pytest.raises(
+        MCPConfigError, match=r"mcpServers\.weather\.sampling\.model: .*unknown provider"
+    ):
+        MCPToolkit.from_config(bad_model)
 
 
 def test_from_config_starts_nothing(seed_db: Path) -> None:

@@ -63,8 +63,10 @@ __all__ = [
     "ToolCallAlreadyRan",
     "ToolCallClaimed",
     "ToolCallInProgress",
+    "aforget_thread",
     "claim_in_task",
     "claims_for",
+    "forget_thread",
 ]
 
 log = logging.getLogger(__name__)
@@ -277,6 +279,11 @@ class _Release:
 
 
 @dataclass(frozen=True)
+class _Forget:  # every claim of a thread (the thread is being deleted)
+    thread_id: str
+
+
+@dataclass(frozen=True)
 class _Head:  # the thread's latest checkpoint id (from the saver)
     key: ClaimKey
 
@@ -286,7 +293,7 @@ class _Run:  # run the call itself (what the caller of the flow gave)
     pass
 
 
-_Op = _Insert | _Get | _Swap | _Finish | _Release | _Head | _Run
+_Op = _Insert | _Get | _Swap | _Finish | _Release | _Forget | _Head | _Run
 _Flow = Generator[_Op, Any, Any]
 
 
@@ -299,6 +306,11 @@ class _MemoryStore:
 
     def run(self, op: _Op) -> Any:
         with self.lock:
+            if isinstance(op, _Forget):
+                gone = [k for k in self.rows if k.thread_id == op.thread_id]
+                for k in gone:
+                    del self.rows[k]
+                return len(gone)
             held = self.rows.get(op.key if not isinstance(op, _Insert | _Swap) else op.row.key)
             if isinstance(op, _Insert):
                 if held is not None:
@@ -372,6 +384,8 @@ class _SqlStore:
                 f"WHERE {_KEY} AND owner = ?"
             )
             params = (op.status, op.result_type, op.result, *_key(op.key), op.owner)
+        elif isinstance(op, _Forget):
+            sql, params = f"DELETE FROM {CLAIMS_TABLE} WHERE thread_id = ?", (op.thread_id,)
         else:
             assert isinstance(op, _Release)
             sql = f"DELETE FROM {CLAIMS_TABLE} WHERE {_KEY} AND owner = ?"
@@ -387,6 +401,8 @@ class _SqlStore:
             key = ClaimKey(thread_id, ns, call_id)
             result = bytes(result) if result is not None else None
             return ClaimRow(key, tool, owner, step, status, created, rtype, result)
+        if isinstance(op, _Forget):
+            return rowcount
         return rowcount == 1
 
 
@@ -538,6 +554,20 @@ def claims_for(saver: BaseCheckpointSaver, *, stale_after: float | None = None) 
         if store is None:
             store = _STORES[saver] = _store_for(saver)
     return CallClaims(store, saver, stale_after=stale_after)
+
+
+def forget_thread(saver: BaseCheckpointSaver, thread_id: str) -> int:
+    """Delete the claims (and the results stored with them) of ``thread_id``; the number
+    deleted. The savers of :mod:`fncall_graph.adapters.checkpoint` do it in their
+    ``delete_thread``; call it beside ``delete_thread`` of any other saver."""
+    return claims_for(saver).store.run(_Forget(thread_id))
+
+
+async def aforget_thread(saver: BaseCheckpointSaver, thread_id: str) -> int:
+    """:func:`forget_thread` for an async saver."""
+    store = claims_for(saver).store
+    arun = getattr(store, "arun", None)  # a sync saver's store has none
+    return await arun(_Forget(thread_id)) if arun else store.run(_Forget(thread_id))
 
 
 # -- the flows: what to do with a claim, whatever the store

@@ -9,7 +9,8 @@ build the usual ones ready to use (tables created, connections opened and closed
   (``langgraph-checkpoint-postgres``: ``pip install 'fncall-graph[postgres]'``).
 
 Each is a context manager: the saver is usable inside the ``with`` block and its
-connection is closed at the end.
+connection is closed at the end. Their ``delete_thread`` also deletes the thread's tool
+call claims (:func:`~fncall_graph.adapters.checkpoint.claims.forget_thread`).
 
 Example:
     ```python
@@ -39,6 +40,8 @@ from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base import ChannelVersions, Checkpoint, CheckpointMetadata
 from langgraph.checkpoint.sqlite import SqliteSaver
 from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
+
+from .claims import aforget_thread, forget_thread
 
 if TYPE_CHECKING:
     from langgraph.checkpoint.postgres import PostgresSaver
@@ -80,6 +83,29 @@ _POSTGRES_MISSING = (
     "PostgreSQL checkpoints need the 'postgres' extra: pip install 'fncall-graph[postgres]' "
     "(langgraph-checkpoint-postgres, psycopg[binary], psycopg-pool)"
 )
+
+
+class _ForgetsClaims:
+    """``delete_thread`` also deletes the thread's tool call claims (and the results
+    stored with them), which live in a table of their own beside the checkpoints."""
+
+    def delete_thread(self, thread_id: str) -> None:
+        super().delete_thread(thread_id)  # type: ignore[misc]
+        forget_thread(self, thread_id)  # type: ignore[arg-type]
+
+    async def adelete_thread(self, thread_id: str) -> None:
+        await super().adelete_thread(thread_id)  # type: ignore[misc]
+        await aforget_thread(self, thread_id)  # type: ignore[arg-type]
+
+
+_WITH_CLAIMS: dict[type, type] = {}
+
+
+def _with_claims(cls: type[T]) -> type[T]:
+    """``cls`` (a LangGraph saver class), its ``delete_thread`` deleting claims too."""
+    if cls not in _WITH_CLAIMS:
+        _WITH_CLAIMS[cls] = type(cls.__name__, (_ForgetsClaims, cls), {"__doc__": cls.__doc__})
+    return _WITH_CLAIMS[cls]  # type: ignore[return-value]
 
 
 def _file(path: str | Path) -> str:
@@ -184,7 +210,7 @@ def _try_again(what: str, exc: sqlite3.OperationalError, attempt: int) -> None:
     )
 
 
-class DurableSqliteSaver(SqliteSaver):
+class DurableSqliteSaver(_ForgetsClaims, SqliteSaver):
     """A ``SqliteSaver`` whose writes ride out a locked database (each statement waits
     up to the connection's busy timeout, a write is tried :data:`WRITE_ATTEMPTS` times)
     and whose failed step writes stop the run before its next step
@@ -223,7 +249,7 @@ class DurableSqliteSaver(SqliteSaver):
             )
 
 
-class DurableAsyncSqliteSaver(AsyncSqliteSaver):
+class DurableAsyncSqliteSaver(_ForgetsClaims, AsyncSqliteSaver):
     """:class:`DurableSqliteSaver` for ``ainvoke``/``astream``."""
 
     def __init__(self, conn: aiosqlite.Connection, **kwargs: Any) -> None:
@@ -318,7 +344,7 @@ def _postgres_modules() -> tuple[type[PostgresSaver], type[AsyncPostgresSaver]]:
         from langgraph.checkpoint.postgres.aio import AsyncPostgresSaver
     except ImportError as exc:
         raise ImportError(f"{_POSTGRES_MISSING} ({exc})") from exc
-    return PostgresSaver, AsyncPostgresSaver
+    return _with_claims(PostgresSaver), _with_claims(AsyncPostgresSaver)
 
 
 def _pool(pool_cls: Any, url: str, max_connections: int) -> Any:

@@ -8,6 +8,7 @@ the words of the config file, not of the validator.
 
 from __future__ import annotations
 
+import codecs
 import json
 import logging
 import os
@@ -73,7 +74,24 @@ def _expand(value: str, where: str) -> str:
             return default
         raise MCPConfigError(where, f"environment variable ${{{name}}} is not set")
 
-    return _VAR_RE.sub(sub, value)
+    return _no_nul(_VAR_RE.sub(sub, value), where)
+
+
+def _no_nul(text: str, where: str) -> str:
+    if "\x00" in text:
+        # the OS refuses it only when the server starts, far from the config
+        raise MCPConfigError(where, "must not contain a NUL byte")
+    return text
+
+
+def _split_url(url: str, where: str) -> Any:
+    """``urlsplit(url)`` with its port read, or an error naming ``where``."""
+    try:
+        parts = urlsplit(url)
+        parts.port  # noqa: B018  (reading it checks it: a bad port raises here, not at start)
+    except ValueError as exc:
+        raise MCPConfigError(where, f"is not a valid URL ({exc}): {url!r}") from None
+    return parts
 
 
 class _Fields(BaseModel):
@@ -141,7 +159,10 @@ def _stdio_connection(spec: Mapping[str, Any], where: str) -> dict[str, Any]:
         "args": [_expand(a, f"{where}.args[{i}]") for i, a in enumerate(server.args or [])],
     }
     if server.env is not None:
-        env = {k: _expand(v, f"{where}.env.{k}") for k, v in server.env.items()}
+        env = {
+            _expand(k, f"{where}.env"): _expand(v, f"{where}.env.{k}")
+            for k, v in server.env.items()
+        }
         # The MCP SDK would otherwise start the server with a bare environment
         # plus `env`, so PATH, HOME, virtualenv settings etc. would be lost.
         conn["env"] = {**os.environ, **env}
@@ -154,14 +175,17 @@ def _url_connection(spec: Mapping[str, Any], where: str, transport: str) -> dict
     server = _checked(RemoteServer, spec, where)
     url = _expand(server.url, f"{where}.url")
     schemes = ("ws", "wss") if transport == "websocket" else ("http", "https")
-    parts = urlsplit(url)
+    parts = _split_url(url, f"{where}.url")
     if parts.scheme not in schemes or not parts.netloc:
         raise MCPConfigError(f"{where}.url", f"must be a {'/'.join(schemes)} URL, got {url!r}")
     conn: dict[str, Any] = {"transport": transport, "url": url}
     if transport == "websocket":
         return conn
     if server.headers is not None:
-        conn["headers"] = {k: _expand(v, f"{where}.headers.{k}") for k, v in server.headers.items()}
+        conn["headers"] = {
+            _no_nul(k, f"{where}.headers"): _expand(v, f"{where}.headers.{k}")
+            for k, v in server.headers.items()
+        }
     for key in ("timeout", "sse_read_timeout"):
         seconds = getattr(server, key)
         if seconds is not None:
@@ -191,7 +215,7 @@ def _parse_mcp_servers_entry(spec: Mapping[str, Any], where: str) -> dict[str, A
             # No type given: the common convention is SSE for ".../sse" endpoints,
             # streamable HTTP otherwise.
             url = spec["url"]
-            path = urlsplit(url).path if isinstance(url, str) else ""
+            path = _split_url(url, f"{where}.url").path if isinstance(url, str) else ""
             kind = "sse" if path.rstrip("/").endswith("/sse") else "streamable-http"
         if kind not in _URL_TRANSPORTS:
             raise MCPConfigError(
@@ -228,8 +252,41 @@ def _parse_connection(spec: Mapping[str, Any], where: str) -> dict[str, Any]:
         checked = _stdio_connection(spec, where)
     else:
         checked = _url_connection(spec, where, transport)
-    # Fields the adapters accept that need no checking here (session_kwargs, auth, ...).
+    _check_passed_through(spec, where)
+    # Fields the adapters accept that need no more checking here (auth, ...).
     return {**dict(spec), **checked}
+
+
+_ERROR_HANDLERS = ("strict", "ignore", "replace")
+
+
+def _check_passed_through(spec: Mapping[str, Any], where: str) -> None:
+    """The adapters' own fields that would otherwise fail only when the server starts."""
+    kwargs = spec.get("session_kwargs")
+    if kwargs is not None and not (
+        isinstance(kwargs, Mapping) and all(isinstance(k, str) for k in kwargs)
+    ):
+        raise MCPConfigError(
+            f"{where}.session_kwargs",
+            f"must be an object of ClientSession keyword arguments, got {type(kwargs).__name__}",
+        )
+    encoding = spec.get("encoding")
+    if encoding is not None:
+        try:
+            codecs.lookup(encoding)  # type: ignore[arg-type]
+        except (LookupError, TypeError):
+            raise MCPConfigError(
+                f"{where}.encoding", f"unknown text encoding {encoding!r}"
+            ) from None
+    handler = spec.get("encoding_error_handler")
+    if handler is not None and handler not in _ERROR_HANDLERS:
+        raise MCPConfigError(
+            f"{where}.encoding_error_handler",
+            f"must be one of {', '.join(_ERROR_HANDLERS)}, got {handler!r}",
+        )
+    close = spec.get("terminate_on_close")
+    if close is not None and not isinstance(close, bool):
+        raise MCPConfigError(f"{where}.terminate_on_close", f"must be true or false, got {close!r}")
 
 
 def read_config(config: ConfigSource) -> Any:
@@ -242,6 +299,10 @@ def read_config(config: ConfigSource) -> Any:
             raise MCPConfigError(
                 str(path), f"cannot read config file: {exc.strerror or exc}"
             ) from exc
+        except UnicodeDecodeError as exc:
+            raise MCPConfigError(
+                str(path), f"config file is not UTF-8 text (byte {exc.start}: {exc.reason})"
+            ) from None
         try:
             return json.loads(text)
         except json.JSONDecodeError as exc:
@@ -385,7 +446,10 @@ def root_settings(config: ConfigSource) -> dict[str, list[dict[str, str]]]:
                 )
             uri = _expand(uri, f"{where}[{i}]")
             if "://" not in uri:
-                uri = Path(uri).expanduser().resolve().as_uri()
+                try:
+                    uri = Path(uri).expanduser().resolve().as_uri()
+                except (OSError, RuntimeError, ValueError) as exc:
+                    raise MCPConfigError(f"{where}[{i}]", f"is not a usable path: {exc}") from None
             item = {"uri": uri}
             if isinstance(entry.get("name"), str):
                 item["name"] = entry["name"]

@@ -509,7 +509,12 @@ class MCPToolkit:
         if isinstance(model, str):
             from ..models import resolve_model
 
-            model = resolve_model(model)
+            try:
+                model = resolve_model(model)
+            except (ValueError, ImportError) as exc:
+                if not settings.model:
+                    raise
+                raise MCPConfigError(f"mcpServers.{server}.sampling.model", str(exc)) from None
         return sampler(server, model, settings)
 
     @classmethod

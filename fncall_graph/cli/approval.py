@@ -6,6 +6,8 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from fncall_graph.nodes.approve import bind_decisions
+
 from .resources import CLIError
 from .terminal import UI
 
@@ -49,7 +51,8 @@ class TerminalReview:
             if i < len(configs):
                 allowed = list(configs[i].get("allowed_decisions") or allowed)
             decisions.append(self._decision(action, allowed))
-        return {"decisions": decisions}
+        # bound to the review shown: a stale or repeated answer is refused, not applied
+        return bind_decisions(request, decisions)
 
     def _decision(self, action: Mapping[str, Any], allowed: Sequence[str]) -> dict[str, Any]:
         keys = {"y": "approve", "e": "edit", "n": "reject"}
