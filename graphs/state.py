@@ -10,6 +10,8 @@ from langgraph.channels import UntrackedValue
 from langgraph.graph.message import add_messages
 from typing_extensions import TypedDict  # pydantic reads this one on Python 3.11
 
+__all__ = ["FncallDebugState", "FncallInput", "FncallState", "check_input"]
+
 
 class FncallInput(TypedDict):
     """What a run takes as input: messages only. The other state keys are the graph's

@@ -112,3 +112,15 @@ def test_no_import_circle() -> None:
     for node in sorted(graph):
         if node not in seen:
             visit(node)
+
+
+@pytest.mark.parametrize("name", sorted(ALL))
+def test_every_module_says_what_it_exports(name: str) -> None:
+    # a module's public names are listed; everything else starts with an underscore
+    tree = ast.parse(ALL[name].read_text(encoding="utf-8"))
+    declared = any(
+        isinstance(node, ast.Assign)
+        and any(getattr(t, "id", "") == "__all__" for t in node.targets)
+        for node in tree.body
+    )
+    assert declared, f"{name} has no __all__"

@@ -30,6 +30,17 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from .errors import MCPConfigError
 
+__all__ = [
+    "ConfigSource",
+    "RemoteServer",
+    "SamplingSettings",
+    "StdioServer",
+    "parse_mcp_config",
+    "read_config",
+    "root_settings",
+    "sampling_settings",
+]
+
 logger = logging.getLogger(__name__)
 
 M = TypeVar("M", bound=BaseModel)

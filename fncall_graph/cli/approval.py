@@ -11,6 +11,8 @@ from fncall_graph.nodes.approve import bind_decisions
 from .resources import CLIError
 from .terminal import UI
 
+__all__ = ["TerminalReview"]
+
 
 class TerminalReview:
     """Answers a graph's approval interrupts by asking at the terminal.
