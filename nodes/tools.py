@@ -19,6 +19,7 @@ import asyncio
 import concurrent.futures
 import contextvars
 import json
+import queue
 import re
 import threading
 import time
@@ -65,6 +66,7 @@ __all__ = [
     "stored_result",
     "tool_error_message",
     "unknown_outcome",
+    "wait_for_running_calls",
 ]
 
 DEFAULT_TOOL_TIMEOUT = 600.0
@@ -548,12 +550,58 @@ def binary_as_text(message: ToolMessage) -> ToolMessage:
         return message.model_copy(update={"content": note, "artifact": artifact})
 
 
+class _DaemonWorkers:
+    """Daemon threads kept for reuse: a thread per call costs more than a short tool.
+
+    A daemon thread (unlike a thread pool's worker) does not keep the interpreter from
+    exiting while a call abandoned after its timeout still runs; an idle worker takes the
+    next call, and a new one starts only when none is idle.
+    """
+
+    def __init__(self) -> None:
+        self._jobs: queue.SimpleQueue[Callable[[], None]] = queue.SimpleQueue()
+        self._idle = 0
+        self._busy = 0
+        self._changed = threading.Condition()
+
+    def submit(self, job: Callable[[], None]) -> None:
+        with self._changed:
+            self._busy += 1
+            start = self._idle == 0
+            if not start:
+                self._idle -= 1
+        self._jobs.put(job)
+        if start:
+            threading.Thread(target=self._work, name="fncall-tool-call", daemon=True).start()
+
+    def wait_idle(self, timeout: float | None) -> bool:
+        with self._changed:
+            return self._changed.wait_for(lambda: self._busy == 0, timeout)
+
+    def _work(self) -> None:
+        while True:
+            self._jobs.get()()
+            with self._changed:
+                self._busy -= 1
+                self._idle += 1
+                self._changed.notify_all()
+
+
+_WORKERS = _DaemonWorkers()
+
+
+def wait_for_running_calls(timeout: float | None = None) -> bool:
+    """Wait until the sync tool calls still running (those past ``tool_timeout`` too)
+    have ended and settled their claims; ``False`` if ``timeout`` seconds passed first.
+    For a clean shutdown, or a test."""
+    return _WORKERS.wait_idle(timeout)
+
+
 def _in_daemon_thread(fn: Callable[..., Any], *args: Any) -> concurrent.futures.Future[Any]:
     """Run ``fn(*args)`` in a daemon thread, with the caller's context variables.
 
     A sync call cannot be cancelled. After a timeout it is abandoned and its result
-    dropped; a daemon thread (unlike a thread pool's worker) does not keep the
-    interpreter from exiting while it still waits.
+    dropped, while its thread runs on.
     """
     future: concurrent.futures.Future[Any] = concurrent.futures.Future()
     ctx = contextvars.copy_context()
@@ -568,5 +616,5 @@ def _in_daemon_thread(fn: Callable[..., Any], *args: Any) -> concurrent.futures.
         else:
             future.set_result(result)
 
-    threading.Thread(target=run, name="fncall-tool-call", daemon=True).start()
+    _WORKERS.submit(run)
     return future

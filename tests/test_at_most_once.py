@@ -21,6 +21,7 @@ from langgraph.types import Command, interrupt
 
 from fncall_graph import create_fncall_graph
 from fncall_graph.adapters.checkpoint import async_sqlite_saver, sqlite_saver
+from fncall_graph.nodes.tools import wait_for_running_calls
 from fncall_graph.testing import ReplayChatModel
 
 
@@ -213,11 +214,9 @@ def test_a_sync_tool_under_a_timeout_in_an_async_run_is_claimed(tmp_path):
 
 
 def join_tool_threads() -> None:
-    """Wait for the threads of sync calls left running past their timeout."""
-    for thread in threading.enumerate():
-        if thread.name == "fncall-tool-call":
-            thread.join(timeout=60)  # a bound against a hung suite, not a synchronisation
-            assert not thread.is_alive()
+    """Wait for the sync calls left running past their timeout to end and settle."""
+    # the bound is against a hung suite, not a synchronisation
+    assert wait_for_running_calls(timeout=60)
 
 
 @pytest.mark.parametrize("mode", ["sync", "async"])
