@@ -27,6 +27,7 @@ from fncall_graph.nodes.approve import (
     ApproveNode,
     InterruptMode,
     InterruptOnConfig,
+    no_check,
     resume_guard,
     unanswered_calls,
     unknown_tool,
@@ -61,10 +62,6 @@ class _Node(Runnable[Any, Any]):
         return await self.afunc(input, config or {})
 
 
-def _no_check() -> None:
-    return None
-
-
 class FncallGraph(CompiledStateGraph):
     """The compiled graph, with every ``Command(resume=...)`` checked against what is
     pending before it runs (see :func:`~fncall_graph.nodes.approve.resume_guard`): an
@@ -91,7 +88,7 @@ class FncallGraph(CompiledStateGraph):
         except ValueError:  # no checkpointer: LangGraph says so itself
             state = None
         run_config, after = (
-            resume_guard(state, input.resume, config) if state else (config, _no_check)
+            resume_guard(state, input.resume, config) if state else (config, no_check)
         )
         yield from super().stream(input, run_config, **kwargs)
         after()
@@ -106,7 +103,7 @@ class FncallGraph(CompiledStateGraph):
         except ValueError:
             state = None
         run_config, after = (
-            resume_guard(state, input.resume, config) if state else (config, _no_check)
+            resume_guard(state, input.resume, config) if state else (config, no_check)
         )
         async for chunk in super().astream(input, run_config, **kwargs):
             yield chunk

@@ -78,6 +78,7 @@ __all__ = [
     "StaleApproval",
     "bind_decisions",
     "last_ai_message",
+    "no_check",
     "normalize_interrupt_on",
     "note_answer",
     "own_answer_taken",
@@ -441,6 +442,10 @@ def own_answer_taken(config: RunnableConfig | None) -> None:
     )
 
 
+def no_check() -> None:
+    """No check after a run that needs none."""
+
+
 def resume_guard(
     state: Any, resume: Any, config: RunnableConfig | None
 ) -> tuple[RunnableConfig | None, Callable[[], None]]:
@@ -461,15 +466,15 @@ def resume_guard(
         for i in reviews
         for a in i.value.get("action_requests", [i.value])  # per_call: the value itself
     ]
+    if not pending and getattr(state, "next", ()):
+        # the last run stopped mid-way after its answer was taken (a replica killed, a
+        # run cancelled by another; a server retries the same run): go on from there,
+        # as invoke(None) would; this answer is not used
+        return config, no_check
     if not pending:
-        more = (
-            " (its last run stopped mid-way: invoke(None) finishes it)"
-            if getattr(state, "next", ())
-            else ""
-        )
         raise StaleApproval(
-            f"thread {thread_id!r} has no pending interrupt{more}: this answer answers "
-            "nothing (already answered, or never asked); nothing was run",
+            f"thread {thread_id!r} has no pending interrupt: this answer answers nothing "
+            "(already answered, or never asked); nothing was run",
             thread_id=thread_id,
         )
     by_id = (

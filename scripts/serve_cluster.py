@@ -67,8 +67,9 @@ def free_port() -> int:
         return sock.getsockname()[1]
 
 
-# what langgraph-api logs when its lifespan ends (a graph that failed to load ends it)
-SHUTDOWN_LINE = "Shutting down remote graphs"
+# what the server logs when a graph cannot be loaded, after which it stops serving but,
+# in the current versions, lingers instead of exiting
+GRAPH_FAILED_LINE = "failed to load"
 
 
 def wait_until(
@@ -83,7 +84,7 @@ def wait_until(
     deadline = time.monotonic() + timeout
     while not ready():
         if alive is not None and not alive():
-            raise ClusterError(f"{what} exited (or shut down) before it was ready")
+            raise ClusterError(f"{what} exited (or failed to load a graph) before it was ready")
         if time.monotonic() > deadline:
             raise ClusterError(f"{what} was not ready within {timeout:.0f} s")
         time.sleep(0.05)  # poll interval; readiness itself is the condition
@@ -325,15 +326,14 @@ class Replica:
         return self.pid is not None and pid_alive(self.pid)
 
     def starting(self) -> bool:
-        """Alive and not shutting down: a replica whose graphs failed to load logs its
-        shutdown, and some server versions then linger instead of exiting."""
+        """Alive, and no graph of it failed to load (a replica that logs so never serves)."""
         if not self.alive():
             return False
         try:
             log = self.log.read_text(errors="replace")
         except OSError:
             return True
-        return SHUTDOWN_LINE not in log
+        return GRAPH_FAILED_LINE not in log
 
 
 @dataclass

@@ -97,7 +97,7 @@ def test_a_replica_that_cannot_start_says_why_and_stops_the_rest(tmp_path: Path)
     )
     cluster = Cluster(tmp_path / "state", replicas_wanted=1, config=bad, env=ENV)
     with pytest.raises(
-        ClusterError, match=r"replica 0 .* exited \(or shut down\) before it was ready"
+        ClusterError, match=r"replica 0 .* exited \(or failed to load a graph\) before it was ready"
     ) as info:
         cluster.start()
     assert "no_such_module" in str(info.value)  # the replica's log, quoted
