@@ -148,7 +148,8 @@ class LocalModelServer:
 
     Args:
         model_path: GGUF file to serve; defaults to :func:`bundled_gguf_path`.
-        n_ctx: context size; 4096 holds a system prompt listing a handful of tools.
+        n_ctx: context size; 8192 is what SmolLM2 was trained for, and holds the demo's
+            four questions with a system prompt listing a handful of tools.
         n_threads: CPU threads for generation; defaults to half the cores (at least
             one), since llama.cpp's spinning threads slow down badly when they compete
             with other work for every core. Prompt processing uses all cores (at most 4).
@@ -170,7 +171,7 @@ class LocalModelServer:
         self,
         model_path: str | os.PathLike[str] | None = None,
         *,
-        n_ctx: int = 4096,
+        n_ctx: int = 8192,
         n_threads: int | None = None,
         chat_template: str | None = DEFAULT_CHAT_TEMPLATE,
         startup_timeout: float = 120.0,
@@ -479,7 +480,7 @@ def serve(argv: list[str] | None = None) -> None:
     )
     parser.add_argument("--model", required=True, help="GGUF file to serve")
     parser.add_argument("--alias", default=MODEL_ALIAS, help="model name the server answers to")
-    parser.add_argument("--n-ctx", type=int, default=4096)
+    parser.add_argument("--n-ctx", type=int, default=8192)
     parser.add_argument("--n-threads", type=int, default=1)
     parser.add_argument("--n-threads-batch", type=int, default=1)
     parser.add_argument("--chat-template", default=None)
