@@ -67,6 +67,16 @@ def free_port() -> int:
         return sock.getsockname()[1]
 
 
+_CHECKPOINT_SETUP = """
+import os
+from langgraph.checkpoint.postgres import PostgresSaver
+from langgraph.store.postgres import PostgresStore
+with PostgresSaver.from_conn_string(os.environ["DATABASE_URI"]) as saver:
+    saver.setup()
+with PostgresStore.from_conn_string(os.environ["DATABASE_URI"]) as store:
+    store.setup()
+"""
+
 # what the server logs when a graph cannot be loaded, after which it stops serving but,
 # in the current versions, lingers instead of exiting
 GRAPH_FAILED_LINE = "failed to load"
@@ -425,6 +435,17 @@ class Cluster:
         )
         if done.returncode:
             raise ClusterError(f"migrations failed:\n{done.stdout}\n{done.stderr}")
+        # LangGraph's own checkpoint and store tables, set up once here: the workers of one replica
+        # start at the same moment, and two setups at once collide in PostgreSQL's catalog
+        done = subprocess.run(
+            [str(server_bin("python")), "-c", _CHECKPOINT_SETUP],
+            env=self.replica_env(),
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+        if done.returncode:
+            raise ClusterError(f"checkpoint setup failed:\n{done.stdout}\n{done.stderr}")
 
     def start_replica(self, index: int) -> Replica:
         """(Re)start replica ``index`` on its port."""

@@ -112,7 +112,9 @@ async def test_an_approval_resumed_on_both_replicas_at_once_writes_once(
 
     statuses = await asyncio.gather(resume(a), resume(b))
     print(f"\nmultitask strategy {strategy}: the two resumes ended {statuses}")
-    assert "success" in statuses, statuses
+    # under rollback the run that wrote may be deleted (404) once the other, now a stale
+    # answer, was created: the thread's state below says the work was done, once
+    assert "success" in statuses or (strategy == "rollback" and "404" in statuses), statuses
     if strategy == "reject":
         assert sorted(statuses) == ["409", "success"], statuses
 
