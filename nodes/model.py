@@ -187,11 +187,11 @@ class ModelNode:
         sent = _SentInput()
         calls = model_calls_this_turn(state["messages"])
         try:
-            reply = self._call(dialect, calls, state, config, sent)
+            reply = self._call(*self._request(dialect, calls, state, config, sent))
         except Exception as exc:
             dialect, reason = self._fallback_for(dialect, exc)
             sent = _SentInput()
-            reply = self._call(dialect, calls, state, config, sent)
+            reply = self._call(*self._request(dialect, calls, state, config, sent))
             return self._finish(dialect, reply, state, sent, reason)
         return self._finish(dialect, reply, state, sent)
 
@@ -203,41 +203,38 @@ class ModelNode:
         sent = _SentInput()
         calls = model_calls_this_turn(state["messages"])
         try:
-            reply = await self._acall(dialect, calls, state, config, sent)
+            reply = await self._acall(*self._request(dialect, calls, state, config, sent))
         except Exception as exc:
             dialect, reason = self._fallback_for(dialect, exc)
             sent = _SentInput()
-            reply = await self._acall(dialect, calls, state, config, sent)
+            reply = await self._acall(*self._request(dialect, calls, state, config, sent))
             return self._finish(dialect, reply, state, sent, reason)
         return self._finish(dialect, reply, state, sent)
 
-    def _call(
+    def _request(
         self,
         dialect: Dialect,
         calls: int,
         state: dict[str, Any],
         config: RunnableConfig,
         sent: _SentInput,
-    ) -> AIMessage:
+    ) -> tuple[Runnable, list[BaseMessage], RunnableConfig]:
+        """What one model call sends: the runnable, the history and the config."""
         runnable = self._call_for(calls, dialect)
         history = self.plan.with_system(state["messages"])
-        config = merge_configs(config, {"callbacks": [sent]})
+        return runnable, history, merge_configs(config, {"callbacks": [sent]})
+
+    @staticmethod
+    def _call(runnable: Runnable, history: list[BaseMessage], config: RunnableConfig) -> AIMessage:
         reply = runnable.invoke(history, config)
         if _says_nothing(reply):  # a second try often says something
             reply = runnable.invoke(history, config)
         return reply
 
+    @staticmethod
     async def _acall(
-        self,
-        dialect: Dialect,
-        calls: int,
-        state: dict[str, Any],
-        config: RunnableConfig,
-        sent: _SentInput,
+        runnable: Runnable, history: list[BaseMessage], config: RunnableConfig
     ) -> AIMessage:
-        runnable = self._call_for(calls, dialect)
-        history = self.plan.with_system(state["messages"])
-        config = merge_configs(config, {"callbacks": [sent]})
         reply = await runnable.ainvoke(history, config)
         if _says_nothing(reply):  # a second try often says something
             reply = await runnable.ainvoke(history, config)

@@ -138,7 +138,37 @@ WRITERS: dict[str, Callable[[list[tuple[str, dict[str, Any]]]], str]] = {
     ),
 }
 
+
 # formats whose parameter values are untyped text: their writers and values differ
+def arg_key_call(name: str, args: dict[str, Any], *, after_name: str = "", sep: str = "") -> str:
+    """One GLM/Hunyuan-style call: ``<tool_call>name<arg_key>k</arg_key><arg_value>v…``."""
+    pairs = "".join(
+        f"<arg_key>{k}</arg_key>{sep}<arg_value>{v}</arg_value>{sep}" for k, v in args.items()
+    )
+    return f"<tool_call>{name}{after_name}{pairs}</tool_call>"
+
+
+def seed_oss(cs: list[tuple[str, dict[str, Any]]]) -> str:
+    """Seed-OSS: one ``<seed:tool_call>`` block per call, ``<parameter=k>`` values."""
+    return "".join(
+        f"<seed:tool_call>\n<function={n}>\n"
+        + "".join(f"<parameter={k}>{v}</parameter>\n" for k, v in a.items())
+        + "</function>\n</seed:tool_call>"
+        for n, a in cs
+    )
+
+
+def minimax_xml(cs: list[tuple[str, dict[str, Any]]]) -> str:
+    """MiniMax-M1/M2's ``<minimax:tool_call>`` block of ``<invoke>``/``<parameter>`` calls."""
+    invokes = "".join(
+        f'<invoke name="{n}">\n'
+        + "".join(f'<parameter name="{k}">{v}</parameter>\n' for k, v in a.items())
+        + "</invoke>\n"
+        for n, a in cs
+    )
+    return f"<minimax:tool_call>\n{invokes}</minimax:tool_call>"
+
+
 XML_WRITERS: dict[str, Callable[[list[tuple[str, dict[str, str]]]], str]] = {
     "qwen3-coder": lambda cs: "\n".join(
         "<tool_call>\n<function="
@@ -148,30 +178,9 @@ XML_WRITERS: dict[str, Callable[[list[tuple[str, dict[str, str]]]], str]] = {
         + "</function>\n</tool_call>"
         for n, a in cs
     ),
-    "seed-oss": lambda cs: "".join(
-        "<seed:tool_call>\n<function="
-        + n
-        + ">\n"
-        + "".join(f"<parameter={k}>{v}</parameter>\n" for k, v in a.items())
-        + "</function>\n</seed:tool_call>"
-        for n, a in cs
-    ),
-    "glm": lambda cs: "\n".join(
-        f"<tool_call>{n}\n"
-        + "".join(f"<arg_key>{k}</arg_key>\n<arg_value>{v}</arg_value>\n" for k, v in a.items())
-        + "</tool_call>"
-        for n, a in cs
-    ),
-    "minimax-xml": lambda cs: (
-        "<minimax:tool_call>\n"
-        + "".join(
-            f'<invoke name="{n}">\n'
-            + "".join(f'<parameter name="{k}">{v}</parameter>\n' for k, v in a.items())
-            + "</invoke>\n"
-            for n, a in cs
-        )
-        + "</minimax:tool_call>"
-    ),
+    "seed-oss": seed_oss,
+    "glm": lambda cs: "\n".join(arg_key_call(n, a, after_name="\n", sep="\n") for n, a in cs),
+    "minimax-xml": minimax_xml,
 }
 
 TWO = [(W, {"city": "Paris"}), ("get_time", {"zone": "CET"})]

@@ -16,7 +16,15 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from langchain_core.messages import AIMessage
-from test_readers import CALLS, MARKERS, _streamed_through_graph, calls, read, streamed
+from test_readers import (
+    CALLS,
+    MARKERS,
+    _streamed_through_graph,
+    arg_key_call,
+    calls,
+    read,
+    streamed,
+)
 
 from fncall_graph.adapters.formats.normalize import markup_dialect
 from fncall_graph.adapters.formats.readers import AUTO
@@ -134,12 +142,7 @@ def _hunyuan(sep: str) -> Callable[[list[tuple[str, dict[str, str]]]], str]:
     """HY v3 writes ``<tool_sep>`` after the name, HY v4 nothing."""
     return lambda cs: (
         "<tool_calls>"
-        + "".join(
-            f"<tool_call>{n}{sep}"
-            + "".join(f"<arg_key>{k}</arg_key><arg_value>{v}</arg_value>" for k, v in a.items())
-            + "</tool_call>"
-            for n, a in cs
-        )
+        + "".join(arg_key_call(n, a, after_name=sep) for n, a in cs)
         + "</tool_calls>"
     )
 

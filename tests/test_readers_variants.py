@@ -19,7 +19,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from langchain_core.messages import AIMessage
-from test_readers import MARKERS, calls, streamed
+from test_readers import MARKERS, arg_key_call, calls, minimax_xml, seed_oss, streamed
 
 from fncall_graph.adapters.formats.normalize import normalize
 from fncall_graph.adapters.formats.readers import AUTO
@@ -761,22 +761,8 @@ def test_a_closer_inside_a_json_string_does_not_end_the_call(text):
 
 XML_WRITERS = {
     "qwen3-xml": lambda cs: "\n".join(q3(n, a) for n, a in cs),
-    "glm-4.7": lambda cs: "".join(
-        f"<tool_call>{n}"
-        + "".join(f"<arg_key>{k}</arg_key><arg_value>{v}</arg_value>" for k, v in a.items())
-        + "</tool_call>"
-        for n, a in cs
-    ),
-    "minimax-m2": lambda cs: (
-        "<minimax:tool_call>\n"
-        + "".join(
-            f'<invoke name="{n}">\n'
-            + "".join(f'<parameter name="{k}">{v}</parameter>\n' for k, v in a.items())
-            + "</invoke>\n"
-            for n, a in cs
-        )
-        + "</minimax:tool_call>"
-    ),
+    "glm-4.7": lambda cs: "".join(arg_key_call(n, a) for n, a in cs),
+    "minimax-m2": minimax_xml,
     "minimax-m3": lambda cs: (
         f"{NS}<tool_call>\n"
         + "".join(
@@ -811,14 +797,7 @@ XML_WRITERS = {
         )
         + "<|close|>tools<|sep|>"
     ),
-    "seed-oss": lambda cs: "".join(
-        "<seed:tool_call>\n<function="
-        + n
-        + ">\n"
-        + "".join(f"<parameter={k}>{v}</parameter>\n" for k, v in a.items())
-        + "</function>\n</seed:tool_call>"
-        for n, a in cs
-    ),
+    "seed-oss": seed_oss,
 }
 
 # text a value may hold: angle brackets, slashes and equals signs, not a format's closers
