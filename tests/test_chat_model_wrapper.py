@@ -10,12 +10,17 @@ import json
 from functools import reduce
 
 import pytest
+from langchain_core.callbacks import BaseCallbackHandler
 from langchain_core.exceptions import OutputParserException
 from langchain_core.messages import AIMessage, AIMessageChunk, HumanMessage, SystemMessage
 from langchain_core.tools import tool
 
 from fncall_graph.adapters import get_dialect, with_dialect
-from fncall_graph.adapters.models.chat_model import DialectChatModel
+from fncall_graph.adapters.models.chat_model import (
+    UNREADABLE_CALLS_KEY,
+    DialectChatModel,
+    restore_unreadable_calls,
+)
 from fncall_graph.testing import ReplayChatModel
 
 
@@ -87,6 +92,53 @@ def test_stream_adds_up_to_the_parsed_message(chunk_size: int | None) -> None:
     assert all(json.loads(c["args"]) for c in tcc)
     assert "<tool_call>" not in "".join(str(c.content) for c in chunks)
     assert chunks[-1].chunk_position == "last"
+
+
+class _Tokens(BaseCallbackHandler):
+    """A streaming listener, as LangGraph's ``stream_mode="messages"`` attaches one."""
+
+    def on_llm_new_token(self, token: str, **kwargs: object) -> None:
+        pass
+
+
+NAN_FIELD = {
+    "content": None,
+    "tool_calls": [
+        {
+            "id": "c1",
+            "type": "function",
+            "function": {"name": "get_weather", "arguments": '{"city": NaN}'},
+        }
+    ],
+}
+BROKEN_MARKUP = (
+    '先查。\n<tool_call>\n{"name": "get_weather", "arguments": {"city": NaN}}\n</tool_call>'
+)
+
+
+@pytest.mark.parametrize(
+    ("dialect", "reply"),
+    [("native", NAN_FIELD), ("hermes", BROKEN_MARKUP)],
+    ids=["native", "hermes"],
+)
+@pytest.mark.parametrize("chunk_size", [None, 1, 7])
+def test_unreadable_calls_read_the_same_streamed_or_not(dialect, reply, chunk_size) -> None:
+    """Chunks carry no error and must quote an unreadable call's text; the streamed reply
+    gets both back, so the model is told why in either case and sees what it wrote."""
+    plain = with_dialect(ReplayChatModel([reply]), dialect).bind_tools(TOOLS).invoke("q")
+    inner = ReplayChatModel([reply, reply], chunk_size=chunk_size)
+    model = with_dialect(inner, dialect).bind_tools(TOOLS)
+    streamed = model.invoke("q", {"callbacks": [_Tokens()]})
+    summed = restore_unreadable_calls(_sum(list(model.stream("q"))))
+    assert plain.tool_calls == [] and len(plain.invalid_tool_calls) == 1
+    bad = plain.invalid_tool_calls[0]
+    assert "arguments.city is nan" in bad["error"] and "NaN" in bad["args"]
+    for other in (streamed, summed):
+        assert other.tool_calls == []
+        assert [(c["args"], c["error"]) for c in other.invalid_tool_calls] == [
+            (bad["args"], bad["error"])
+        ]
+        assert UNREADABLE_CALLS_KEY not in other.additional_kwargs
 
 
 async def test_async_paths_match_the_sync_ones() -> None:

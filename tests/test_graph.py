@@ -348,6 +348,54 @@ async def test_native_call_with_unreadable_arguments(mode) -> None:
     assert model.inputs[1][-1].tool_call_id == "c1"
 
 
+DEEP = "[" * 300 + "]" * 300
+
+
+@pytest.mark.parametrize("stream", [False, True], ids=["invoke", "stream"])
+@pytest.mark.parametrize(
+    ("arguments", "words"),
+    [
+        ('{"table": NaN}', "arguments.table is nan"),
+        ('{"table": "students", "n": Infinity}', "arguments.n is inf"),
+        ('{"table": ' + DEEP + "}", "nest deeper than 64 levels"),
+    ],
+    ids=["nan", "infinity", "300-deep"],
+)
+def test_field_calls_get_the_argument_checks_of_text_calls(stream, arguments, words) -> None:
+    """A provider's ``tool_calls`` can carry what JSON cannot (Python's reader takes NaN):
+    the call is answered as unreadable and never reaches the tool, streamed or not, and
+    the thread's checkpoint is written (300-deep arguments once broke its serializer)."""
+    seen: list[str] = []
+
+    @tool
+    def read_table(table: str) -> str:
+        """Read a table."""
+        seen.append(table)
+        return f"rows of {table}"
+
+    model = ReplayChatModel(
+        [
+            {"content": None, "tool_calls": [native_call("read_table", arguments, "c1")]},
+            {"content": None, "tool_calls": [native_call("read_table", {"table": "t"}, "c2")]},
+            {"content": "好了"},
+        ]
+    )
+    graph = create_fncall_graph(model, [read_table], dialect="native", checkpointer=InMemorySaver())
+    payload, config = {"messages": [("user", "go")]}, cfg(f"field-checks-{stream}")
+    if stream:
+        for _ in graph.stream(payload, config, stream_mode="messages"):
+            pass
+        out = graph.get_state(config).values
+    else:
+        out = graph.invoke(payload, config)
+    error, ok = tool_messages(out["messages"])
+    assert (error.status, error.tool_call_id) == ("error", "c1")
+    assert words in error.content and "read_table" in error.content
+    assert (ok.status, ok.content) == ("success", "rows of t")
+    assert seen == ["t"]
+    assert out["messages"][-1].content == "好了"
+
+
 # --------------------------------------------------------------------------- max_iterations
 
 STOPPED = "max_iterations"

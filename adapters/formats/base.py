@@ -165,6 +165,27 @@ def coerce_args(value: Any) -> dict[str, Any]:
 MAX_ARGS_DEPTH = 64
 
 
+def argument_problem(args: Any) -> str | None:
+    """Why a call's decoded arguments cannot go to a tool, or ``None`` when they can.
+
+    The same check text-read calls get: a provider's ``tool_calls`` field can carry
+    NaN or infinities (Python's JSON reader takes them) and nesting deep enough to
+    break the checkpoint's serializer.
+
+    >>> argument_problem({"x": float("nan")})
+    'arguments.x is nan, which is not a JSON number'
+    >>> argument_problem({"city": "Paris"}) is None
+    True
+    """
+    if not isinstance(args, dict):
+        return f"arguments must be a JSON object, got {type(args).__name__}"
+    try:
+        _check_plain(args, "arguments", 0)
+    except ValueError as error:
+        return str(error)
+    return None
+
+
 def _check_plain(value: Any, where: str, depth: int) -> None:
     """Refuse what JSON cannot carry to a tool: NaN, infinities, absurd nesting."""
     if depth > MAX_ARGS_DEPTH:

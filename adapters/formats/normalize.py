@@ -22,7 +22,7 @@ from langchain_core.messages import AIMessage, BaseMessage
 from langchain_core.messages.tool import InvalidToolCall, ToolCall, invalid_tool_call, tool_call
 
 from .arg_types import tool_schemas, typed_call
-from .base import THINK, CallEvent, Dialect, new_call_id, shown_as_example
+from .base import THINK, CallEvent, Dialect, argument_problem, new_call_id, shown_as_example
 from .readers import AUTO, NO_CALL_MARKUP
 from .readers.base import strict_prefix
 from .readers.whole_reply import OPENERS, whole_reply_format
@@ -557,15 +557,29 @@ def _merge_calls(
     ids: CallIds,
 ) -> tuple[list[ToolCall], list[InvalidToolCall]]:
     """Field calls first, then markup calls the field does not already hold; ids by ``ids``."""
-    calls = [
-        tool_call(name=c["name"], args=dict(c["args"]), id=ids.assign(c.get("id"))) for c in field
-    ]
-    invalid: list[InvalidToolCall] = [
+    calls: list[ToolCall] = []
+    invalid: list[InvalidToolCall] = []
+    for c in field:
+        problem = argument_problem(c["args"])
+        if problem is None:
+            calls.append(
+                tool_call(name=c["name"], args=dict(c["args"]), id=ids.assign(c.get("id")))
+            )
+        else:  # the field's calls get the checks text-read calls get
+            invalid.append(
+                invalid_tool_call(
+                    name=c["name"],
+                    args=_shown(c["args"]),
+                    id=ids.assign(c.get("id")),
+                    error=f"bad arguments for {c['name']!r}: {problem}",
+                )
+            )
+    invalid.extend(
         invalid_tool_call(
             name=c.get("name"), args=c.get("args"), id=ids.assign(c.get("id")), error=c.get("error")
         )
         for c in field_invalid
-    ]
+    )
     for c in unmatched(markup, field):
         if known is not None and c["name"] not in known:
             invalid.append(
@@ -586,3 +600,12 @@ def _merge_calls(
         for c in markup_invalid
     )
     return calls, invalid
+
+
+def _shown(args: Any, limit: int = 2000) -> str:
+    """Refused arguments as text for ``invalid_tool_calls`` (which holds a string)."""
+    try:
+        text = json.dumps(args, ensure_ascii=False)
+    except (ValueError, TypeError, RecursionError):
+        text = repr(args)
+    return text if len(text) <= limit else text[:limit] + "…"

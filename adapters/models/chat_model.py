@@ -60,7 +60,13 @@ from ..formats.readers.whole_reply import OPENERS, may_be_calls_only
 from ..formats.registry import get_dialect
 from .capabilities import accepts_grammar
 
-__all__ = ["MARKUP_FORMAT_KEY", "DialectChatModel", "with_dialect"]
+__all__ = [
+    "MARKUP_FORMAT_KEY",
+    "UNREADABLE_CALLS_KEY",
+    "DialectChatModel",
+    "restore_unreadable_calls",
+    "with_dialect",
+]
 
 # markup a native reply's stream stops showing at: every format's markers and tokens
 _HOLD = sorted(
@@ -289,6 +295,31 @@ class DialectChatModel(BaseChatModel):
                 del self._bound[next(iter(self._bound))]
         return held[1]
 
+    def invoke(
+        self,
+        input: LanguageModelInput,
+        config: RunnableConfig | None = None,
+        *,
+        stop: list[str] | None = None,
+        **kwargs: Any,
+    ) -> AIMessage:
+        """LangChain's ``invoke``; a reply it added up from a stream gets its unreadable
+        calls' errors back (:func:`restore_unreadable_calls`)."""
+        reply = super().invoke(input, config, stop=stop, **kwargs)
+        return restore_unreadable_calls(reply)  # type: ignore[return-value]
+
+    async def ainvoke(
+        self,
+        input: LanguageModelInput,
+        config: RunnableConfig | None = None,
+        *,
+        stop: list[str] | None = None,
+        **kwargs: Any,
+    ) -> AIMessage:
+        """As :meth:`invoke`."""
+        reply = await super().ainvoke(input, config, stop=stop, **kwargs)
+        return restore_unreadable_calls(reply)  # type: ignore[return-value]
+
     def _generate(
         self,
         messages: list[BaseMessage],
@@ -459,6 +490,29 @@ def _chosen(tools: list[Any] | None, tool_choice: Any) -> list[Any] | None:
     return picked
 
 
+#: ``additional_kwargs`` key of a streamed reply: its unreadable calls' raw text and error,
+#: by call id. Chunks carry neither; :meth:`DialectChatModel.invoke` puts them back.
+UNREADABLE_CALLS_KEY = "fncall_unreadable_calls"
+
+
+def restore_unreadable_calls(message: BaseMessage) -> BaseMessage:
+    """``message`` with its unreadable calls as they were read, when it was streamed.
+
+    Chunks added up give ``invalid_tool_calls`` without their error and with their raw
+    text quoted; a streamed reply carries both under :data:`UNREADABLE_CALLS_KEY`. Use
+    it on a reply added up from :meth:`DialectChatModel.stream` chunks (``invoke`` does).
+    """
+    kept = message.additional_kwargs.get(UNREADABLE_CALLS_KEY)
+    if not isinstance(message, AIMessage) or not isinstance(kept, dict):
+        return message
+    invalid = [
+        {**c, **kept[c.get("id") or ""]} if (c.get("id") or "") in kept else c
+        for c in message.invalid_tool_calls
+    ]
+    kwargs = {k: v for k, v in message.additional_kwargs.items() if k != UNREADABLE_CALLS_KEY}
+    return message.model_copy(update={"invalid_tool_calls": invalid, "additional_kwargs": kwargs})
+
+
 def _args_text(raw: Any) -> str:
     """The arguments of an unreadable call as chunk text that stays unreadable when merged.
 
@@ -479,10 +533,10 @@ class _StreamState:
     Prompt dialects: the text goes through the dialect's stream parser; each finished
     call becomes one ``tool_call_chunk`` (``args`` as a JSON string, its own ``index``).
     Calls the model streamed natively are added at the end, less those the text held.
-    Native: text is shown until markup starts (:class:`_HeldMarkup`) and the provider's
-    calls pass through; at the end the whole reply is read once (:meth:`_Call.read`) and
-    what that reading adds is sent: the rest of the answer, reasoning from the text, calls
-    from markup. Call ids follow the call's one rule (:class:`CallIds`) as they pass.
+    Native: text is shown until markup starts (:class:`_HeldMarkup`); at the end the whole
+    reply is read once (:meth:`_Call.read`) and what that reading adds is sent: the rest of
+    the answer, reasoning from the text, and every call (the provider's, checked like
+    calls read from text, and those from markup). Call ids follow the call's one rule (:class:`CallIds`) as they pass.
     """
 
     def __init__(self, call: _Call) -> None:
@@ -519,11 +573,9 @@ class _StreamState:
         if isinstance(reasoning, str) and reasoning:
             self._reason(out, reasoning, provider=True)
         if self.parser is None:
+            # The provider's call chunks wait for the end: a call's arguments can be
+            # checked only once complete, and a chunk once sent cannot be taken back.
             out["content"] = self.display.feed(text) if self.display is not None else text
-            for c in call_chunks:
-                out["tool_call_chunks"].append(c)
-                if c.get("index") is not None:
-                    self.index = max(self.index, int(c["index"]) + 1)
         elif text:
             self._events(out, self.parser.feed(text))
         return _chunk(out, piece)
@@ -565,9 +617,9 @@ class _StreamState:
         reasoning = str(read.additional_kwargs.get("reasoning_content") or "")
         if reasoning.startswith(streamed) and len(reasoning) > len(streamed):
             out["additional_kwargs"]["reasoning_content"] = reasoning[len(streamed) :]
-        for c in read.tool_calls[len(inner.tool_calls) :]:
+        for c in read.tool_calls:
             self._call(out, c)
-        for bad in read.invalid_tool_calls[len(inner.invalid_tool_calls) :]:
+        for bad in read.invalid_tool_calls:
             self._invalid(out, bad)
         if MARKUP_FORMAT_KEY in read.response_metadata:
             meta[MARKUP_FORMAT_KEY] = read.response_metadata[MARKUP_FORMAT_KEY]
@@ -629,6 +681,9 @@ class _StreamState:
                 index=self._next(),
             )
         )
+        # A call chunk has no room for the error, and its args had to be quoted.
+        kept = out["additional_kwargs"].setdefault(UNREADABLE_CALLS_KEY, {})
+        kept[bad.get("id") or ""] = {"args": bad.get("args"), "error": bad.get("error")}
 
     def _next(self) -> int:
         self.index += 1
