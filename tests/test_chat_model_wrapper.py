@@ -17,9 +17,9 @@ from langchain_core.tools import tool
 
 from fncall_graph.adapters import get_dialect, with_dialect
 from fncall_graph.adapters.models.chat_model import (
-    UNREADABLE_CALLS_KEY,
+    READ_REPLY_KEY,
     DialectChatModel,
-    restore_unreadable_calls,
+    restore_read_reply,
 )
 from fncall_graph.testing import ReplayChatModel
 
@@ -129,7 +129,7 @@ def test_unreadable_calls_read_the_same_streamed_or_not(dialect, reply, chunk_si
     inner = ReplayChatModel([reply, reply], chunk_size=chunk_size)
     model = with_dialect(inner, dialect).bind_tools(TOOLS)
     streamed = model.invoke("q", {"callbacks": [_Tokens()]})
-    summed = restore_unreadable_calls(_sum(list(model.stream("q"))))
+    summed = restore_read_reply(_sum(list(model.stream("q"))))
     assert plain.tool_calls == [] and len(plain.invalid_tool_calls) == 1
     bad = plain.invalid_tool_calls[0]
     assert "arguments.city is nan" in bad["error"] and "NaN" in bad["args"]
@@ -138,7 +138,7 @@ def test_unreadable_calls_read_the_same_streamed_or_not(dialect, reply, chunk_si
         assert [(c["args"], c["error"]) for c in other.invalid_tool_calls] == [
             (bad["args"], bad["error"])
         ]
-        assert UNREADABLE_CALLS_KEY not in other.additional_kwargs
+        assert READ_REPLY_KEY not in other.additional_kwargs
 
 
 async def test_async_paths_match_the_sync_ones() -> None:
@@ -306,3 +306,28 @@ async def test_create_react_agent_streams_parsed_chunks_only() -> None:
     assert "我先查北京的天气。" in text and "北京现在" in text
     names = [c["name"] for ch in chunks for c in ch.tool_call_chunks]
     assert names == ["get_weather", "get_time"]
+
+
+PROMPT_OPENED_THOUGHT = [
+    '我想想。</think>先查。\n<tool_call>\n{"name": "get_weather", "arguments": {"city": "北京"}}\n</tool_call>',
+    "thinking here</think>\n\nThe answer is 4.",
+    "Sure.</think>",
+]
+
+
+@pytest.mark.parametrize("text", PROMPT_OPENED_THOUGHT, ids=["call", "answer", "nothing-after"])
+@pytest.mark.parametrize("chunk_size", [1, 2, 5, None])
+def test_thought_the_prompt_opened_reads_the_same_streamed(text: str, chunk_size) -> None:
+    """A chat template that opens ``<think>`` in the prompt makes the reply start with
+    reasoning: streamed text shown before ``</think>`` cannot be taken back, so the
+    streamed reply carries its answer and ``invoke`` gives the one-shot reading."""
+    one = with_dialect(ReplayChatModel([text]), "native").bind_tools(TOOLS).invoke("q")
+    inner = ReplayChatModel([text, text], chunk_size=chunk_size)
+    model = with_dialect(inner, "native").bind_tools(TOOLS)
+    streamed = model.invoke("q", {"callbacks": [_Tokens()]})
+    summed = restore_read_reply(_sum(list(model.stream("q"))))
+    for other in (streamed, summed):
+        assert other.content == one.content
+        assert other.additional_kwargs == one.additional_kwargs
+        assert _calls(other) == _calls(one)
+    assert one.additional_kwargs["reasoning_content"] == text.split("</think>")[0]

@@ -62,9 +62,9 @@ from .capabilities import accepts_grammar
 
 __all__ = [
     "MARKUP_FORMAT_KEY",
-    "UNREADABLE_CALLS_KEY",
+    "READ_REPLY_KEY",
     "DialectChatModel",
-    "restore_unreadable_calls",
+    "restore_read_reply",
     "with_dialect",
 ]
 
@@ -304,9 +304,9 @@ class DialectChatModel(BaseChatModel):
         **kwargs: Any,
     ) -> AIMessage:
         """LangChain's ``invoke``; a reply it added up from a stream gets its unreadable
-        calls' errors back (:func:`restore_unreadable_calls`)."""
+        calls' errors back (:func:`restore_read_reply`)."""
         reply = super().invoke(input, config, stop=stop, **kwargs)
-        return restore_unreadable_calls(reply)  # type: ignore[return-value]
+        return restore_read_reply(reply)  # type: ignore[return-value]
 
     async def ainvoke(
         self,
@@ -318,7 +318,7 @@ class DialectChatModel(BaseChatModel):
     ) -> AIMessage:
         """As :meth:`invoke`."""
         reply = await super().ainvoke(input, config, stop=stop, **kwargs)
-        return restore_unreadable_calls(reply)  # type: ignore[return-value]
+        return restore_read_reply(reply)  # type: ignore[return-value]
 
     def _generate(
         self,
@@ -490,27 +490,44 @@ def _chosen(tools: list[Any] | None, tool_choice: Any) -> list[Any] | None:
     return picked
 
 
-#: ``additional_kwargs`` key of a streamed reply: its unreadable calls' raw text and error,
-#: by call id. Chunks carry neither; :meth:`DialectChatModel.invoke` puts them back.
-UNREADABLE_CALLS_KEY = "fncall_unreadable_calls"
+#: ``additional_kwargs`` key of a streamed reply: what its chunks could not say about the
+#: read reply. Its unreadable calls' raw text and error by call id (a call chunk has room
+#: for neither), and its answer when text shown as it came turned out to be reasoning (an
+#: unopened ``</think>``, the prompt having opened it). :meth:`DialectChatModel.invoke`
+#: puts them back; :func:`restore_read_reply` does for chunks added up by hand.
+READ_REPLY_KEY = "fncall_read_reply"
 
 
-def restore_unreadable_calls(message: BaseMessage) -> BaseMessage:
-    """``message`` with its unreadable calls as they were read, when it was streamed.
+def restore_read_reply(message: BaseMessage) -> BaseMessage:
+    """``message`` as it was read, when it was added up from streamed chunks.
 
-    Chunks added up give ``invalid_tool_calls`` without their error and with their raw
-    text quoted; a streamed reply carries both under :data:`UNREADABLE_CALLS_KEY`. Use
-    it on a reply added up from :meth:`DialectChatModel.stream` chunks (``invoke`` does).
+    Chunks cannot take back text already shown, nor carry an unreadable call's error;
+    a streamed reply holds both under :data:`READ_REPLY_KEY`. Use it on a reply added up
+    from :meth:`DialectChatModel.stream` chunks (``invoke`` and ``ainvoke`` do).
+
+    Example:
+        .. code-block:: python
+
+            from functools import reduce
+
+            reply = restore_read_reply(reduce(lambda a, b: a + b, model.stream("hi")))
     """
-    kept = message.additional_kwargs.get(UNREADABLE_CALLS_KEY)
+    kept = message.additional_kwargs.get(READ_REPLY_KEY)
     if not isinstance(message, AIMessage) or not isinstance(kept, dict):
         return message
-    invalid = [
-        {**c, **kept[c.get("id") or ""]} if (c.get("id") or "") in kept else c
-        for c in message.invalid_tool_calls
-    ]
-    kwargs = {k: v for k, v in message.additional_kwargs.items() if k != UNREADABLE_CALLS_KEY}
-    return message.model_copy(update={"invalid_tool_calls": invalid, "additional_kwargs": kwargs})
+    unreadable = kept.get("invalid_tool_calls") or {}
+    update: dict[str, Any] = {
+        "invalid_tool_calls": [
+            {**c, **unreadable[c.get("id") or ""]} if (c.get("id") or "") in unreadable else c
+            for c in message.invalid_tool_calls
+        ],
+        "additional_kwargs": {
+            k: v for k, v in message.additional_kwargs.items() if k != READ_REPLY_KEY
+        },
+    }
+    if "content" in kept:
+        update["content"] = kept["content"]
+    return message.model_copy(update=update)
 
 
 def _args_text(raw: Any) -> str:
@@ -611,8 +628,12 @@ class _StreamState:
         inner = self.inner
         assert inner is not None
         read = self.call.read(inner)
-        if self.display is not None and self.display.held:
-            out["content"] = self.display.rest(text_of(read.content))
+        if self.display is not None:
+            rest = self.display.rest(text_of(read.content))
+            if rest is None:  # what was shown turned out to be reasoning
+                out["additional_kwargs"][READ_REPLY_KEY] = {"content": read.content}
+            else:
+                out["content"] = rest
         streamed = str(inner.additional_kwargs.get("reasoning_content") or "")
         reasoning = str(read.additional_kwargs.get("reasoning_content") or "")
         if reasoning.startswith(streamed) and len(reasoning) > len(streamed):
@@ -682,8 +703,9 @@ class _StreamState:
             )
         )
         # A call chunk has no room for the error, and its args had to be quoted.
-        kept = out["additional_kwargs"].setdefault(UNREADABLE_CALLS_KEY, {})
-        kept[bad.get("id") or ""] = {"args": bad.get("args"), "error": bad.get("error")}
+        kept = out["additional_kwargs"].setdefault(READ_REPLY_KEY, {})
+        unreadable = kept.setdefault("invalid_tool_calls", {})
+        unreadable[bad.get("id") or ""] = {"args": bad.get("args"), "error": bad.get("error")}
 
     def _next(self) -> int:
         self.index += 1
@@ -731,14 +753,15 @@ class _HeldMarkup:
         self.shown.append(text)
         return text
 
-    def rest(self, content: str) -> str:
-        """The end of the reply: what of its read ``content`` is still to show."""
+    def rest(self, content: str) -> str | None:
+        """The end of the reply: what of its read ``content`` is still to show, or
+        ``None`` when what was shown is not how the content begins."""
         shown = "".join(self.shown)
         if content.startswith(shown):
             return content[len(shown) :]
         core = shown.strip()  # the read content is trimmed; what was shown may not be
         if not content.startswith(core):
-            return ""
+            return None
         rest, tail = content[len(core) :], shown[len(shown.rstrip()) :]
         return rest[len(tail) :] if rest.startswith(tail) else rest
 
