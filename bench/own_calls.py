@@ -12,7 +12,9 @@ no tool parser (``normalize(message, None)``, the auto-detecting reader):
             dialect (native, hermes, qwen, react) as the model sees it, then echoed by
             the model (alone, after a sentence, beside a real call of its own — in the
             native ``tool_calls`` field or in the dialect's own markup), and read by
-            that dialect.
+            that dialect;
+- and each prompt dialect (hermes, qwen, react) reading its own syntax, real and quoted
+  as above ("dialect …" rows).
 
 Prints per format: real calls read (goal 100%), quoted examples run (goal ≤ 2%),
 injected calls run (goal 0). Nothing is asserted.
@@ -136,6 +138,20 @@ def measure(verbose: bool = False) -> dict[str, dict[str, tuple[int, int]]]:
                     read = get_dialect(dialect).fit_to_tools(read, None)
                     count("injected", _runs(read, "rm_rf"), f"[{dialect}] {text}")
         table[name] = {k: (v[0], v[1]) for k, v in row.items()}
+    # the prompt dialects, reading their own syntax (the model was told to write it)
+    for dialect, own in OWN_CALL.items():
+        ex = own.replace("get_time", "get_weather").replace('"zone": "CET"', '"city": "Paris"')
+        row = {"real": [0, 0], "quoted": [0, 0], "injected": [0, 0]}
+        for kind, templates in (("real", REAL), ("quoted", QUOTED)):
+            for t in templates:
+                text = t.format(ex=ex)
+                read = normalize(AIMessage(text), dialect, tool_names=TOOLS)
+                hit = _runs(get_dialect(dialect).fit_to_tools(read, None))
+                row[kind][0] += hit
+                row[kind][1] += 1
+                if verbose and hit != (kind == "real"):
+                    print(f"  [{dialect}] {kind}: {text!r}", file=sys.stderr)
+        table[f"dialect {dialect}"] = {k: (v[0], v[1]) for k, v in row.items()}
     return table
 
 

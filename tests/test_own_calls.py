@@ -3,12 +3,16 @@ shows as an example, runs nothing; its real calls are read, also after a sentenc
 
 from __future__ import annotations
 
+from functools import reduce
+
 import pytest
 from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 
 from fncall_graph.adapters import get_dialect, normalize
 from fncall_graph.adapters.formats.base import CHATML, text_of
 from fncall_graph.adapters.formats.readers import READERS
+from fncall_graph.adapters.models.chat_model import restore_read_reply, with_dialect
+from fncall_graph.replay import ReplayChatModel
 
 FORMATS = {r.name: r.examples[0] for r in READERS if r.examples}
 FORMATS["qwen"] = '✿FUNCTION✿: get_weather\n✿ARGS✿: {"city": "Paris"}'
@@ -93,3 +97,51 @@ def test_react_fenced_blob_counts_only_where_the_format_puts_it() -> None:
     assert calls(f"<think>maybe\n{blob}\n</think>It is sunny.") == []
     assert calls(f"{blob}\nThat blob is what I would send.") == []
     assert calls("For example:\n" + blob) == []
+
+
+# -- the prompt dialects: a model told to write the syntax may still show it
+
+OWN_SYNTAX = {
+    "hermes": '<tool_call>\n{"name": "get_weather", "arguments": {"city": "Paris"}}\n</tool_call>',
+    "qwen": '✿FUNCTION✿: get_weather\n✿ARGS✿: {"city": "Paris"}',
+    "react": 'Thought: weather.\nAction:\n```\n{"action": "get_weather", '
+    '"action_input": {"city": "Paris"}}\n```',
+}
+SHOWN = (
+    "For example:\n{ex}",
+    "例如：\n{ex}",
+    "A call looks like this:\n```\n{ex}\n```",
+    "Write `{ex}` to call a tool.",
+    "{ex}\nThis is how a model calls get_weather: it names the tool and its arguments.",
+    "In this format:\n{ex}\nthe name comes first, then the arguments.",
+)
+WRITTEN = ("{ex}", "Let me check. {ex}", "I'll look that up:\n\n{ex}", "{ex}\nI'll wait.")
+
+
+def _read_both_ways(dialect: str, text: str) -> list[AIMessage]:
+    """``text`` read one-shot and streamed in small pieces through ``with_dialect``."""
+    tools = [{"name": "get_weather", "description": "w", "inputSchema": {"type": "object"}}]
+    one = with_dialect(ReplayChatModel([text]), dialect).bind_tools(tools).invoke("q")
+    model = with_dialect(ReplayChatModel([text], chunk_size=3), dialect).bind_tools(tools)
+    streamed = restore_read_reply(reduce(lambda a, b: a + b, model.stream("q")))
+    return [one, streamed]
+
+
+@pytest.mark.parametrize("dialect", sorted(OWN_SYNTAX))
+@pytest.mark.parametrize("template", SHOWN)
+def test_a_prompt_dialect_showing_its_syntax_runs_nothing(dialect: str, template: str) -> None:
+    text = template.format(ex=OWN_SYNTAX[dialect])
+    for read in _read_both_ways(dialect, text):
+        assert read.tool_calls == [] and read.invalid_tool_calls == []
+        # the answer keeps what it shows
+        assert OWN_SYNTAX[dialect].split("\n")[-1] in text_of(read.content)
+
+
+@pytest.mark.parametrize("dialect", sorted(OWN_SYNTAX))
+@pytest.mark.parametrize("template", WRITTEN)
+def test_a_prompt_dialect_call_after_words_is_read(dialect: str, template: str) -> None:
+    text = template.format(ex=OWN_SYNTAX[dialect])
+    for read in _read_both_ways(dialect, text):
+        assert [(c["name"], c["args"]) for c in read.tool_calls] == [
+            ("get_weather", {"city": "Paris"})
+        ]

@@ -34,6 +34,8 @@ __all__ = [
     "CallIds",
     "markup_dialect",
     "normalize",
+    "quotes_its_calls",
+    "quoting_answer",
     "unmatched",
     "used_call_ids",
 ]
@@ -63,7 +65,8 @@ def normalize(
     from markup in ``content``:
 
     * with a prompt dialect (``"hermes"``, ``"qwen"``, ``"react"`` or an instance), the
-      text is read with that dialect's ``parse``;
+      text is read with that dialect's ``parse``, unless the reply only quotes the
+      dialect's call syntax (:func:`quotes_its_calls`): then it is left as it is;
     * with ``None`` or ``"native"``, the text is read only if prompt-dialect markup
       appears in it (``<tool_call>`` → Hermes, ``✿FUNCTION✿`` → Qwen), or a ``<think>``
       block (also one whose ``<think>`` was in the prompt, so only ``</think>``
@@ -129,6 +132,12 @@ def normalize(
     texts: dict[str, Mapping[str, str]] = {}
     if d is not None and not d.native:
         parsed, texts = _read(d, text)
+        if (parsed.tool_calls or parsed.invalid_tool_calls) and quotes_its_calls(d, text):
+            # the reply shows the syntax: it calls nothing, and keeps what it shows
+            parsed = AIMessage(
+                content=quoting_answer(text), additional_kwargs=dict(parsed.additional_kwargs)
+            )
+            texts = {}
     else:
         parsed, markup_format, texts = _auto_parse(text)
 
@@ -265,6 +274,35 @@ def _without_thinking(text: str) -> str:
     return "".join(out)
 
 
+def quotes_its_calls(dialect: Dialect, text: str) -> bool:
+    """Whether a reply in a prompt dialect only shows the dialect's call syntax.
+
+    The rule :func:`markup_dialect` applies to every format, on the dialect's own call
+    marker: a first call inside code, after an example cue ("For example:"), in the
+    middle of a sentence, or followed by prose about it, is quoted. ReAct's blob sits in
+    a fence of its own: the fence after ``Action:`` is its markup, not a quotation.
+    """
+    answer = _without_thinking(_opened_thought(text))
+    found = [
+        (at, b.open)
+        for b in dialect.blocks
+        if b.kind == "call" and (at := answer.find(b.open)) >= 0
+    ]
+    if not found:
+        return False
+    # the dialect's markup may open before its first call (ReAct's ``Thought:``)
+    opened = min(at for b in dialect.blocks if (at := answer.find(b.open)) >= 0)
+    if shown_as_example(answer[:opened]):
+        return True
+    at, marker = min(found)
+    return not _own_call_syntax(answer, at, marker)
+
+
+def quoting_answer(text: str) -> str:
+    """The answer of a reply that only quotes call syntax: its text less its thinking."""
+    return _without_thinking(_opened_thought(text)).strip()
+
+
 def _own_call_syntax(text: str, at: int, marker: str, *, special: bool = False) -> bool:
     """Whether the markup at ``at`` is the reply's own calls, not markup it quotes.
 
@@ -314,6 +352,8 @@ def _after_json(text: str, start: int) -> str:
     if brace < 0 or "\n\n" in text[start:brace] or "<" in text[start:brace]:
         return ""  # no JSON right after the marker: the format's own tags follow it
     values, rest = strict_prefix(text[brace:])  # calls may follow each other (``; {…}``)
+    if values and "```" in text[start:brace]:  # the call's own fence (ReAct's blob) closes
+        rest = rest.lstrip().removeprefix("```")
     return rest if values else ""
 
 

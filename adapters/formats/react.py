@@ -508,6 +508,8 @@ def fenced_action(message: AIMessage) -> AIMessage:
     if message.tool_calls or message.invalid_tool_calls:
         return message
     answer = text_of(message.content)
+    if ACTION.open in answer:
+        return message  # the format's own markup, left as text: the reply quotes it
     where = answer if answer.strip() else reasoning_of(message)
     fence = _closing_blob(where)
     if fence is None:

@@ -52,6 +52,8 @@ from ..formats.normalize import (
     MARKUP_FORMAT_KEY,
     CallIds,
     normalize,
+    quotes_its_calls,
+    quoting_answer,
     unmatched,
     used_call_ids,
 )
@@ -548,8 +550,10 @@ class _StreamState:
     """Turns the inner model's chunks into canonical chunks whose sum is the read reply.
 
     Prompt dialects: the text goes through the dialect's stream parser; each finished
-    call becomes one ``tool_call_chunk`` (``args`` as a JSON string, its own ``index``).
-    Calls the model streamed natively are added at the end, less those the text held.
+    call becomes one ``tool_call_chunk`` (``args`` as a JSON string, its own ``index``),
+    sent when the reply ends, unless the reply turns out to quote the syntax (prose after
+    it, :func:`quotes_its_calls`). Calls the model streamed natively are added at the
+    end, less those the text held.
     Native: text is shown until markup starts (:class:`_HeldMarkup`); at the end the whole
     reply is read once (:meth:`_Call.read`) and what that reading adds is sent: the rest of
     the answer, reasoning from the text, and every call (the provider's, checked like
@@ -564,6 +568,10 @@ class _StreamState:
         self.display = _HeldMarkup() if native else None
         self.index = 0
         self.calls: list[ToolCall] = []  # prompt dialects: the calls read so far
+        # prompt dialects: the calls' chunks, sent at the end unless the reply only
+        # quotes the syntax (which prose after the calls may tell)
+        self.held: dict[str, Any] = {"tool_call_chunks": [], "additional_kwargs": {}}
+        self.raw: list[str] = []  # prompt dialects: the reply's text as it came
         self.shown: list[str] = []  # prompt dialects: the answer text sent so far
         self.unreadable = False  # prompt dialects: a call that could not be read was sent
         self.reasoning: list[str] = []  # all reasoning sent so far
@@ -594,6 +602,7 @@ class _StreamState:
             # checked only once complete, and a chunk once sent cannot be taken back.
             out["content"] = self.display.feed(text) if self.display is not None else text
         elif text:
+            self.raw.append(text)
             self._events(out, self.parser.feed(text))
         return _chunk(out, piece)
 
@@ -602,6 +611,15 @@ class _StreamState:
         meta: dict[str, Any] = {}
         if self.parser is not None:
             self._events(out, self.parser.close())
+            raw = "".join(self.raw)
+            held = self.held["tool_call_chunks"]
+            if held and quotes_its_calls(self.call.dialect, raw):
+                # as normalize reads it: no calls, the syntax kept in the answer
+                out["additional_kwargs"][READ_REPLY_KEY] = {"content": quoting_answer(raw)}
+                self.calls, self.unreadable = [], False
+            else:
+                out["tool_call_chunks"] += held
+                out["additional_kwargs"].update(self.held["additional_kwargs"])
             field = list(self.inner.tool_calls) if self.inner is not None else []
             for c in unmatched(field, self.calls):
                 self._call(out, {**c, "id": self.ids.assign(c.get("id"))})
@@ -677,11 +695,11 @@ class _StreamState:
                     {**ev.call, "id": self.ids.assign(ev.call.get("id"))}, ev.texts
                 )
                 self.calls.append(call)
-                self._call(out, call)
+                self._call(self.held, call)
             elif isinstance(ev, InvalidCallEvent):
                 bad = ev.call
                 self.unreadable = True
-                self._invalid(out, {**bad, "id": self.ids.assign(bad.get("id"))})
+                self._invalid(self.held, {**bad, "id": self.ids.assign(bad.get("id"))})
 
     def _call(self, out: dict[str, Any], call: ToolCall) -> None:
         out["tool_call_chunks"].append(
