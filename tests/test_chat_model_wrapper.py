@@ -331,3 +331,48 @@ def test_thought_the_prompt_opened_reads_the_same_streamed(text: str, chunk_size
         assert other.additional_kwargs == one.additional_kwargs
         assert _calls(other) == _calls(one)
     assert one.additional_kwargs["reasoning_content"] == text.split("</think>")[0]
+
+
+def _two_calls() -> str:
+    return hermes_call("get_weather", city="北京") + "\n" + hermes_call("get_time", city="广州")
+
+
+@pytest.mark.parametrize("chunk_size", [None, 4])
+def test_parallel_tool_calls_false_runs_the_first_call_of_a_prompt_dialect(chunk_size) -> None:
+    inner = ReplayChatModel([_two_calls(), _two_calls()], chunk_size=chunk_size)
+    model = with_dialect(inner, "hermes").bind_tools(TOOLS, parallel_tool_calls=False)
+    one = model.invoke("q")
+    streamed = restore_read_reply(_sum(list(model.stream("q"))))
+    for read in (one, streamed):
+        assert _calls(read) == [("get_weather", {"city": "北京"})]
+        [extra] = read.invalid_tool_calls
+        assert extra["name"] == "get_time" and json.loads(extra["args"]) == {"city": "广州"}
+        assert "parallel_tool_calls=False" in extra["error"]
+    # a shaping option, never a request field
+    assert all("parallel_tool_calls" not in c and "strict" not in c for c in inner.calls)
+
+
+def test_native_bind_tools_options_reach_the_inner_bind_tools() -> None:
+    seen: list[dict] = []
+
+    class Inner(ReplayChatModel):
+        def bind_tools(self, tools, *, tool_choice=None, **kwargs):  # type: ignore[override]
+            seen.append(kwargs)
+            return super().bind_tools(tools, tool_choice=tool_choice)
+
+    model = with_dialect(Inner([{"content": "ok"}]), "native")
+    bound = model.bind_tools(TOOLS, strict=True, parallel_tool_calls=False)
+    assert bound.invoke("q").content == "ok"
+    assert seen == [{"strict": True, "parallel_tool_calls": False}]
+    assert all(t["function"]["strict"] is True for t in bound.kwargs["tools"])
+
+
+def test_strict_holds_a_prompt_dialect_to_its_grammar_where_the_server_takes_one() -> None:
+    inner = GrammarReplay(["好的。", "好的。"])
+    with_dialect(inner, "hermes").bind_tools(TOOLS, strict=True).invoke("q")
+    grammar = inner.calls[0]["extra_body"]["grammar"]
+    assert "get_time" in grammar and "get_weather" in grammar
+    assert "strict" not in inner.calls[0]
+    plain = ReplayChatModel(["好的。"])  # no grammar: nothing is sent
+    with_dialect(plain, "hermes").bind_tools(TOOLS, strict=True).invoke("q")
+    assert "extra_body" not in plain.calls[0] and "strict" not in plain.calls[0]

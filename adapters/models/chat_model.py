@@ -28,7 +28,12 @@ from langchain_core.language_models import LanguageModelInput
 from langchain_core.language_models.base import LangSmithParams
 from langchain_core.language_models.chat_models import BaseChatModel
 from langchain_core.messages import AIMessage, AIMessageChunk, BaseMessage, HumanMessage
-from langchain_core.messages.tool import ToolCall, tool_call_chunk
+from langchain_core.messages.tool import (
+    InvalidToolCall,
+    ToolCall,
+    invalid_tool_call,
+    tool_call_chunk,
+)
 from langchain_core.outputs import ChatGeneration, ChatGenerationChunk, ChatResult
 from langchain_core.runnables import Runnable, RunnableConfig
 from langchain_core.tools import BaseTool
@@ -80,6 +85,12 @@ _MARKER_PREFIXES = frozenset(m[:j] for m in _HOLD for j in range(1, len(m)))
 
 # bound with the tools: the tools as given to bind_tools, before conversion
 _GIVEN_TOOLS = "dialect_tools"
+# bound with the tools: bind_tools' ``strict`` and ``parallel_tool_calls``
+_TOOL_OPTIONS = "dialect_tool_options"
+_ONE_CALL = (
+    "parallel_tool_calls=False: one call per reply, and this reply's first call runs; "
+    "call {name} again once its result is back"
+)
 
 
 @dataclass(slots=True)
@@ -94,6 +105,7 @@ class _Call:
     tool_names: list[str] | None  # the offered tools' names, for calls read from markup
     taken: set[str]  # call ids the history already uses
     forced: bool = False  # a prompt dialect whose tool_choice demands a call
+    one_call: bool = False  # a prompt dialect bound with parallel_tool_calls=False
     # the tools' parameter schemas by name, made when a call first needs them
     schemas: dict[str, Any] | None = None
 
@@ -107,7 +119,25 @@ class _Call:
             )
         else:
             message = normalize(reply, self.dialect, taken_ids=self.taken, tools=self.tools)
-        return self.dialect.fit_to_tools(message, self.tools)
+        message = self.dialect.fit_to_tools(message, self.tools)
+        if self.one_call and len(message.tool_calls) > 1:
+            first, *rest = message.tool_calls
+            extra = [self.not_run(c) for c in rest]
+            invalid = [*message.invalid_tool_calls, *extra]
+            message = message.model_copy(
+                update={"tool_calls": [first], "invalid_tool_calls": invalid}
+            )
+        return message
+
+    @staticmethod
+    def not_run(call: ToolCall) -> InvalidToolCall:
+        """A call past the first, under ``parallel_tool_calls=False``."""
+        return invalid_tool_call(
+            name=call["name"],
+            args=json.dumps(call["args"], ensure_ascii=False),
+            id=call["id"],
+            error=_ONE_CALL.format(name=call["name"]),
+        )
 
     def fit(self, call: ToolCall, texts: Mapping[str, str] | None = None) -> ToolCall:
         """One call read from a stream (``texts``: its arguments written as text), typed
@@ -210,6 +240,8 @@ class DialectChatModel(BaseChatModel):
         tools: Sequence[dict[str, Any] | type | Callable[..., Any] | BaseTool],
         *,
         tool_choice: str | dict[str, Any] | bool | None = None,
+        strict: bool | None = None,
+        parallel_tool_calls: bool | None = None,
         **kwargs: Any,
     ) -> Runnable[LanguageModelInput, AIMessage]:
         """Bind tools; the dialect renders them on each call.
@@ -226,11 +258,22 @@ class DialectChatModel(BaseChatModel):
                 (``accepts_grammar``); elsewhere a reply without a call is asked again
                 once, then raises ``OutputParserException``. With ``"native"`` it is
                 passed to the model's ``bind_tools``.
+            strict: hold call arguments to the tools' schemas. With ``"native"`` it is
+                passed to the model's ``bind_tools``; with a prompt dialect, replies
+                follow the dialect's grammar (built from the schemas) where the model's
+                server takes one. It also marks the OpenAI tool specs ``strict``.
+            parallel_tool_calls: ``False`` allows one call per reply. With ``"native"``
+                it is passed to the model's ``bind_tools``; with a prompt dialect the
+                first call of a reply runs and the others come back as
+                ``invalid_tool_calls`` that say so, so the model makes them one by one.
             **kwargs: further arguments for every call of the model.
         """
-        formatted = [convert_to_openai_tool(t) for t in tools]
+        formatted = [convert_to_openai_tool(t, strict=strict) for t in tools]
         if tool_choice is not None:
             kwargs["tool_choice"] = tool_choice
+        options = {"strict": strict, "parallel_tool_calls": parallel_tool_calls}
+        # kept apart from request fields: they shape the tools, never reach a server as is
+        kwargs[_TOOL_OPTIONS] = {k: v for k, v in options.items() if v is not None}
         # ``tools`` in OpenAI form is what LangChain's and LangGraph's agents read back;
         # the dialect renders the tools as given (an MCP tool's schema as its server wrote it)
         return self.bind(tools=formatted, **{_GIVEN_TOOLS: list(tools)}, **kwargs)
@@ -249,25 +292,26 @@ class DialectChatModel(BaseChatModel):
         formatted = kwargs.pop("tools", None) or None
         tools = kwargs.pop(_GIVEN_TOOLS, None) or formatted
         tool_choice = kwargs.pop("tool_choice", None)
+        options: dict[str, Any] = kwargs.pop(_TOOL_OPTIONS, None) or {}
         inner: Runnable[LanguageModelInput, BaseMessage] = self.model
         names = None
         forced = False
         if self.dialect.native:
             rendered = self.dialect.render(messages, tools)
             if tools:
-                inner = self._bound_to(tools, tool_choice)
+                inner = self._bound_to(tools, tool_choice, options)
                 names = [t["function"]["name"] for t in formatted or ()] or _names(tools)
         else:
             tools = _chosen(tools, tool_choice)
             rendered = self.dialect.render(messages, tools)
             forced = bool(tools) and _forces_a_call(tool_choice)
             if (
-                forced
+                (forced or options.get("strict"))
                 and accepts_grammar(self.model)
                 and "grammar" not in (kwargs.get("extra_body") or {})
             ):
-                # the server can hold the reply to calls of the chosen tools
-                grammar = self.dialect.grammar(tools, require_call=True)
+                # the server can hold the reply to the chosen tools' calls and schemas
+                grammar = self.dialect.grammar(tools, require_call=forced)
                 if grammar is not None:
                     extra = kwargs.get("extra_body") or getattr(self.model, "extra_body", None)
                     kwargs["extra_body"] = {**(extra or {}), "grammar": grammar}
@@ -283,15 +327,16 @@ class DialectChatModel(BaseChatModel):
         taken = used_call_ids(messages)
         call = _Call(self.dialect, inner, rendered, kwargs, tools, names, taken)
         call.forced = not self.dialect.native and forced
+        call.one_call = not self.dialect.native and options.get("parallel_tool_calls") is False
         return call
 
     def _bound_to(
-        self, tools: list[Any], tool_choice: Any
+        self, tools: list[Any], tool_choice: Any, options: dict[str, Any]
     ) -> Runnable[LanguageModelInput, BaseMessage]:
-        key = (id(tools), repr(tool_choice))
+        key = (id(tools), repr(tool_choice), repr(sorted(options.items())))
         held = self._bound.get(key)
         if held is None or held[0] is not tools:  # the list is kept, so its id stays its own
-            held = (tools, self.model.bind_tools(tools, tool_choice=tool_choice))
+            held = (tools, self.model.bind_tools(tools, tool_choice=tool_choice, **options))
             self._bound[key] = held
             if len(self._bound) > 8:  # callers that bind anew for every call never hit
                 del self._bound[next(iter(self._bound))]
@@ -694,6 +739,9 @@ class _StreamState:
                 call = self.call.fit(
                     {**ev.call, "id": self.ids.assign(ev.call.get("id"))}, ev.texts
                 )
+                if self.call.one_call and self.calls:
+                    self._invalid(self.held, self.call.not_run(call))
+                    continue
                 self.calls.append(call)
                 self._call(self.held, call)
             elif isinstance(ev, InvalidCallEvent):
