@@ -9,7 +9,9 @@ spec                                   model
 ``anthropic:claude-…`` etc.            whatever ``init_chat_model`` knows
 ``replay:path/to/recording.jsonl``     recorded outputs played back (or a shipped one:
                                        ``replay:database-assistant``, ``replay:weather``);
-                                       ``?per-conversation``: each thread from the start
+                                       replies picked per conversation (each thread
+                                       by its own question and history); ``?in-order``:
+                                       one cursor, call after call
 ``local``                              bundled SmolLM2-135M on a loopback llama.cpp server
 =====================================  ===============================================
 
@@ -220,16 +222,23 @@ def recording_names() -> list[str]:
     )
 
 
-_REPLAY_OPTIONS = {"per-conversation": "per_conversation"}
+# option -> (field, value); replies are picked per conversation unless asked otherwise
+_REPLAY_OPTIONS = {
+    "per-conversation": ("per_conversation", True),
+    "in-order": ("per_conversation", False),
+}
 
 
 def _replay_model(spec: str, path: str, **kwargs: Any) -> BaseChatModel:
     path, _, options = path.partition("?")
+    kwargs.setdefault("per_conversation", True)
     for option in filter(None, options.split("&")):
         if option not in _REPLAY_OPTIONS:
             known = ", ".join(f"'?{o}'" for o in _REPLAY_OPTIONS)
             raise ModelSpecError(spec, f"unknown replay option {option!r}", f"known: {known}")
-        kwargs[_REPLAY_OPTIONS[option]] = True
+        name, value = _REPLAY_OPTIONS[option]
+        kwargs[name] = value
+    kwargs.setdefault("model", f"replay:{path}")  # what its errors name
     from .replay import ReplayChatModel  # loaded only when a spec asks for it
 
     if not os.path.isfile(path):
