@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 import signal
 import sqlite3
 import subprocess
@@ -273,3 +274,16 @@ async def test_other_threads_go_straight_to_their_question(studio: Studio) -> No
 
     with sqlite3.connect(studio.db) as db:
         assert db.execute("SELECT COUNT(*) FROM log").fetchone()[0] == logged + 1
+
+
+def test_what_works_offline_is_what_the_readme_says(studio: Studio) -> None:
+    """The README's Studio section: the UI is a hosted page, `/docs` needs a CDN, the API
+    (and so the SDK, as the tests above use it) and `/openapi.json` answer offline."""
+    section = (REPO / "README.md").read_text("utf-8").split("## Debug in LangGraph Studio")[1]
+    section = section.split("\n## ", 1)[0]
+    assert "https://smith.langchain.com/studio/" in section and "internet" in section
+    assert "`/docs`" in section and "CDN" in section and "/openapi.json" in section
+    docs = httpx.get(f"{studio.url}/docs", timeout=10).text
+    assert re.search(r'<script src="https://[^"]+"', docs), docs[:500]  # loaded from a CDN
+    schema = httpx.get(f"{studio.url}/openapi.json", timeout=10).json()
+    assert "/threads" in schema["paths"]
