@@ -30,10 +30,10 @@ pytestmark = pytest.mark.slow
 ENV = {"LANGSMITH_TRACING": "false", "LANGGRAPH_NO_VERSION_CHECK": "true"}
 
 
-def cli(*args: str, **kwargs) -> subprocess.Popen[str]:
+def cli(*args: str, env: dict[str, str] | None = None, **kwargs) -> subprocess.Popen[str]:
     return subprocess.Popen(
         [str(server_bin("python")), str(SCRIPT), *args],
-        env={**os.environ, **ENV},
+        env={**os.environ, **ENV} if env is None else env,
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
         text=True,
@@ -45,18 +45,25 @@ def pids(state: dict) -> list[int]:
     return [state["postgres"]["pid"], state["redis"]["pid"]] + [r["pid"] for r in state["replicas"]]
 
 
+def serving(proc: subprocess.Popen[str], root: Path) -> dict:
+    """The state of the cluster ``proc`` runs in ``root``, once its first replica answers."""
+    state_file = root / STATE_FILE
+    wait_until(
+        "the cluster",
+        lambda: state_file.exists() and json.loads(state_file.read_text())["replicas"],
+        120,
+        alive=lambda: proc.poll() is None,
+    )
+    state = json.loads(state_file.read_text())
+    wait_until("replica 0", lambda: http_ok(state["replicas"][0]["url"]), 120)
+    return state
+
+
 def test_run_serves_until_sigterm_then_stops_everything(tmp_path: Path) -> None:
     proc = cli("run", "--dir", str(tmp_path), "--replicas", "1", "--port", "0")
     state_file = tmp_path / STATE_FILE
     try:
-        wait_until(
-            "the cluster",
-            lambda: state_file.exists() and json.loads(state_file.read_text())["replicas"],
-            120,
-            alive=lambda: proc.poll() is None,
-        )
-        state = json.loads(state_file.read_text())
-        wait_until("replica 0", lambda: http_ok(state["replicas"][0]["url"]), 120)
+        state = serving(proc, tmp_path)
     finally:
         proc.send_signal(signal.SIGTERM)
         out, _ = proc.communicate(timeout=120)
@@ -116,14 +123,7 @@ def test_run_with_its_defaults_answers_threads_and_says_what_it_serves(tmp_path:
 
     env = {k: v for k, v in os.environ.items() if not k.startswith("FNCALL_")}
     env.update(ENV, XDG_STATE_HOME=str(tmp_path / "state"), PYTHONUNBUFFERED="1")
-    proc = subprocess.Popen(
-        [server_bin("python"), SCRIPT, "run", "--dir", tmp_path, "--replicas", "1", "--port", "0"],
-        env=env,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-    )
-    state_file = tmp_path / STATE_FILE
+    proc = cli("run", "--dir", str(tmp_path), "--replicas", "1", "--port", "0", env=env)
 
     async def threads(url: str) -> list[dict]:
         client = get_client(url=url)
@@ -139,14 +139,7 @@ def test_run_with_its_defaults_answers_threads_and_says_what_it_serves(tmp_path:
         return runs
 
     try:
-        wait_until(
-            "the cluster",
-            lambda: state_file.exists() and json.loads(state_file.read_text())["replicas"],
-            120,
-            alive=lambda: proc.poll() is None,
-        )
-        url = json.loads(state_file.read_text())["replicas"][0]["url"]
-        wait_until("replica 0", lambda: http_ok(url), 120)
+        url = serving(proc, tmp_path)["replicas"][0]["url"]
         tables, write, unknown = asyncio.run(threads(url))
     finally:
         proc.send_signal(signal.SIGTERM)
