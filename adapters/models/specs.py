@@ -231,14 +231,13 @@ _REPLAY_OPTIONS = {
 
 def _replay_model(spec: str, path: str, **kwargs: Any) -> BaseChatModel:
     path, _, options = path.partition("?")
-    kwargs.setdefault("per_conversation", True)
+    defaults = {"per_conversation": True, "model": f"replay:{path}"}  # model: what errors name
     for option in filter(None, options.split("&")):
         if option not in _REPLAY_OPTIONS:
             known = ", ".join(f"'?{o}'" for o in _REPLAY_OPTIONS)
             raise ModelSpecError(spec, f"unknown replay option {option!r}", f"known: {known}")
         name, value = _REPLAY_OPTIONS[option]
         kwargs[name] = value
-    kwargs.setdefault("model", f"replay:{path}")  # what its errors name
     from .replay import ReplayChatModel  # loaded only when a spec asks for it
 
     if not os.path.isfile(path):
@@ -251,7 +250,10 @@ def _replay_model(spec: str, path: str, **kwargs: Any) -> BaseChatModel:
                 f"give the path of a recording, or one shipped with the package: {shipped}",
             )
         path = str(packaged)
-    return ReplayChatModel.from_file(path, **kwargs)
+    model = ReplayChatModel.from_file(path, **kwargs)
+    fields = getattr(type(model), "model_fields", {})
+    update = {k: v for k, v in defaults.items() if k not in kwargs and k in fields}
+    return model.model_copy(update=update) if update else model
 
 
 def _ollama_model(spec: str, name: str, **kwargs: Any) -> BaseChatModel:
