@@ -214,7 +214,7 @@ def test_per_conversation_from_a_spec() -> None:
 
     model = resolve_model("replay:database-assistant?per-conversation")
     assert model.per_conversation and model.dialect == "hermes"
-    assert resolve_model("replay:database-assistant").per_conversation  # the default
+    assert resolve_model("replay:database-assistant").per_conversation  # it lists its questions
     assert not resolve_model("replay:database-assistant?in-order").per_conversation
     with pytest.raises(ModelSpecError, match="unknown replay option 'nosuch'"):
         resolve_model("replay:database-assistant?nosuch")
@@ -264,3 +264,20 @@ def test_questions_must_match_the_turns_of_the_outputs() -> None:
         ReplayChatModel([HERMES_CALL, "done"], questions=["a", "b"], dialect="hermes")
     with pytest.raises(ValueError, match="1 outputs after the last"):
         ReplayChatModel(["done", HERMES_CALL], questions=["a"], dialect="hermes")
+
+
+def test_a_spec_answers_per_conversation_only_for_a_recording_that_lists_its_questions(
+    tmp_path: Path,
+) -> None:
+    from fncall_graph.adapters.models import resolve_model
+
+    plain = tmp_path / "plain.json"
+    plain.write_text(json.dumps({"dialect": "hermes", "outputs": ["a", "b"]}))
+    model = resolve_model(f"replay:{plain}")
+    assert not model.per_conversation and model.model == f"replay:{plain}"
+    assert [model.invoke("?").content for _ in range(2)] == ["a", "b"]
+    assert resolve_model(f"replay:{plain}?per-conversation").per_conversation
+    weather = resolve_model("replay:weather")
+    assert weather.per_conversation and weather.questions == ["北京和广州天气怎么样"]
+    with pytest.raises(ReplayExhausted, match="replay:weather has no reply for '上海呢'"):
+        weather.invoke([HumanMessage("上海呢")])

@@ -133,7 +133,8 @@ class ReplayChatModel(BaseChatModel):
             any process, side by side (a LangGraph server with several workers or
             replicas). Without ``questions``: the output whose index is the number of
             AI messages in the input. With ``questions``: see :meth:`reply_index`.
-            The default of ``replay:`` specs (``?in-order`` turns it off).
+            A ``replay:`` spec turns it on for a recording that lists its questions
+            (``?per-conversation`` and ``?in-order`` choose).
         questions: the user questions the recording answers, in order (``questions``
             in a replay file); each question's replies run up to and including its
             first reply that calls no tool, so the outputs make exactly one such turn

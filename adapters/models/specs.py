@@ -9,9 +9,9 @@ spec                                   model
 ``anthropic:claude-…`` etc.            whatever ``init_chat_model`` knows
 ``replay:path/to/recording.jsonl``     recorded outputs played back (or a shipped one:
                                        ``replay:database-assistant``, ``replay:weather``);
-                                       replies picked per conversation (each thread
-                                       by its own question and history); ``?in-order``:
-                                       one cursor, call after call
+                                       a recording that lists its questions (the shipped
+                                       ones) answers per conversation, any other in order;
+                                       ``?per-conversation``, ``?in-order`` choose
 ``local``                              bundled SmolLM2-135M on a loopback llama.cpp server
 =====================================  ===============================================
 
@@ -222,7 +222,7 @@ def recording_names() -> list[str]:
     )
 
 
-# option -> (field, value); replies are picked per conversation unless asked otherwise
+# option -> (field, value)
 _REPLAY_OPTIONS = {
     "per-conversation": ("per_conversation", True),
     "in-order": ("per_conversation", False),
@@ -231,7 +231,6 @@ _REPLAY_OPTIONS = {
 
 def _replay_model(spec: str, path: str, **kwargs: Any) -> BaseChatModel:
     path, _, options = path.partition("?")
-    defaults = {"per_conversation": True, "model": f"replay:{path}"}  # model: what errors name
     for option in filter(None, options.split("&")):
         if option not in _REPLAY_OPTIONS:
             known = ", ".join(f"'?{o}'" for o in _REPLAY_OPTIONS)
@@ -240,6 +239,7 @@ def _replay_model(spec: str, path: str, **kwargs: Any) -> BaseChatModel:
         kwargs[name] = value
     from .replay import ReplayChatModel  # loaded only when a spec asks for it
 
+    named = f"replay:{path}"
     if not os.path.isfile(path):
         packaged = packaged_recording(path)
         if packaged is None:
@@ -251,9 +251,14 @@ def _replay_model(spec: str, path: str, **kwargs: Any) -> BaseChatModel:
             )
         path = str(packaged)
     model = ReplayChatModel.from_file(path, **kwargs)
-    fields = getattr(type(model), "model_fields", {})
-    update = {k: v for k, v in defaults.items() if k not in kwargs and k in fields}
-    return model.model_copy(update=update) if update else model
+    if "questions" not in type(model).model_fields:  # a stand-in for the class, in tests
+        return model
+    # a recording that lists its questions answers per conversation unless told otherwise;
+    # its errors name the spec
+    update: dict[str, Any] = {"model": named} if "model" not in kwargs else {}
+    if "per_conversation" not in kwargs:
+        update["per_conversation"] = model.questions is not None
+    return model.model_copy(update=update)
 
 
 def _ollama_model(spec: str, name: str, **kwargs: Any) -> BaseChatModel:
