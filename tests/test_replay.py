@@ -281,3 +281,16 @@ def test_a_spec_answers_per_conversation_only_for_a_recording_that_lists_its_que
     assert weather.per_conversation and weather.questions == ["北京和广州天气怎么样"]
     with pytest.raises(ReplayExhausted, match="replay:weather has no reply for '上海呢'"):
         weather.invoke([HumanMessage("上海呢")])
+
+
+def test_a_recording_played_in_order_names_itself_when_it_runs_out(tmp_path: Path) -> None:
+    from fncall_graph.adapters.models import resolve_model
+
+    plain = tmp_path / "plain.json"
+    plain.write_text(json.dumps({"outputs": ["a"]}))
+    model = resolve_model(f"replay:{plain}")
+    model.invoke("?")
+    with pytest.raises(
+        ReplayExhausted, match=rf"call 2 asked for more \(replay:{plain}, asked 'again'\)"
+    ):
+        model.invoke([HumanMessage("again")])

@@ -298,8 +298,10 @@ class ReplayChatModel(BaseChatModel):
                 raise _tools_unsupported(self.model)
             n = self.reply_index(messages, stop) if self.per_conversation else self._cursor.position
             if n >= len(self.outputs):
+                named = self.source is not None or self.model != "replay"
+                where = f" ({self._label()}, asked {_asked(messages)!r})" if named else ""
                 raise ReplayExhausted(
-                    f"replay has {len(self.outputs)} outputs, call {n + 1} asked for more"
+                    f"replay has {len(self.outputs)} outputs, call {n + 1} asked for more{where}"
                 )
             self._cursor.position = n + 1
             message = self.outputs[n]
@@ -326,7 +328,7 @@ class ReplayChatModel(BaseChatModel):
         if self.questions is None:
             return sum(isinstance(m, AIMessage) for m in messages)
         users = [i for i, m in enumerate(messages) if m.type == "human"]
-        asked = _clip(text_of(messages[users[-1]].content)) if users else "(no user message)"
+        asked = _asked(messages)
         for i in reversed(users):
             text = text_of(messages[i].content)
             found = [q for q in self.questions if q in text]
@@ -448,6 +450,12 @@ def _tools_unsupported(model: str) -> Exception:
     return ResponseError(
         json.dumps({"error": f"registry.ollama.ai/library/{name} does not support tools"}), 400
     )
+
+
+def _asked(messages: Sequence[BaseMessage]) -> str:
+    """The last user message's text, clipped: what the model was asked."""
+    last = next((m for m in reversed(messages) if m.type == "human"), None)
+    return _clip(text_of(last.content)) if last is not None else "(no user message)"
 
 
 def _clip(text: str, n: int = 80) -> str:
