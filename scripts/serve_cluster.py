@@ -51,6 +51,12 @@ MISSING_POSTGRES = (
 )
 MISSING_REDIS = "redis-server was not found on PATH; install it with `bash scripts/system-deps.sh`"
 
+# The `server` extra has no bundled `local` model (the graphs' own default), so a cluster
+# started without a model serves the database assistant's recording, which answers the
+# example's questions in any thread, on any replica.
+DEFAULT_MODEL = "replay:database-assistant"
+MODEL_VARIABLES = ("FNCALL_MODEL", "FNCALL_SQLITE_MODEL", "FNCALL_WEATHER_MODEL")
+
 
 class ClusterError(RuntimeError):
     """A part of the cluster did not start or stop; the message says which and why."""
@@ -565,8 +571,41 @@ class Cluster:
 # --------------------------------------------------------------------------- CLI
 
 
+def model_settings(environ: Mapping[str, str]) -> tuple[dict[str, str], list[str]]:
+    """The model variables to add for the replicas, and the lines that say what each graph
+    serves: ``FNCALL_MODEL`` is set to :data:`DEFAULT_MODEL` when no model variable is set.
+
+    Example:
+        >>> model_settings({})[0]
+        {'FNCALL_MODEL': 'replay:database-assistant'}
+        >>> model_settings({"FNCALL_MODEL": "ollama:qwen3"})
+        ({}, ['model: ollama:qwen3 (FNCALL_MODEL)'])
+    """
+    given = {
+        name: environ[name].strip() for name in MODEL_VARIABLES if environ.get(name, "").strip()
+    }
+    if given:
+        return {}, [f"model: {spec} ({name})" for name, spec in given.items()]
+    return {"FNCALL_MODEL": DEFAULT_MODEL}, [
+        f"model: {DEFAULT_MODEL} (FNCALL_MODEL is not set, and the server extra has no local model)",
+        "  Qwen-Max's recorded replies to the database assistant's questions, asked as written,",
+        "  in any thread: 数据库有几张表 · 分别有多少条记录 · 这几个表的结构分别是什么样的 ·",
+        "  查询韩梅梅的年龄,然后在log表里记录下. Anything else (and weather_assistant) gets an",
+        "  error naming the recording. A real model: FNCALL_MODEL=ollama:qwen3 (see docs/deploy.md)",
+    ]
+
+
 def _interrupt(*_: object) -> None:
     raise KeyboardInterrupt
+
+
+def _stop_and_say(cluster: Cluster) -> None:
+    # signals again end nothing half-way: the stop is already under way
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(sig, signal.SIG_IGN)
+    print("stopping the cluster ...", flush=True)
+    cluster.stop()
+    print(f"stopped: {len(cluster.replicas)} replica(s), Redis, PostgreSQL", flush=True)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -587,6 +626,9 @@ def main(argv: list[str] | None = None) -> int:
             return 0
         if (root / STATE_FILE).exists():
             raise ClusterError(f"{root / STATE_FILE} exists: `serve_cluster.py stop --dir {root}`")
+        model_env, model_lines = model_settings(os.environ)
+        for line in model_lines:
+            print(line, flush=True)
         cluster = Cluster(
             root,
             replicas_wanted=args.replicas,
@@ -594,11 +636,12 @@ def main(argv: list[str] | None = None) -> int:
             workers=args.workers,
             jobs_per_worker=args.jobs_per_worker,
             config=args.config.resolve(),
+            env=model_env,
         )
         with contextlib.ExitStack() as stack:
             cluster.start()
             if args.command == "run":
-                stack.callback(cluster.stop)
+                stack.callback(_stop_and_say, cluster)
             print(f"PostgreSQL {cluster.database_url} · Redis {cluster.redis.url}")
             for replica in cluster.replicas:
                 print(f"replica {replica.index}: {replica.url}  (log {replica.log})")

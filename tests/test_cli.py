@@ -384,7 +384,7 @@ def test_chat_lists_mcp_prompts_and_opens_a_turn_with_one(tmp_path: Path) -> Non
     child = _spawn(
         "chat",
         "--model",
-        "replay:weather",
+        "replay:weather?in-order",  # what it is asked is not its question
         "--mcp",
         str(config),
         "--db",

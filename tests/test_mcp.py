@@ -887,7 +887,7 @@ def test_sampling_is_answered_by_the_clients_model_only_where_allowed(caplog) ->
     with pytest.raises(MCPConfigError, match="sampling: allows sampling, but names no model"):
         MCPToolkit.from_config(allowed)
     # a model named in the server's own entry
-    named = weather_stdio_config(sampling={"allow": True, "model": "replay:weather"})
+    named = weather_stdio_config(sampling={"allow": True, "model": "replay:weather?in-order"})
     with MCPToolkit.from_config(named) as toolkit:
         by_name = toolkit.get_tool("weather-summarize").invoke(
             call("weather-summarize", {"text": "x"})

@@ -214,6 +214,83 @@ def test_per_conversation_from_a_spec() -> None:
 
     model = resolve_model("replay:database-assistant?per-conversation")
     assert model.per_conversation and model.dialect == "hermes"
-    assert not resolve_model("replay:database-assistant").per_conversation
+    assert resolve_model("replay:database-assistant").per_conversation  # it lists its questions
+    assert not resolve_model("replay:database-assistant?in-order").per_conversation
     with pytest.raises(ModelSpecError, match="unknown replay option 'nosuch'"):
         resolve_model("replay:database-assistant?nosuch")
+
+
+def test_per_conversation_with_questions_answers_the_question_asked() -> None:
+    """A recording that lists its questions answers the last one asked, from its first
+    reply, whatever came before; a question it does not know is an error naming both."""
+    model = ReplayChatModel(
+        [HERMES_CALL, "有 3 张表。", "你好。"],
+        questions=["几张表", "你好"],
+        dialect="hermes",
+        per_conversation=True,
+        model="replay:test",
+    )
+    assert model.invoke([HumanMessage("你好")]).content == "你好。"
+    assert model.invoke([HumanMessage("几张表")]).content == HERMES_CALL
+    step = [HumanMessage("几张表"), AIMessageChunk(content=HERMES_CALL), HumanMessage("<r>")]
+    assert model.invoke(step).content == "有 3 张表。"
+    answered = [*step, AIMessageChunk(content="有 3 张表。")]
+    assert model.invoke([*answered, HumanMessage("你好")]).content == "你好。"
+    with pytest.raises(
+        ReplayExhausted, match=r"replay:test has no reply for '再见'.*几张表 \| 你好"
+    ):
+        model.invoke([*answered, HumanMessage("再见")])
+    with pytest.raises(ReplayExhausted, match=r"no reply for 'hi': it was recorded answering"):
+        model.invoke([HumanMessage("hi")])
+
+
+def test_per_conversation_counts_steps_a_prompt_writes_into_the_user_message() -> None:
+    """ReAct writes a turn's earlier steps into its one user message, each ended by the
+    stop sequence: those are the replies already given."""
+    model = ReplayChatModel.from_file(
+        DATA / "weather_deepseek-v3_react.json", per_conversation=True
+    )
+    question = "Question: 北京和广州天气怎么样\n\n"
+    stop = ["Observation:"]
+    assert "北京" in model.invoke([HumanMessage(question)], stop=stop).content
+    one = question + "Action: ...\nObservation: 晴\n"
+    assert "广州" in model.invoke([HumanMessage(one)], stop=stop).content
+    two = one + "Action: ...\nObservation: 多云\n"
+    assert "Final Answer" in model.invoke([HumanMessage(two)], stop=stop).content
+
+
+def test_questions_must_match_the_turns_of_the_outputs() -> None:
+    with pytest.raises(ValueError, match="2 questions, but its outputs make 1 turns"):
+        ReplayChatModel([HERMES_CALL, "done"], questions=["a", "b"], dialect="hermes")
+    with pytest.raises(ValueError, match="1 outputs after the last"):
+        ReplayChatModel(["done", HERMES_CALL], questions=["a"], dialect="hermes")
+
+
+def test_a_spec_answers_per_conversation_only_for_a_recording_that_lists_its_questions(
+    tmp_path: Path,
+) -> None:
+    from fncall_graph.adapters.models import resolve_model
+
+    plain = tmp_path / "plain.json"
+    plain.write_text(json.dumps({"dialect": "hermes", "outputs": ["a", "b"]}))
+    model = resolve_model(f"replay:{plain}")
+    assert not model.per_conversation and model.model == f"replay:{plain}"
+    assert [model.invoke("?").content for _ in range(2)] == ["a", "b"]
+    assert resolve_model(f"replay:{plain}?per-conversation").per_conversation
+    weather = resolve_model("replay:weather")
+    assert weather.per_conversation and weather.questions == ["北京和广州天气怎么样"]
+    with pytest.raises(ReplayExhausted, match="replay:weather has no reply for '上海呢'"):
+        weather.invoke([HumanMessage("上海呢")])
+
+
+def test_a_recording_played_in_order_names_itself_when_it_runs_out(tmp_path: Path) -> None:
+    from fncall_graph.adapters.models import resolve_model
+
+    plain = tmp_path / "plain.json"
+    plain.write_text(json.dumps({"outputs": ["a"]}))
+    model = resolve_model(f"replay:{plain}")
+    model.invoke("?")
+    with pytest.raises(
+        ReplayExhausted, match=rf"call 2 asked for more \(replay:{plain}, asked 'again'\)"
+    ):
+        model.invoke([HumanMessage("again")])

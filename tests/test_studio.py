@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 import signal
 import sqlite3
 import subprocess
@@ -240,3 +241,49 @@ async def test_seed_session_with_an_approved_write(studio: Studio) -> None:
     with sqlite3.connect(studio.db) as db:
         rows = db.execute("SELECT action FROM log ORDER BY id").fetchall()
     assert rows == [("创建数据库",), ("查询了韩梅梅的年龄",)]
+
+
+async def test_other_threads_go_straight_to_their_question(studio: Studio) -> None:
+    """As the README's Studio section says: any of the example's questions, in any thread
+    and order. The write question, asked first in a new thread, stops at its approval and
+    finishes once approved, writing once."""
+    client = get_client(url=studio.url)
+    with sqlite3.connect(studio.db) as db:
+        logged = db.execute("SELECT COUNT(*) FROM log").fetchone()[0]
+
+    tid = (await client.threads.create())["thread_id"]
+    await client.runs.wait(
+        tid, "sqlite_assistant", input={"messages": [{"role": "user", "content": QUESTIONS[3]}]}
+    )
+    state = await client.threads.get_state(tid)
+    assert state["next"] == ["approve"], state["next"]
+    assert state["interrupts"][0]["value"]["action_requests"][0]["args"] == {"query": WRITE}
+    values = await client.runs.wait(
+        tid, "sqlite_assistant", command={"resume": {"decisions": [{"type": "approve"}]}}
+    )
+    assert "韩梅梅的年龄是 6 岁" in last_ai(values)["content"]
+    assert (await client.threads.get_state(tid))["next"] == []
+
+    other = (await client.threads.create())["thread_id"]
+    for question in (QUESTIONS[1], QUESTIONS[0]):  # not in the recording's order
+        values = await client.runs.wait(
+            other, "sqlite_assistant", input={"messages": [{"role": "user", "content": question}]}
+        )
+        assert not last_ai(values)["tool_calls"]
+    assert "三张表" in last_ai(values)["content"]
+
+    with sqlite3.connect(studio.db) as db:
+        assert db.execute("SELECT COUNT(*) FROM log").fetchone()[0] == logged + 1
+
+
+def test_what_works_offline_is_what_the_readme_says(studio: Studio) -> None:
+    """The README's Studio section: the UI is a hosted page, `/docs` needs a CDN, the API
+    (and so the SDK, as the tests above use it) and `/openapi.json` answer offline."""
+    section = (REPO / "README.md").read_text("utf-8").split("## Debug in LangGraph Studio")[1]
+    section = section.split("\n## ", 1)[0]
+    assert "https://smith.langchain.com/studio/" in section and "internet" in section
+    assert "`/docs`" in section and "CDN" in section and "/openapi.json" in section
+    docs = httpx.get(f"{studio.url}/docs", timeout=10).text
+    assert re.search(r'<script src="https://[^"]+"', docs), docs[:500]  # loaded from a CDN
+    schema = httpx.get(f"{studio.url}/openapi.json", timeout=10).json()
+    assert "/threads" in schema["paths"]

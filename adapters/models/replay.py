@@ -43,7 +43,9 @@ from langchain_core.outputs import ChatGeneration, ChatGenerationChunk, ChatResu
 from langchain_core.runnables import Runnable
 from langchain_core.tools import BaseTool
 from langchain_core.utils.function_calling import convert_to_openai_tool
-from pydantic import Field, PrivateAttr, field_validator
+from pydantic import Field, PrivateAttr, field_validator, model_validator
+
+from ..formats.base import text_of
 
 __all__ = ["ReplayChatModel", "ReplayExhausted", "message_from_output"]
 
@@ -53,7 +55,9 @@ _TOKEN = re.compile(r"\s+|\w{1,6}|[^\w\s]", re.UNICODE)
 
 
 class ReplayExhausted(RuntimeError):
-    """The model was called more times than the recording has outputs."""
+    """The recording has no reply for the call: more calls than outputs, or (per
+    conversation) a question it was not recorded answering, or one whose replies ran out.
+    The message names the recording and what was asked."""
 
 
 class _Cursor:
@@ -125,10 +129,16 @@ class ReplayChatModel(BaseChatModel):
             call; for tests of the fallback to a prompt dialect.
         model: the model name that error quotes.
         per_conversation: pick each reply by the conversation instead of a running
-            cursor: the output whose index is the number of AI messages in the input,
-            so every conversation (thread) replays the recording from its start, in
-            any order, in any process. For threads served side by side (a LangGraph
-            server with several workers or replicas); spec ``replay:NAME?per-conversation``.
+            cursor, so every conversation (thread) gets its replies in any order, in
+            any process, side by side (a LangGraph server with several workers or
+            replicas). Without ``questions``: the output whose index is the number of
+            AI messages in the input. With ``questions``: see :meth:`reply_index`.
+            A ``replay:`` spec turns it on for a recording that lists its questions
+            (``?per-conversation`` and ``?in-order`` choose).
+        questions: the user questions the recording answers, in order (``questions``
+            in a replay file); each question's replies run up to and including its
+            first reply that calls no tool, so the outputs make exactly one such turn
+            per question.
 
     Attributes:
         inputs: the input messages of every call, in order (calls that raised included),
@@ -165,10 +175,12 @@ class ReplayChatModel(BaseChatModel):
     """Where the recording came from (free text, from the replay file)."""
     dialect: str | None = None
     """The dialect the recording was made with, if the replay file names one."""
+    questions: list[str] | None = None
     bound_tools: list[dict[str, Any]] | None = None
     inputs: list[list[BaseMessage]] = Field(default_factory=list)
     calls: list[dict[str, Any]] = Field(default_factory=list)
     _cursor: _Cursor = PrivateAttr(default_factory=_Cursor)
+    _turns: list[range] = PrivateAttr(default_factory=list)
 
     def __init__(
         self,
@@ -197,11 +209,45 @@ class ReplayChatModel(BaseChatModel):
             raise ValueError("chunk_size must be at least 1")
         return value
 
+    @model_validator(mode="after")
+    def _split_turns(self) -> ReplayChatModel:
+        if self.questions is None:
+            return self
+        turns, start = [], 0
+        for i, output in enumerate(self.outputs):
+            if not self._calls_a_tool(output):
+                turns.append(range(start, i + 1))
+                start = i + 1
+        if len(turns) != len(self.questions) or start != len(self.outputs):
+            raise ValueError(
+                f"{self._label()}: {len(self.questions)} questions, but its outputs make "
+                f"{len(turns)} turns (a turn ends at a reply that calls no tool)"
+                + (
+                    f" and {len(self.outputs) - start} outputs after the last"
+                    if start < len(self.outputs)
+                    else ""
+                )
+            )
+        self._turns = turns
+        return self
+
+    def _calls_a_tool(self, output: AIMessage) -> bool:
+        if output.tool_calls or output.invalid_tool_calls:
+            return True
+        from ..formats.registry import get_dialect  # the recording's own reading
+
+        text = output.content if isinstance(output.content, str) else ""
+        return bool(self.dialect and text and get_dialect(self.dialect).parse(text).tool_calls)
+
+    def _label(self) -> str:
+        return self.model if self.model != "replay" else f"replay {self.source or '(outputs)'}"
+
     @classmethod
     def from_file(cls, path: str | Path, **kwargs: Any) -> ReplayChatModel:
         """A replay model for a recording file.
 
-        The file holds ``{"source": ..., "dialect": ..., "outputs": [...]}``, a bare JSON
+        The file holds ``{"source": ..., "dialect": ..., "questions": [...], "outputs":
+        [...]}`` (all but ``outputs`` optional), a bare JSON
         list of outputs, or (``.jsonl``) one JSON output per line.
 
         Example:
@@ -223,6 +269,7 @@ class ReplayChatModel(BaseChatModel):
                 raise ValueError(f"{path}: a replay file needs an 'outputs' list")
             kwargs.setdefault("source", data.get("source"))
             kwargs.setdefault("dialect", data.get("dialect"))
+            kwargs.setdefault("questions", data.get("questions"))
             data = data["outputs"]
         if not isinstance(data, list):
             raise ValueError(f"{path}: expected a list of outputs, got {type(data).__name__}")
@@ -249,17 +296,62 @@ class ReplayChatModel(BaseChatModel):
             self.calls.append({"stop": stop, **kwargs})
             if self.raise_on_tools and kwargs.get("tools"):
                 raise _tools_unsupported(self.model)
-            if self.per_conversation:
-                n = sum(isinstance(m, AIMessage) for m in messages)
-            else:
-                n = self._cursor.position
+            n = self.reply_index(messages, stop) if self.per_conversation else self._cursor.position
             if n >= len(self.outputs):
+                named = self.source is not None or self.model != "replay"
+                where = f" ({self._label()}, asked {_asked(messages)!r})" if named else ""
                 raise ReplayExhausted(
-                    f"replay has {len(self.outputs)} outputs, call {n + 1} asked for more"
+                    f"replay has {len(self.outputs)} outputs, call {n + 1} asked for more{where}"
                 )
             self._cursor.position = n + 1
             message = self.outputs[n]
         return _apply_stop(message, stop)
+
+    def reply_index(
+        self, messages: Sequence[BaseMessage], stop: Sequence[str] | None = None
+    ) -> int:
+        """Which output answers ``messages`` when replies are picked per conversation.
+
+        Without ``questions``, the number of AI messages in ``messages``. With them, the
+        conversation's question is the last user message that is a recorded question
+        (or holds one, in a prompt dialect that writes the turn's steps into the user
+        message, as ReAct and Qwen do); the reply is that question's next one: as many
+        into its replies as the conversation holds after it (AI messages, or steps
+        written in that message, counted by the call's stop sequences). A question
+        asked again, in any thread, gets its replies again from its first.
+
+        Raises:
+            ReplayExhausted: no user message is a recorded question, or the question's
+                replies are all given (the conversation asked something after it); the
+                message names the recording, what was asked and what it answers.
+        """
+        if self.questions is None:
+            return sum(isinstance(m, AIMessage) for m in messages)
+        users = [i for i, m in enumerate(messages) if m.type == "human"]
+        asked = _asked(messages)
+        for i in reversed(users):
+            text = text_of(messages[i].content)
+            found = [q for q in self.questions if q in text]
+            if not found:
+                continue
+            question = max(found, key=len)  # the whole question, not a part of another
+            turn = self._turns[self.questions.index(question)]
+            after = text.split(question, 1)[1]
+            steps = min((after.count(s) for s in stop or () if s), default=0)
+            step = steps + sum(isinstance(m, AIMessage) for m in messages[i + 1 :])
+            if step < len(turn):
+                return turn[step]
+            raise ReplayExhausted(
+                f"{self._label()} has no reply for {asked!r}: its {len(turn)} replies to "
+                f"{question!r} are all given; it answers: {self._asks()}"
+            )
+        raise ReplayExhausted(
+            f"{self._label()} has no reply for {asked!r}: it was recorded answering "
+            f"only these questions, asked as written: {self._asks()}"
+        )
+
+    def _asks(self) -> str:
+        return " | ".join(self.questions or ())
 
     # ------------------------------------------------------------------ chat model
 
@@ -358,6 +450,17 @@ def _tools_unsupported(model: str) -> Exception:
     return ResponseError(
         json.dumps({"error": f"registry.ollama.ai/library/{name} does not support tools"}), 400
     )
+
+
+def _asked(messages: Sequence[BaseMessage]) -> str:
+    """The last user message's text, clipped: what the model was asked."""
+    last = next((m for m in reversed(messages) if m.type == "human"), None)
+    return _clip(text_of(last.content)) if last is not None else "(no user message)"
+
+
+def _clip(text: str, n: int = 80) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= n else text[: n - 1] + "…"
 
 
 def _apply_stop(message: AIMessage, stop: Sequence[str] | None) -> AIMessage:

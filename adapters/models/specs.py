@@ -9,7 +9,9 @@ spec                                   model
 ``anthropic:claude-…`` etc.            whatever ``init_chat_model`` knows
 ``replay:path/to/recording.jsonl``     recorded outputs played back (or a shipped one:
                                        ``replay:database-assistant``, ``replay:weather``);
-                                       ``?per-conversation``: each thread from the start
+                                       a recording that lists its questions (the shipped
+                                       ones) answers per conversation, any other in order;
+                                       ``?per-conversation``, ``?in-order`` choose
 ``local``                              bundled SmolLM2-135M on a loopback llama.cpp server
 =====================================  ===============================================
 
@@ -220,7 +222,11 @@ def recording_names() -> list[str]:
     )
 
 
-_REPLAY_OPTIONS = {"per-conversation": "per_conversation"}
+# option -> (field, value)
+_REPLAY_OPTIONS = {
+    "per-conversation": ("per_conversation", True),
+    "in-order": ("per_conversation", False),
+}
 
 
 def _replay_model(spec: str, path: str, **kwargs: Any) -> BaseChatModel:
@@ -229,9 +235,11 @@ def _replay_model(spec: str, path: str, **kwargs: Any) -> BaseChatModel:
         if option not in _REPLAY_OPTIONS:
             known = ", ".join(f"'?{o}'" for o in _REPLAY_OPTIONS)
             raise ModelSpecError(spec, f"unknown replay option {option!r}", f"known: {known}")
-        kwargs[_REPLAY_OPTIONS[option]] = True
+        name, value = _REPLAY_OPTIONS[option]
+        kwargs[name] = value
     from .replay import ReplayChatModel  # loaded only when a spec asks for it
 
+    named = f"replay:{path}"
     if not os.path.isfile(path):
         packaged = packaged_recording(path)
         if packaged is None:
@@ -242,7 +250,15 @@ def _replay_model(spec: str, path: str, **kwargs: Any) -> BaseChatModel:
                 f"give the path of a recording, or one shipped with the package: {shipped}",
             )
         path = str(packaged)
-    return ReplayChatModel.from_file(path, **kwargs)
+    model = ReplayChatModel.from_file(path, **kwargs)
+    if "questions" not in type(model).model_fields:  # a stand-in for the class, in tests
+        return model
+    # a recording that lists its questions answers per conversation unless told otherwise;
+    # its errors name the spec
+    update: dict[str, Any] = {"model": named} if "model" not in kwargs else {}
+    if "per_conversation" not in kwargs:
+        update["per_conversation"] = model.questions is not None
+    return model.model_copy(update=update)
 
 
 def _ollama_model(spec: str, name: str, **kwargs: Any) -> BaseChatModel:
