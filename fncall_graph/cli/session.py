@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
-from collections.abc import Mapping, Sequence
+import signal
+import threading
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import IO, Any
 
+from langchain_core.callbacks import BaseCallbackHandler
 from langchain_core.messages import (
     AIMessage,
     AIMessageChunk,
@@ -15,7 +19,7 @@ from langchain_core.messages import (
 )
 
 from fncall_graph.adapters.formats.base import text_of
-from fncall_graph.graphs.factory import APPROVE, MODEL
+from fncall_graph.graphs.factory import APPROVE, MODEL, TOOLS
 from fncall_graph.trace import ModelCallRecord, Tracer
 
 from .approval import TerminalReview
@@ -68,8 +72,10 @@ class Session:
         self.gated = set(gated)
         self.review = TerminalReview(ui, thread_id)
         self.config: dict[str, Any] = {"configurable": {"thread_id": thread_id}}
+        self._cancel = _CancelOnInterrupt()
+        self.config["callbacks"] = [self._cancel]
         if tracer is not None:
-            self.config["callbacks"] = [tracer.recorder]
+            self.config["callbacks"].append(tracer.recorder)
 
     # -- public
 
@@ -140,33 +146,39 @@ class Session:
         if self.tracer is not None:
             modes.append("values")
         self.ui.thinking()
-        for mode, chunk in self.graph.stream(payload, self.config, stream_mode=modes):
-            if mode == "messages":
-                message, meta = chunk
-                if meta.get("langgraph_node") == MODEL and isinstance(
-                    message, AIMessageChunk | AIMessage
-                ):
-                    self.ui.token(text_of(message.content))
-                continue
-            if mode == "custom":
-                report = chunk.get("mcp_progress") if isinstance(chunk, Mapping) else None
-                if report:  # an MCP server reports a running call's progress
-                    self.ui.call_progress(
-                        report.get("tool_call_id") or "",
-                        report.get("progress") or 0,
-                        report.get("total"),
-                        report.get("message"),
-                    )
-                continue
-            if self.tracer is not None:
-                for record in self.tracer.feed(mode, chunk):
-                    self._record(record)
-            if mode == "updates":
-                interrupts += list(chunk.get("__interrupt__") or ())
-                self._updates(chunk)
-                if "adapter" in chunk:  # the model call starts now
-                    self.ui.thinking()
+        with self._cancel.armed():
+            for mode, chunk in self.graph.stream(payload, self.config, stream_mode=modes):
+                interrupts += self._chunk(mode, chunk)
         return interrupts
+
+    def _chunk(self, mode: str, chunk: Any) -> list[Any]:
+        """Show one item of the stream; returns the interrupts it carries."""
+        if mode == "messages":
+            message, meta = chunk
+            if meta.get("langgraph_node") == MODEL and isinstance(
+                message, AIMessageChunk | AIMessage
+            ):
+                self.ui.token(text_of(message.content))
+            return []
+        if mode == "custom":
+            report = chunk.get("mcp_progress") if isinstance(chunk, Mapping) else None
+            if report:  # an MCP server reports a running call's progress
+                self.ui.call_progress(
+                    report.get("tool_call_id") or "",
+                    report.get("progress") or 0,
+                    report.get("total"),
+                    report.get("message"),
+                )
+            return []
+        if self.tracer is not None:
+            for record in self.tracer.feed(mode, chunk):
+                self._record(record)
+        if mode != "updates":
+            return []
+        self._updates(chunk)
+        if TOOLS in chunk:  # the tools answered: the model is called next
+            self.ui.thinking()
+        return list(chunk.get("__interrupt__") or ())
 
     def _updates(self, chunk: Mapping[str, Any]) -> None:
         for node, update in chunk.items():
@@ -199,6 +211,60 @@ class Session:
             self.trace_file.flush()
         if self.show_trace:
             self.ui.trace(record)
+
+
+class _TurnCancelled(Exception):
+    """Ends the running model call or tool of a turn that Ctrl-C interrupted."""
+
+
+class _CancelOnInterrupt(BaseCallbackHandler):
+    """Stops the work of a turn that Ctrl-C interrupted, at its next token or step.
+
+    An interrupted LangGraph stream waits for its running node before it returns; a
+    generation left running would hold the terminal (and the model server) until its
+    end. Raising from the token callback ends the call and closes its request, so the
+    server stops generating too.
+    """
+
+    raise_error = True
+    run_inline = True
+
+    def __init__(self) -> None:
+        self.interrupted = threading.Event()
+
+    @contextlib.contextmanager
+    def armed(self) -> Iterator[None]:
+        """While the block runs, Ctrl-C also stops the turn's running work."""
+        self.interrupted.clear()
+        if threading.current_thread() is not threading.main_thread():
+            yield  # signal handlers belong to the main thread
+            return
+
+        def on_sigint(signum: int, frame: Any) -> None:
+            self.interrupted.set()
+            signal.default_int_handler(signum, frame)
+
+        previous = signal.signal(signal.SIGINT, on_sigint)
+        try:
+            yield
+        finally:
+            signal.signal(signal.SIGINT, previous)
+
+    def _check(self) -> None:
+        if self.interrupted.is_set():
+            raise _TurnCancelled("the turn was interrupted")
+
+    def on_llm_new_token(self, token: str, **kwargs: Any) -> None:
+        self._check()
+
+    def on_chat_model_start(self, serialized: Any, messages: Any, **kwargs: Any) -> None:
+        self._check()
+
+    def on_llm_start(self, serialized: Any, prompts: Any, **kwargs: Any) -> None:
+        self._check()
+
+    def on_tool_start(self, serialized: Any, input_str: str, **kwargs: Any) -> None:
+        self._check()
 
 
 def _prompt_arguments(text: str) -> dict[str, Any]:
