@@ -111,6 +111,9 @@ def test_demo_reproduces_the_seed_session(tmp_path: Path) -> None:
     assert "[tool] sqlite-list_tables {} done" in done.stdout
     assert done.stdout.count("[tool] sqlite-read_query") == 8  # 3 + 1 calls, started and done
     assert "韩梅梅的年龄是 6 岁" in done.stdout
+    # a recording is labelled as one, not as a live model
+    assert f"RECORDED replies (replay:{REPLAY}), not a live model" in done.stdout
+    assert "live:" not in done.stdout
 
 
 def test_demo_plays_the_recording_then_the_live_model(tmp_path: Path) -> None:
@@ -430,3 +433,131 @@ def test_the_terminal_answers_an_approval_bound_to_what_it_showed() -> None:
         "decisions": [{"type": "approve", "tool_call_id": "c9"}],
         "review_token": "tok",
     }
+
+
+def test_trace_shows_each_prompt_as_text(tmp_path: Path, mcp_json: Path) -> None:
+    done = cli(
+        "run",
+        "--trace",
+        "--model",
+        "replay:database-assistant",
+        "--mcp",
+        str(mcp_json),
+        "--db",
+        str(tmp_path / "threads.sqlite"),
+        "--system",
+        SYSTEM_PROMPT,
+        QUESTIONS[0],
+    )
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.splitlines()
+    # the prompt's lines as lines, under the role of their message; no JSON escapes
+    assert "\\n" not in done.stdout and '\\"' not in done.stdout
+    system = lines.index("  [system]", lines.index("processed input:"))
+    assert lines[system + 1] == "    " + CALLS[0]["model_input"][0]["content"].splitlines()[0]
+    assert "    <tool_call>" in lines  # the raw output, as the model wrote it
+    assert "    → sqlite-list_tables {}" in lines  # the call read from it
+
+
+def test_resume_restates_the_turn_and_shows_the_approved_call_done(
+    tmp_path: Path, mcp_json: Path
+) -> None:
+    db = str(tmp_path / "threads.sqlite")
+    call = replay_file(
+        tmp_path,
+        "call.json",
+        ['<tool_call>\n{"name": "sqlite-list_tables", "arguments": {}}\n</tool_call>'],
+    )
+    answer = replay_file(tmp_path, "answer.json", ["三张表"])
+    common = ["--mcp", str(mcp_json), "--db", db, "--approve", "sqlite-list_tables"]
+    first = cli("run", "--model", f"replay:{call}", *common, "--thread", "t2", QUESTIONS[0])
+    assert first.returncode == 1 and "--resume t2" in first.stderr
+
+    child = _spawn("run", "--model", f"replay:{answer}", *common, "--resume", "t2")
+    child.expect_exact(f"you> {QUESTIONS[0]}")
+    child.expect(r"run sqlite-list_tables \{\}\? \[y/e/n\]")
+    child.sendline("y")
+    child.expect(r"✓ (\x1b\[[0-9;]*m)*sqlite-list_tables \{\} done")  # colours between
+    child.expect("三张表")
+    child.expect(pexpect.EOF)
+    child.close()
+    assert child.exitstatus == 0
+
+
+def test_chat_commands_are_not_sent_to_the_model(tmp_path: Path, mcp_json: Path) -> None:
+    trace = tmp_path / "trace.jsonl"
+    child = _gated_chat(tmp_path, mcp_json, "--trace-file", str(trace))
+    child.expect("you> ")
+    child.sendline("/help")
+    child.expect_exact("/prompts")
+    child.expect_exact("/exit, /quit, Ctrl-D")
+    child.expect("you> ")
+    child.sendline("/nosuch a b")
+    child.expect_exact("unknown command /nosuch; /help lists the commands")
+    child.expect("you> ")
+    exit_cleanly(child)
+    assert trace.read_text("utf-8") == ""  # the model was never called
+
+
+def test_ctrl_c_at_an_approval_ends_the_line_first(tmp_path: Path, mcp_json: Path) -> None:
+    child = _gated_chat(tmp_path, mcp_json)
+    child.expect("you> ")
+    child.sendline(QUESTIONS[0])
+    child.expect(r"\[y/e/n\] ")
+    child.sendintr()
+    child.expect_exact("(turn interrupted)")
+    assert child.before.endswith("\n"), repr(child.before)  # not glued to the echoed ^C
+    child.expect("you> ")
+    exit_cleanly(child)
+
+
+def test_mcp_servers_stderr_goes_to_a_log_named_at_start(tmp_path: Path) -> None:
+    server = REPO / "tests" / "servers" / "tools_only_server.py"
+    config = tmp_path / "mcp.json"
+    config.write_text(
+        json.dumps({"mcpServers": {"plain": {"command": sys.executable, "args": [str(server)]}}})
+    )
+    echo = replay_file(
+        tmp_path,
+        "echo.json",
+        ['<tool_call>\n{"name": "plain-echo", "arguments": {"text": "hi"}}\n</tool_call>', "ok"],
+    )
+    state = tmp_path / "state"
+    done = cli(
+        "run",
+        "--model",
+        f"replay:{echo}",
+        "--mcp",
+        str(config),
+        "--db",
+        str(state / "t.sqlite"),
+        "echo hi",
+    )
+    assert done.returncode == 0, done.stderr
+    log = state / "mcp-servers.log"
+    assert f"MCP servers' stderr goes to {log}" in done.stderr
+    assert "[tool] plain-echo" in done.stdout
+    # FastMCP logs each request on stderr: in the log, not between the session's lines
+    assert "Processing request" in log.read_text("utf-8")
+    assert "Processing request" not in done.stdout + done.stderr
+
+
+def test_auto_dialect_is_described_as_it_is_chosen(tmp_path: Path) -> None:
+    help_text = " ".join(cli("chat", "--help").stdout.split())
+    assert "'local': hermes" in help_text
+    assert "else native for models whose LangChain class binds tools" in help_text
+    # a recording speaks its own dialect; an OpenAI-compatible server is native
+    for spec, dialect in (
+        ("replay:database-assistant", "hermes"),
+        (f"http://127.0.0.1:{free_port()}/v1#m", "native"),
+    ):
+        done = cli("run", "--trace", "--model", spec, "--db", str(tmp_path / "t.sqlite"), "hi")
+        assert f"dialect {dialect} · 0 tools" in done.stderr, done.stderr
+
+
+def test_run_without_mcp_warns_that_there_are_no_tools(tmp_path: Path) -> None:
+    answer = replay_file(tmp_path, "answer.json", ["你好"])
+    done = cli("run", "--model", f"replay:{answer}", "--db", str(tmp_path / "t.sqlite"), "hi")
+    assert done.returncode == 0, done.stderr
+    assert "warning: no tools: without --mcp" in done.stderr
+    assert "assistant> 你好" in done.stdout

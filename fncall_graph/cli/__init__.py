@@ -20,7 +20,7 @@ Errors a user can fix (a bad model spec, an unreachable server, a missing key, a
 config) end the command with one line on stderr and exit status 1. ``FNCALL_DEBUG=1``
 shows the full traceback instead.
 
-Modules: :mod:`.main` (the commands and the entry point), :mod:`.settings` (model,
+Modules: :mod:`.main` (the commands and the entry point), :mod:`.resources` (model,
 tools, checkpoints, dialect; errors in one line), :mod:`.terminal` (what the person
 sees), :mod:`.session` (a thread's turns), :mod:`.approval` (decisions at the terminal).
 """

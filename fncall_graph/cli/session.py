@@ -110,12 +110,23 @@ class Session:
         from langgraph.types import Command
 
         state = self.graph.get_state(self.config)
+        messages = state.values.get("messages") or []
+        question = _last_question(messages)
         if self.tracer is not None:
-            question = _last_question(state.values.get("messages") or [])
             self.tracer.start_round(question)
-        if state.interrupts:
-            return self._run(Command(resume=self.review.decide(list(state.interrupts))))
-        return self._run(None)
+        # The turn began in another process: restate it, and put its calls on the board
+        # so that their outcome is shown as it would have been then.
+        self.ui.note("(resuming the turn this thread stopped in)")
+        self.ui.heading(f"you> {question}")
+        for call in _unanswered_calls(messages):
+            self.ui.call_started(
+                call.get("id") or "", call["name"], call["args"], waiting=bool(state.interrupts)
+            )
+        if not state.interrupts:
+            return self._run(None)
+        decision = self.review.decide(list(state.interrupts))
+        self.ui.calls_resumed()
+        return self._run(Command(resume=decision))
 
     def messages(self) -> list[BaseMessage]:
         return list(self.graph.get_state(self.config).values.get("messages") or [])
@@ -287,6 +298,15 @@ def _prompt_arguments(text: str) -> dict[str, Any]:
             raise CLIError(f"prompt argument {word!r}: write name=value")
         pairs[key] = value
     return pairs
+
+
+def _unanswered_calls(messages: Sequence[BaseMessage]) -> list[Any]:
+    """The calls of the last model reply that have no result yet."""
+    answered = {m.tool_call_id for m in messages if isinstance(m, ToolMessage)}
+    for message in reversed(messages):
+        if isinstance(message, AIMessage):
+            return [c for c in message.tool_calls if c.get("id") not in answered]
+    return []
 
 
 def _last_question(messages: Sequence[BaseMessage]) -> str:
