@@ -62,6 +62,60 @@ def replay_file(tmp_path: Path, name: str, outputs: list[str]) -> Path:
     return path
 
 
+def on_the_recording(tmp_path: Path, mcp_json: Path) -> list[str]:
+    """Options for the seed's recording, MCP server and a checkpoint file in ``tmp_path``."""
+    return [
+        "--model",
+        "replay:database-assistant",
+        "--mcp",
+        str(mcp_json),
+        "--db",
+        str(tmp_path / "threads.sqlite"),
+    ]
+
+
+def run_first_question(
+    tmp_path: Path, mcp_json: Path, *options: str
+) -> subprocess.CompletedProcess:
+    """``run`` asks the seed's first question on the recording, with the seed's prompt."""
+    return cli(
+        "run",
+        *options,
+        *on_the_recording(tmp_path, mcp_json),
+        "--system",
+        SYSTEM_PROMPT,
+        QUESTIONS[0],
+    )
+
+
+def interrupted_thread(tmp_path: Path, mcp_json: Path, thread: str) -> tuple[Path, list[str]]:
+    """A thread left waiting for approval of ``sqlite-list_tables`` by a ``run`` that
+    could not ask (no terminal); returns the recording that finishes it and the options
+    that open it again."""
+    call = replay_file(
+        tmp_path,
+        "call.json",
+        ['<tool_call>\n{"name": "sqlite-list_tables", "arguments": {}}\n</tool_call>'],
+    )
+    answer = replay_file(tmp_path, "answer.json", ["三张表"])
+    db = str(tmp_path / "threads.sqlite")
+    common = ["--mcp", str(mcp_json), "--db", db, "--approve", "sqlite-list_tables"]
+    first = cli(
+        "run",
+        "--model",
+        f"replay:{call}",
+        *common,
+        "--thread",
+        thread,
+        QUESTIONS[0],
+        stdin=subprocess.DEVNULL,
+    )
+    assert first.returncode == 1
+    assert f"--resume {thread}" in first.stderr
+    assert "Traceback" not in first.stderr
+    return answer, common
+
+
 def exit_cleanly(child: pexpect.spawn) -> None:
     """Leave the interactive CLI with /exit; it must end with status 0."""
     child.sendline("/exit")
@@ -164,19 +218,7 @@ def test_a_failed_tool_call_is_shown_as_failed(tmp_path: Path, mcp_json: Path) -
 
 
 def test_run_json_prints_the_thread(tmp_path: Path, mcp_json: Path) -> None:
-    done = cli(
-        "run",
-        "--model",
-        "replay:database-assistant",
-        "--mcp",
-        str(mcp_json),
-        "--db",
-        str(tmp_path / "threads.sqlite"),
-        "--system",
-        SYSTEM_PROMPT,
-        "--json",
-        QUESTIONS[0],
-    )
+    done = run_first_question(tmp_path, mcp_json, "--json")
     assert done.returncode == 0, done.stderr
     document = json.loads(done.stdout)
     assert document["thread_id"]
@@ -242,16 +284,7 @@ def _spawn(*args: str) -> pexpect.spawn:
 def _gated_chat(tmp_path: Path, mcp_json: Path, *extra: str) -> pexpect.spawn:
     """``chat`` on the seed replay with ``sqlite-list_tables`` waiting for a decision."""
     return _spawn(
-        "chat",
-        "--model",
-        "replay:database-assistant",
-        "--mcp",
-        str(mcp_json),
-        "--db",
-        str(tmp_path / "threads.sqlite"),
-        "--approve",
-        "sqlite-list_tables",
-        *extra,
+        "chat", *on_the_recording(tmp_path, mcp_json), "--approve", "sqlite-list_tables", *extra
     )
 
 
@@ -295,27 +328,7 @@ def test_rejection_reason_reaches_the_model(tmp_path: Path, mcp_json: Path) -> N
 
 
 def test_an_interrupted_run_resumes_in_a_later_process(tmp_path: Path, mcp_json: Path) -> None:
-    db = str(tmp_path / "threads.sqlite")
-    call = replay_file(
-        tmp_path,
-        "call.json",
-        ['<tool_call>\n{"name": "sqlite-list_tables", "arguments": {}}\n</tool_call>'],
-    )
-    answer = replay_file(tmp_path, "answer.json", ["三张表"])
-    common = ["--mcp", str(mcp_json), "--db", db, "--approve", "sqlite-list_tables"]
-    first = cli(
-        "run",
-        "--model",
-        f"replay:{call}",
-        *common,
-        "--thread",
-        "t1",
-        QUESTIONS[0],
-        stdin=subprocess.DEVNULL,
-    )
-    assert first.returncode == 1
-    assert "--resume t1" in first.stderr
-    assert "Traceback" not in first.stderr
+    answer, common = interrupted_thread(tmp_path, mcp_json, "t1")
 
     child = _spawn("run", "--model", f"replay:{answer}", *common, "--resume", "t1", "--json")
     child.expect(r"\[y/e/n\]")
@@ -436,19 +449,7 @@ def test_the_terminal_answers_an_approval_bound_to_what_it_showed() -> None:
 
 
 def test_trace_shows_each_prompt_as_text(tmp_path: Path, mcp_json: Path) -> None:
-    done = cli(
-        "run",
-        "--trace",
-        "--model",
-        "replay:database-assistant",
-        "--mcp",
-        str(mcp_json),
-        "--db",
-        str(tmp_path / "threads.sqlite"),
-        "--system",
-        SYSTEM_PROMPT,
-        QUESTIONS[0],
-    )
+    done = run_first_question(tmp_path, mcp_json, "--trace")
     assert done.returncode == 0, done.stderr
     lines = done.stdout.splitlines()
     # the prompt's lines as lines, under the role of their message; no JSON escapes
@@ -462,16 +463,7 @@ def test_trace_shows_each_prompt_as_text(tmp_path: Path, mcp_json: Path) -> None
 def test_resume_restates_the_turn_and_shows_the_approved_call_done(
     tmp_path: Path, mcp_json: Path
 ) -> None:
-    db = str(tmp_path / "threads.sqlite")
-    call = replay_file(
-        tmp_path,
-        "call.json",
-        ['<tool_call>\n{"name": "sqlite-list_tables", "arguments": {}}\n</tool_call>'],
-    )
-    answer = replay_file(tmp_path, "answer.json", ["三张表"])
-    common = ["--mcp", str(mcp_json), "--db", db, "--approve", "sqlite-list_tables"]
-    first = cli("run", "--model", f"replay:{call}", *common, "--thread", "t2", QUESTIONS[0])
-    assert first.returncode == 1 and "--resume t2" in first.stderr
+    answer, common = interrupted_thread(tmp_path, mcp_json, "t2")
 
     child = _spawn("run", "--model", f"replay:{answer}", *common, "--resume", "t2")
     child.expect_exact(f"you> {QUESTIONS[0]}")
