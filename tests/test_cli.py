@@ -62,6 +62,60 @@ def replay_file(tmp_path: Path, name: str, outputs: list[str]) -> Path:
     return path
 
 
+def on_the_recording(tmp_path: Path, mcp_json: Path) -> list[str]:
+    """Options for the seed's recording, MCP server and a checkpoint file in ``tmp_path``."""
+    return [
+        "--model",
+        "replay:database-assistant",
+        "--mcp",
+        str(mcp_json),
+        "--db",
+        str(tmp_path / "threads.sqlite"),
+    ]
+
+
+def run_first_question(
+    tmp_path: Path, mcp_json: Path, *options: str
+) -> subprocess.CompletedProcess:
+    """``run`` asks the seed's first question on the recording, with the seed's prompt."""
+    return cli(
+        "run",
+        *options,
+        *on_the_recording(tmp_path, mcp_json),
+        "--system",
+        SYSTEM_PROMPT,
+        QUESTIONS[0],
+    )
+
+
+def interrupted_thread(tmp_path: Path, mcp_json: Path, thread: str) -> tuple[Path, list[str]]:
+    """A thread left waiting for approval of ``sqlite-list_tables`` by a ``run`` that
+    could not ask (no terminal); returns the recording that finishes it and the options
+    that open it again."""
+    call = replay_file(
+        tmp_path,
+        "call.json",
+        ['<tool_call>\n{"name": "sqlite-list_tables", "arguments": {}}\n</tool_call>'],
+    )
+    answer = replay_file(tmp_path, "answer.json", ["三张表"])
+    db = str(tmp_path / "threads.sqlite")
+    common = ["--mcp", str(mcp_json), "--db", db, "--approve", "sqlite-list_tables"]
+    first = cli(
+        "run",
+        "--model",
+        f"replay:{call}",
+        *common,
+        "--thread",
+        thread,
+        QUESTIONS[0],
+        stdin=subprocess.DEVNULL,
+    )
+    assert first.returncode == 1
+    assert f"--resume {thread}" in first.stderr
+    assert "Traceback" not in first.stderr
+    return answer, common
+
+
 def exit_cleanly(child: pexpect.spawn) -> None:
     """Leave the interactive CLI with /exit; it must end with status 0."""
     child.sendline("/exit")
@@ -111,6 +165,9 @@ def test_demo_reproduces_the_seed_session(tmp_path: Path) -> None:
     assert "[tool] sqlite-list_tables {} done" in done.stdout
     assert done.stdout.count("[tool] sqlite-read_query") == 8  # 3 + 1 calls, started and done
     assert "韩梅梅的年龄是 6 岁" in done.stdout
+    # a recording is labelled as one, not as a live model
+    assert f"RECORDED replies (replay:{REPLAY}), not a live model" in done.stdout
+    assert "live:" not in done.stdout
 
 
 def test_demo_plays_the_recording_then_the_live_model(tmp_path: Path) -> None:
@@ -161,19 +218,7 @@ def test_a_failed_tool_call_is_shown_as_failed(tmp_path: Path, mcp_json: Path) -
 
 
 def test_run_json_prints_the_thread(tmp_path: Path, mcp_json: Path) -> None:
-    done = cli(
-        "run",
-        "--model",
-        "replay:database-assistant",
-        "--mcp",
-        str(mcp_json),
-        "--db",
-        str(tmp_path / "threads.sqlite"),
-        "--system",
-        SYSTEM_PROMPT,
-        "--json",
-        QUESTIONS[0],
-    )
+    done = run_first_question(tmp_path, mcp_json, "--json")
     assert done.returncode == 0, done.stderr
     document = json.loads(done.stdout)
     assert document["thread_id"]
@@ -239,16 +284,7 @@ def _spawn(*args: str) -> pexpect.spawn:
 def _gated_chat(tmp_path: Path, mcp_json: Path, *extra: str) -> pexpect.spawn:
     """``chat`` on the seed replay with ``sqlite-list_tables`` waiting for a decision."""
     return _spawn(
-        "chat",
-        "--model",
-        "replay:database-assistant",
-        "--mcp",
-        str(mcp_json),
-        "--db",
-        str(tmp_path / "threads.sqlite"),
-        "--approve",
-        "sqlite-list_tables",
-        *extra,
+        "chat", *on_the_recording(tmp_path, mcp_json), "--approve", "sqlite-list_tables", *extra
     )
 
 
@@ -292,27 +328,7 @@ def test_rejection_reason_reaches_the_model(tmp_path: Path, mcp_json: Path) -> N
 
 
 def test_an_interrupted_run_resumes_in_a_later_process(tmp_path: Path, mcp_json: Path) -> None:
-    db = str(tmp_path / "threads.sqlite")
-    call = replay_file(
-        tmp_path,
-        "call.json",
-        ['<tool_call>\n{"name": "sqlite-list_tables", "arguments": {}}\n</tool_call>'],
-    )
-    answer = replay_file(tmp_path, "answer.json", ["三张表"])
-    common = ["--mcp", str(mcp_json), "--db", db, "--approve", "sqlite-list_tables"]
-    first = cli(
-        "run",
-        "--model",
-        f"replay:{call}",
-        *common,
-        "--thread",
-        "t1",
-        QUESTIONS[0],
-        stdin=subprocess.DEVNULL,
-    )
-    assert first.returncode == 1
-    assert "--resume t1" in first.stderr
-    assert "Traceback" not in first.stderr
+    answer, common = interrupted_thread(tmp_path, mcp_json, "t1")
 
     child = _spawn("run", "--model", f"replay:{answer}", *common, "--resume", "t1", "--json")
     child.expect(r"\[y/e/n\]")
@@ -430,3 +446,110 @@ def test_the_terminal_answers_an_approval_bound_to_what_it_showed() -> None:
         "decisions": [{"type": "approve", "tool_call_id": "c9"}],
         "review_token": "tok",
     }
+
+
+def test_trace_shows_each_prompt_as_text(tmp_path: Path, mcp_json: Path) -> None:
+    done = run_first_question(tmp_path, mcp_json, "--trace")
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.splitlines()
+    # the prompt's lines as lines, under the role of their message; no JSON escapes
+    assert "\\n" not in done.stdout and '\\"' not in done.stdout
+    system = lines.index("  [system]", lines.index("processed input:"))
+    assert lines[system + 1] == "    " + CALLS[0]["model_input"][0]["content"].splitlines()[0]
+    assert "    <tool_call>" in lines  # the raw output, as the model wrote it
+    assert "    → sqlite-list_tables {}" in lines  # the call read from it
+
+
+def test_resume_restates_the_turn_and_shows_the_approved_call_done(
+    tmp_path: Path, mcp_json: Path
+) -> None:
+    answer, common = interrupted_thread(tmp_path, mcp_json, "t2")
+
+    child = _spawn("run", "--model", f"replay:{answer}", *common, "--resume", "t2")
+    child.expect_exact(f"you> {QUESTIONS[0]}")
+    child.expect(r"run sqlite-list_tables \{\}\? \[y/e/n\]")
+    child.sendline("y")
+    child.expect(r"✓ (\x1b\[[0-9;]*m)*sqlite-list_tables \{\} done")  # colours between
+    child.expect("三张表")
+    child.expect(pexpect.EOF)
+    child.close()
+    assert child.exitstatus == 0
+
+
+def test_chat_commands_are_not_sent_to_the_model(tmp_path: Path, mcp_json: Path) -> None:
+    trace = tmp_path / "trace.jsonl"
+    child = _gated_chat(tmp_path, mcp_json, "--trace-file", str(trace))
+    child.expect("you> ")
+    child.sendline("/help")
+    child.expect_exact("/prompts")
+    child.expect_exact("/exit, /quit, Ctrl-D")
+    child.expect("you> ")
+    child.sendline("/nosuch a b")
+    child.expect_exact("unknown command /nosuch; /help lists the commands")
+    child.expect("you> ")
+    exit_cleanly(child)
+    assert trace.read_text("utf-8") == ""  # the model was never called
+
+
+def test_ctrl_c_at_an_approval_ends_the_line_first(tmp_path: Path, mcp_json: Path) -> None:
+    child = _gated_chat(tmp_path, mcp_json)
+    child.expect("you> ")
+    child.sendline(QUESTIONS[0])
+    child.expect(r"\[y/e/n\] ")
+    child.sendintr()
+    child.expect_exact("(turn interrupted)")
+    assert child.before.endswith("\n"), repr(child.before)  # not glued to the echoed ^C
+    child.expect("you> ")
+    exit_cleanly(child)
+
+
+def test_mcp_servers_stderr_goes_to_a_log_named_at_start(tmp_path: Path) -> None:
+    server = REPO / "tests" / "servers" / "tools_only_server.py"
+    config = tmp_path / "mcp.json"
+    config.write_text(
+        json.dumps({"mcpServers": {"plain": {"command": sys.executable, "args": [str(server)]}}})
+    )
+    echo = replay_file(
+        tmp_path,
+        "echo.json",
+        ['<tool_call>\n{"name": "plain-echo", "arguments": {"text": "hi"}}\n</tool_call>', "ok"],
+    )
+    state = tmp_path / "state"
+    done = cli(
+        "run",
+        "--model",
+        f"replay:{echo}",
+        "--mcp",
+        str(config),
+        "--db",
+        str(state / "t.sqlite"),
+        "echo hi",
+    )
+    assert done.returncode == 0, done.stderr
+    log = state / "mcp-servers.log"
+    assert f"MCP servers' stderr goes to {log}" in done.stderr
+    assert "[tool] plain-echo" in done.stdout
+    # FastMCP logs each request on stderr: in the log, not between the session's lines
+    assert "Processing request" in log.read_text("utf-8")
+    assert "Processing request" not in done.stdout + done.stderr
+
+
+def test_auto_dialect_is_described_as_it_is_chosen(tmp_path: Path) -> None:
+    help_text = " ".join(cli("chat", "--help").stdout.split())
+    assert "'local': hermes" in help_text
+    assert "else native for models whose LangChain class binds tools" in help_text
+    # a recording speaks its own dialect; an OpenAI-compatible server is native
+    for spec, dialect in (
+        ("replay:database-assistant", "hermes"),
+        (f"http://127.0.0.1:{free_port()}/v1#m", "native"),
+    ):
+        done = cli("run", "--trace", "--model", spec, "--db", str(tmp_path / "t.sqlite"), "hi")
+        assert f"dialect {dialect} · 0 tools" in done.stderr, done.stderr
+
+
+def test_run_without_mcp_warns_that_there_are_no_tools(tmp_path: Path) -> None:
+    answer = replay_file(tmp_path, "answer.json", ["你好"])
+    done = cli("run", "--model", f"replay:{answer}", "--db", str(tmp_path / "t.sqlite"), "hi")
+    assert done.returncode == 0, done.stderr
+    assert "warning: no tools: without --mcp" in done.stderr
+    assert "assistant> 你好" in done.stdout

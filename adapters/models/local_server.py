@@ -26,7 +26,8 @@ Hermes tool block, so a request's native ``tools`` reach the model whatever its
 ``grammar`` field constrains decoding.
 
 The server runs in a child process (``python -m fncall_graph.adapters.models.local_server``),
-so a crash in native code takes down the server, never the caller.
+so a crash in native code takes down the server, never the caller. The child runs in a
+session of its own, so Ctrl-C at the caller's terminal does not reach it.
 """
 
 from __future__ import annotations
@@ -274,6 +275,11 @@ class LocalModelServer:
                 errors="replace",
                 env=env,
                 pass_fds=(ready_write,),
+                # A session of its own: Ctrl-C at the terminal signals the foreground
+                # process group, and must interrupt the caller's turn, not stop the server
+                # that every next turn needs. The server still ends with its parent
+                # (stop() at exit, and PR_SET_PDEATHSIG on Linux).
+                start_new_session=True,
                 preexec_fn=_die_with_parent if sys.platform == "linux" else None,
             )
         except BaseException:

@@ -3,7 +3,8 @@
 Commands:
 
 - ``chat``: an interactive session; answers stream token by token and every tool call
-  shows a live line (name, arguments, running/done/error, elapsed time);
+  shows a live line (name, arguments, running/done/error, elapsed time); ``/help``
+  lists its commands, and Ctrl-C interrupts the turn being answered, not the session;
 - ``run``: one question, non-interactive; exit status 0 on a final answer, 1 otherwise;
   ``--json`` prints the thread's messages;
 - ``demo``: the database-assistant example (four questions, one thread) against
@@ -14,13 +15,15 @@ Commands:
 Threads are checkpointed in a SQLite file (``--db``), so ``--thread``/``--resume``
 continue them in a later process; ``--approve TOOL`` asks at the terminal before that
 tool runs; ``--trace``/``--trace-file`` show each model call's four views
-(see :mod:`fncall_graph.trace`).
+(see :mod:`fncall_graph.trace`). MCP servers' stderr is appended to ``mcp-servers.log``
+next to the checkpoint file (``demo``: in the state folder), named when the servers
+start, so their logs are kept but not written between the session's lines.
 
 Errors a user can fix (a bad model spec, an unreachable server, a missing key, a bad MCP
 config) end the command with one line on stderr and exit status 1. ``FNCALL_DEBUG=1``
 shows the full traceback instead.
 
-Modules: :mod:`.main` (the commands and the entry point), :mod:`.settings` (model,
+Modules: :mod:`.main` (the commands and the entry point), :mod:`.resources` (model,
 tools, checkpoints, dialect; errors in one line), :mod:`.terminal` (what the person
 sees), :mod:`.session` (a thread's turns), :mod:`.approval` (decisions at the terminal).
 """

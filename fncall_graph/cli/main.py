@@ -6,6 +6,7 @@ import argparse
 import contextlib
 import json
 import os
+import re
 import sqlite3
 import sys
 import tempfile
@@ -30,6 +31,7 @@ from .resources import (
     DB_ENV,
     DEBUG_ENV,
     DIALECTS,
+    MCP_LOG,
     PROG,
     CLIError,
     choose_dialect,
@@ -44,6 +46,7 @@ from .session import Outcome, Session
 from .terminal import UI
 
 __all__ = [
+    "CHAT_HELP",
     "LOCAL_MODEL_SCORE",
     "OWN_MODEL_HINT",
     "RECORDED_MODEL",
@@ -115,7 +118,7 @@ def _open_session(
     """The model, MCP tools, checkpoints and trace output of ``chat`` and ``run``."""
     model = load_model(args.model, ui)
     with (
-        mcp_toolkit(args.mcp) as toolkit,
+        mcp_toolkit(args.mcp, ui, db.parent / MCP_LOG) as toolkit,
         sqlite_checkpointer(db) as saver,
         _trace_output(args.trace_file) as trace_file,
     ):
@@ -154,21 +157,44 @@ def cmd_chat(args: argparse.Namespace) -> int:
                 print(file=ui.stream)
                 break
             except KeyboardInterrupt:
-                print(file=ui.stream)
                 continue
             if not question:
                 continue
-            if question in ("/exit", "/quit", "exit", "quit"):
+            if question in ("exit", "quit"):
                 break
-            if question == "/prompts":
+            command, _, rest = question.partition(" ")
+            if not _COMMAND.fullmatch(command):
+                _report(ui, _guarded(ui, lambda q=question: session.ask(q)))
+            elif command in ("/exit", "/quit"):
+                break
+            elif command == "/help":
+                ui.note(CHAT_HELP)
+            elif command == "/prompts":
                 _list_prompts(ui, session)
-                continue
-            if question.startswith("/prompt "):
-                name, _, rest = question[len("/prompt ") :].strip().partition(" ")
-                _report(ui, _guarded(ui, lambda n=name, r=rest: session.open_with(n, r)))
-                continue
-            _report(ui, _guarded(ui, lambda q=question: session.ask(q)))
+            elif command == "/prompt" and rest.strip():
+                name, _, words = rest.strip().partition(" ")
+                _report(ui, _guarded(ui, lambda n=name, w=words: session.open_with(n, w)))
+            elif command == "/prompt":
+                ui.note(
+                    "give the prompt's name: /prompt NAME [ARG=VALUE ...] (/prompts lists them)"
+                )
+            else:
+                ui.note(f"unknown command {command}; /help lists the commands")
     return 0
+
+
+# A chat line whose first word looks like this is a command, not a question (a path
+# such as /etc/hosts is a question).
+_COMMAND = re.compile(r"/[A-Za-z][\w-]*")
+
+#: What /help prints in ``chat``.
+CHAT_HELP = """\
+commands (anything else is a question for the model):
+  /help                          this list
+  /prompts                       the MCP servers' prompts
+  /prompt NAME [ARG=VALUE ...]   start a turn with an MCP prompt (or its arguments as JSON)
+  /exit, /quit, Ctrl-D           leave (the thread is kept: --resume THREAD continues it)
+Ctrl-C interrupts the answer being written, or a question being asked."""
 
 
 def _list_prompts(ui: UI, session: Session) -> None:
@@ -219,9 +245,13 @@ def cmd_run(args: argparse.Namespace) -> int:
         if args.json:
             document = {"thread_id": thread_id, "messages": messages_to_dict(session.messages())}
             print(json.dumps(document, ensure_ascii=False, indent=1))
+    # said after the turn, so that a failed run still ends with its one error line
+    no_tools = "no tools: without --mcp the model answers from what it knows"
     if outcome is None or outcome.stopped:
         why = outcome.stopped if outcome is not None else "the thread had nothing to resume"
-        raise CLIError(f"no final answer: {why}")
+        raise CLIError(f"no final answer: {why}" + (f" ({no_tools})" if not args.mcp else ""))
+    if not args.mcp:
+        ui.note(f"{PROG}: warning: {no_tools}")
     return 0
 
 
@@ -247,7 +277,11 @@ def cmd_demo(args: argparse.Namespace) -> int:
     spec = environment.model_spec(args.model)
     if spec:
         model = load_model(spec, ui, temperature=0, max_tokens=384)
-        _demo_session(ui, model, args, f"live: {spec}")
+        if spec.startswith("replay"):
+            title = f"RECORDED replies ({spec}), not a live model"
+        else:
+            title = f"live: {spec}"
+        _demo_session(ui, model, args, title)
     else:
         recorded = load_model(RECORDED_MODEL, ui)
         _demo_session(
@@ -286,7 +320,7 @@ def _demo_session(ui: UI, model: BaseChatModel, args: argparse.Namespace, title:
         except FileNotFoundError as exc:
             raise CLIError(str(exc)) from exc
         with (
-            mcp_tools(config) as tools,
+            mcp_tools(config, ui, environment.state_dir() / MCP_LOG) as tools,
             sqlite_checkpointer(Path(tmp) / "threads.sqlite") as saver,
             _trace_output(args.trace_file) as trace_file,
         ):
@@ -356,9 +390,10 @@ def _model_options(p: argparse.ArgumentParser) -> None:
         choices=DIALECTS,
         default="auto",
         help="how tools reach the model: native function calling, or prompt text in "
-        "hermes, qwen or react form; 'auto' = the dialect the model declares (a replay: "
-        "the one it was recorded in; 'local': hermes), else native when the model "
-        "supports it, else react (default: auto)",
+        "hermes, qwen or react form. 'auto' (the default): the dialect the model declares "
+        "('local': hermes; 'replay:…': the one it was recorded in); else native for models "
+        "whose LangChain class binds tools ('ollama:', 'openai:', 'http://…'), switching to "
+        "react for good in a thread where the server refuses tools; else react",
     )
     p.add_argument("--trace", action="store_true", help="print every model call's four views")
     p.add_argument(

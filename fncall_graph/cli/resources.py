@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import os
 import sqlite3
+import sys
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
@@ -21,6 +22,7 @@ __all__ = [
     "DB_ENV",
     "DEBUG_ENV",
     "DIALECTS",
+    "MCP_LOG",
     "PROG",
     "CLIError",
     "choose_dialect",
@@ -81,11 +83,50 @@ def choose_dialect(requested: str, lang: str | None) -> Any:
         raise CLIError(str(exc)) from exc
 
 
+#: The file MCP servers' stderr goes to, in the folder of the session's state.
+MCP_LOG = "mcp-servers.log"
+
+
 @contextlib.contextmanager
-def mcp_toolkit(config: str | Path | Mapping[str, Any] | None) -> Iterator[Any]:
+def _stderr_into(log: Path) -> Iterator[None]:
+    """Processes started in the block get ``log`` (appended to) as their stderr.
+
+    MCP stdio servers inherit file descriptor 2 (the MCP SDK hands its ``sys.stderr``
+    to the process it starts); pointing it at the log while they start keeps their log
+    lines out of the live tool lines, and ours go back to the terminal afterwards.
+    """
+    import datetime
+
+    try:
+        log.parent.mkdir(parents=True, exist_ok=True)
+        handle = open(log, "a", encoding="utf-8")  # noqa: SIM115 - closed below
+    except OSError as exc:
+        raise CLIError(f"MCP server log {log}: {exc.strerror or exc}") from exc
+    with handle:
+        handle.write(
+            f"--- {datetime.datetime.now().isoformat(timespec='seconds')} pid {os.getpid()}\n"
+        )
+        handle.flush()
+        sys.stderr.flush()
+        saved = os.dup(2)
+        try:
+            os.dup2(handle.fileno(), 2)
+            yield
+        finally:
+            sys.stderr.flush()
+            os.dup2(saved, 2)
+            os.close(saved)
+
+
+@contextlib.contextmanager
+def mcp_toolkit(
+    config: str | Path | Mapping[str, Any] | None, ui: UI | None = None, log: Path | None = None
+) -> Iterator[Any]:
     """The started ``MCPToolkit`` of an MCP config (``None`` without a config).
 
-    Resources are left out, so the tool list is exactly the servers' tools.
+    Resources are left out, so the tool list is exactly the servers' tools. With
+    ``log``, the servers' stderr is appended to that file (named on ``ui``), not
+    written between the session's lines.
     """
     if config is None:
         yield None
@@ -101,9 +142,13 @@ def mcp_toolkit(config: str | Path | Mapping[str, Any] | None) -> Iterator[Any]:
             f"MCP config {exc}" if exc.where == str(config) else f"{where}: {exc}"
         ) from exc
     try:
-        toolkit.start_sync()
+        with _stderr_into(log) if log is not None else contextlib.nullcontext():
+            toolkit.start_sync()
     except MCPServerError as exc:
-        raise CLIError(_first_line(str(exc))) from exc
+        where = f" (its stderr is in {log})" if log is not None else ""
+        raise CLIError(_first_line(str(exc)) + where) from exc
+    if ui is not None and log is not None:
+        ui.note(f"MCP servers' stderr goes to {log}")
     try:
         yield toolkit
     finally:
@@ -111,9 +156,11 @@ def mcp_toolkit(config: str | Path | Mapping[str, Any] | None) -> Iterator[Any]:
 
 
 @contextlib.contextmanager
-def mcp_tools(config: str | Path | Mapping[str, Any] | None) -> Iterator[list[BaseTool]]:
+def mcp_tools(
+    config: str | Path | Mapping[str, Any] | None, ui: UI | None = None, log: Path | None = None
+) -> Iterator[list[BaseTool]]:
     """The tools of an MCP config over open sessions (none without a config)."""
-    with mcp_toolkit(config) as toolkit:
+    with mcp_toolkit(config, ui, log) as toolkit:
         yield toolkit.tools if toolkit is not None else []
 
 

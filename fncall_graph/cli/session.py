@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
-from collections.abc import Mapping, Sequence
+import signal
+import threading
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import IO, Any
 
+from langchain_core.callbacks import BaseCallbackHandler
 from langchain_core.messages import (
     AIMessage,
     AIMessageChunk,
@@ -15,7 +19,7 @@ from langchain_core.messages import (
 )
 
 from fncall_graph.adapters.formats.base import text_of
-from fncall_graph.graphs.factory import APPROVE, MODEL
+from fncall_graph.graphs.factory import APPROVE, MODEL, TOOLS
 from fncall_graph.trace import ModelCallRecord, Tracer
 
 from .approval import TerminalReview
@@ -68,8 +72,10 @@ class Session:
         self.gated = set(gated)
         self.review = TerminalReview(ui, thread_id)
         self.config: dict[str, Any] = {"configurable": {"thread_id": thread_id}}
+        self._cancel = _CancelOnInterrupt()
+        self.config["callbacks"] = [self._cancel]
         if tracer is not None:
-            self.config["callbacks"] = [tracer.recorder]
+            self.config["callbacks"].append(tracer.recorder)
 
     # -- public
 
@@ -104,12 +110,23 @@ class Session:
         from langgraph.types import Command
 
         state = self.graph.get_state(self.config)
+        messages = state.values.get("messages") or []
+        question = _last_question(messages)
         if self.tracer is not None:
-            question = _last_question(state.values.get("messages") or [])
             self.tracer.start_round(question)
-        if state.interrupts:
-            return self._run(Command(resume=self.review.decide(list(state.interrupts))))
-        return self._run(None)
+        # The turn began in another process: restate it, and put its calls on the board
+        # so that their outcome is shown as it would have been then.
+        self.ui.note("(resuming the turn this thread stopped in)")
+        self.ui.heading(f"you> {question}")
+        for call in _unanswered_calls(messages):
+            self.ui.call_started(
+                call.get("id") or "", call["name"], call["args"], waiting=bool(state.interrupts)
+            )
+        if not state.interrupts:
+            return self._run(None)
+        decision = self.review.decide(list(state.interrupts))
+        self.ui.calls_resumed()
+        return self._run(Command(resume=decision))
 
     def messages(self) -> list[BaseMessage]:
         return list(self.graph.get_state(self.config).values.get("messages") or [])
@@ -140,33 +157,39 @@ class Session:
         if self.tracer is not None:
             modes.append("values")
         self.ui.thinking()
-        for mode, chunk in self.graph.stream(payload, self.config, stream_mode=modes):
-            if mode == "messages":
-                message, meta = chunk
-                if meta.get("langgraph_node") == MODEL and isinstance(
-                    message, AIMessageChunk | AIMessage
-                ):
-                    self.ui.token(text_of(message.content))
-                continue
-            if mode == "custom":
-                report = chunk.get("mcp_progress") if isinstance(chunk, Mapping) else None
-                if report:  # an MCP server reports a running call's progress
-                    self.ui.call_progress(
-                        report.get("tool_call_id") or "",
-                        report.get("progress") or 0,
-                        report.get("total"),
-                        report.get("message"),
-                    )
-                continue
-            if self.tracer is not None:
-                for record in self.tracer.feed(mode, chunk):
-                    self._record(record)
-            if mode == "updates":
-                interrupts += list(chunk.get("__interrupt__") or ())
-                self._updates(chunk)
-                if "adapter" in chunk:  # the model call starts now
-                    self.ui.thinking()
+        with self._cancel.armed():
+            for mode, chunk in self.graph.stream(payload, self.config, stream_mode=modes):
+                interrupts += self._chunk(mode, chunk)
         return interrupts
+
+    def _chunk(self, mode: str, chunk: Any) -> list[Any]:
+        """Show one item of the stream; returns the interrupts it carries."""
+        if mode == "messages":
+            message, meta = chunk
+            if meta.get("langgraph_node") == MODEL and isinstance(
+                message, AIMessageChunk | AIMessage
+            ):
+                self.ui.token(text_of(message.content))
+            return []
+        if mode == "custom":
+            report = chunk.get("mcp_progress") if isinstance(chunk, Mapping) else None
+            if report:  # an MCP server reports a running call's progress
+                self.ui.call_progress(
+                    report.get("tool_call_id") or "",
+                    report.get("progress") or 0,
+                    report.get("total"),
+                    report.get("message"),
+                )
+            return []
+        if self.tracer is not None:
+            for record in self.tracer.feed(mode, chunk):
+                self._record(record)
+        if mode != "updates":
+            return []
+        self._updates(chunk)
+        if TOOLS in chunk:  # the tools answered: the model is called next
+            self.ui.thinking()
+        return list(chunk.get("__interrupt__") or ())
 
     def _updates(self, chunk: Mapping[str, Any]) -> None:
         for node, update in chunk.items():
@@ -201,6 +224,60 @@ class Session:
             self.ui.trace(record)
 
 
+class _TurnCancelled(Exception):
+    """Ends the running model call or tool of a turn that Ctrl-C interrupted."""
+
+
+class _CancelOnInterrupt(BaseCallbackHandler):
+    """Stops the work of a turn that Ctrl-C interrupted, at its next token or step.
+
+    An interrupted LangGraph stream waits for its running node before it returns; a
+    generation left running would hold the terminal (and the model server) until its
+    end. Raising from the token callback ends the call and closes its request, so the
+    server stops generating too.
+    """
+
+    raise_error = True
+    run_inline = True
+
+    def __init__(self) -> None:
+        self.interrupted = threading.Event()
+
+    @contextlib.contextmanager
+    def armed(self) -> Iterator[None]:
+        """While the block runs, Ctrl-C also stops the turn's running work."""
+        self.interrupted.clear()
+        if threading.current_thread() is not threading.main_thread():
+            yield  # signal handlers belong to the main thread
+            return
+
+        def on_sigint(signum: int, frame: Any) -> None:
+            self.interrupted.set()
+            signal.default_int_handler(signum, frame)
+
+        previous = signal.signal(signal.SIGINT, on_sigint)
+        try:
+            yield
+        finally:
+            signal.signal(signal.SIGINT, previous)
+
+    def _check(self) -> None:
+        if self.interrupted.is_set():
+            raise _TurnCancelled("the turn was interrupted")
+
+    def on_llm_new_token(self, token: str, **kwargs: Any) -> None:
+        self._check()
+
+    def on_chat_model_start(self, serialized: Any, messages: Any, **kwargs: Any) -> None:
+        self._check()
+
+    def on_llm_start(self, serialized: Any, prompts: Any, **kwargs: Any) -> None:
+        self._check()
+
+    def on_tool_start(self, serialized: Any, input_str: str, **kwargs: Any) -> None:
+        self._check()
+
+
 def _prompt_arguments(text: str) -> dict[str, Any]:
     """``city=北京 days=3`` or ``{"city": "北京"}``: an MCP prompt's arguments."""
     text = text.strip()
@@ -221,6 +298,15 @@ def _prompt_arguments(text: str) -> dict[str, Any]:
             raise CLIError(f"prompt argument {word!r}: write name=value")
         pairs[key] = value
     return pairs
+
+
+def _unanswered_calls(messages: Sequence[BaseMessage]) -> list[Any]:
+    """The calls of the last model reply that have no result yet."""
+    answered = {m.tool_call_id for m in messages if isinstance(m, ToolMessage)}
+    for message in reversed(messages):
+        if isinstance(message, AIMessage):
+            return [c for c in message.tool_calls if c.get("id") not in answered]
+    return []
 
 
 def _last_question(messages: Sequence[BaseMessage]) -> str:

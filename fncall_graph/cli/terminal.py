@@ -13,7 +13,7 @@ from typing import Any, ClassVar, TextIO
 
 from fncall_graph.trace import ModelCallRecord
 
-__all__ = ["UI", "reports_failure"]
+__all__ = ["UI", "reports_failure", "trace_text"]
 
 
 def _first_line(text: str) -> str:
@@ -34,6 +34,80 @@ def reports_failure(text: str) -> bool:
         (True, False)
     """
     return bool(_FAILURE_TEXT.match(text))
+
+
+def trace_text(record: ModelCallRecord) -> str:
+    """A model call's four views for reading: each message's text as written, not as JSON.
+
+    Prompts hold many lines and quotes; as JSON strings they would read as one line of
+    ``\\n`` and ``\\"``. Each message is a ``[role]`` line, its text indented below.
+
+    Example:
+        >>> from fncall_graph.trace import ModelCallRecord
+        >>> print(trace_text(ModelCallRecord(1, 1, "q", 1, "hermes",
+        ...     [{"role": "user", "content": "a\\nb"}], [], "out", {"role": "assistant"})))
+        raw input:
+          [user]
+            a
+            b
+        processed input:
+          (none)
+        raw output:
+            out
+        processed output:
+          [assistant]
+    """
+    views = [
+        ("raw input", record.raw_input),
+        ("processed input", record.processed_input),
+        ("raw output", record.raw_output),
+        ("processed output", [record.processed_output]),
+    ]
+    lines: list[str] = []
+    for title, view in views:
+        lines.append(f"{title}:")
+        if isinstance(view, str):
+            lines += _indented(view, 4)
+        elif isinstance(view, dict):
+            lines += _message_lines(view)
+        elif not view:
+            lines.append("  (none)")
+        else:
+            for message in view:
+                lines += _message_lines(message)
+    return "\n".join(lines)
+
+
+def _indented(text: str, by: int) -> list[str]:
+    return [" " * by + line for line in text.splitlines()] or [" " * by]
+
+
+def _message_lines(message: Any) -> list[str]:
+    if not isinstance(message, dict):
+        return _indented(json.dumps(message, ensure_ascii=False), 4)
+    rest = dict(message)
+    header = f"  [{rest.pop('role', rest.pop('type', '?'))}]"
+    if "tool_call_id" in rest:
+        header += f" (result of {rest.pop('tool_call_id')})"
+    lines = [header]
+    content = rest.pop("content", None)
+    if isinstance(content, list):  # content blocks: their text, in order
+        content = "".join(
+            b if isinstance(b, str) else str(b.get("text") or "")
+            for b in content
+            if isinstance(b, str | dict)
+        )
+    if content:
+        lines += _indented(str(content), 4)
+    for call in rest.pop("tool_calls", None) or []:
+        function = call.get("function") or call
+        lines.append(f"    → {function.get('name')} {function.get('arguments')}")
+    for key, value in rest.items():  # reasoning_content, invalid_tool_calls, …
+        if value not in (None, "", [], {}):
+            text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+            lines.append(f"    {key}:")
+            lines += _indented(text, 6)
+    return lines
 
 
 def _short(value: Any, limit: int = 100) -> str:
@@ -260,23 +334,32 @@ class UI:
         self.end_answer()
         self._stop_live()
         title = f"model call {record.index} · round {record.round} · {record.question}"
+        text = trace_text(record)
         if self.tty:
             self.console.rule(_escape(title))
-            self.console.print(record.to_text(), markup=False)
+            self.console.print(text, markup=False)
             self.console.rule()
         else:
-            self._write(f"--- {title} ---\n{record.to_text()}\n--- end of model call ---\n")
+            self._write(f"--- {title} ---\n{text}\n--- end of model call ---\n")
 
     # -- questions
 
     def ask(self, prompt: str) -> str:
-        """A line typed by the user (``EOFError`` when input has ended)."""
+        """A line typed by the user (``EOFError`` when input has ended).
+
+        Ctrl-C while asking raises ``KeyboardInterrupt`` after ending the line, so what
+        is said next does not follow the echoed ``^C`` on the same line.
+        """
         self.end_answer()
         self._stop_live()
-        if self.stream is sys.stdout:
-            return input(prompt)
-        self._write(prompt)
-        line = sys.stdin.readline()
+        try:
+            if self.stream is sys.stdout:
+                return input(prompt)
+            self._write(prompt)
+            line = sys.stdin.readline()
+        except KeyboardInterrupt:
+            self._write("\n")
+            raise
         if not line:
             raise EOFError
         return line.rstrip("\n")
