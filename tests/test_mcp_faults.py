@@ -282,3 +282,34 @@ def test_a_server_command_is_found_next_to_the_running_python(tmp_path: Path) ->
     )
     assert done.returncode == 0, done.stderr[-2000:]
     assert done.stdout.startswith("[")  # the tables of a new database
+
+
+def test_a_question_whose_process_ended_is_answered_when_the_call_runs_again(
+    tmp_path: Path,
+) -> None:
+    runs = tmp_path / "runs"
+    config = stdio(tmp_path, "hotel", ASKING_SERVER)
+    config["mcpServers"]["hotel"]["args"].append(str(runs))
+    calls = [{"name": "hotel-book", "args": {"city": "上海"}, "id": "b1"}]
+    cfg = {"configurable": {"thread_id": "t"}}
+    saver = InMemorySaver()
+
+    def graph_on(toolkit: MCPToolkit, *replies: Any) -> Any:
+        model = ReplayChatModel(list(replies))
+        return create_fncall_graph(model, toolkit.tools, dialect="native", checkpointer=saver)
+
+    with MCPToolkit.from_config(config) as toolkit:
+        graph = graph_on(toolkit, AIMessage(content="", tool_calls=calls))
+        paused = graph.invoke({"messages": [("user", "订酒店")]}, cfg)
+    assert paused["__interrupt__"][0].value["mcp_elicitation"]["message"] == "book in 上海?"
+    # the toolkit (as if its process) is gone; another one resumes the thread
+    with MCPToolkit.from_config(config) as toolkit:
+        graph = graph_on(toolkit, "好")
+        paused = graph.invoke(Command(resume={"nights": 4}), cfg)
+        assert paused["__interrupt__"][0].value["mcp_elicitation"]["message"] == (
+            "a late check-out?"
+        )
+        done = graph.invoke(Command(resume={"action": "decline"}), cfg)
+    [result] = [m.content for m in done["messages"] if isinstance(m, ToolMessage)]
+    assert result == "run 2: 4 nights, breakfast True; decline"
+    assert runs.read_text() == "2"

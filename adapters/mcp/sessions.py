@@ -233,12 +233,12 @@ class Server:
         call = next((c for c in reversed(self.active) if c.hooks.elicit is not None), None)
         if call is None or call.hooks.elicit is None:
             return ElicitResult(action="decline")
+        call.asked.append(params)  # each question is one interrupt of the call's thread
         answer = call.hooks.elicit(params)
         if answer is not None:
             return answer
         if call.hooks.key is None:  # no thread to resume into: the call runs again
             return ElicitResult(action="cancel")
-        call.asked.append(params)
         return await call.wait_for_person(self.call_timeout)
 
     async def _own(self, ready: asyncio.Future[Link]) -> None:
@@ -277,6 +277,10 @@ class Server:
         link, self.link = self.link, None
         if link is not None:
             await self._close_link(link, timeout)
+        kept, self.kept = list(self.kept.values()), {}
+        for call in kept:  # their questions go unanswered
+            call.task.cancel()
+        await asyncio.gather(*(c.task for c in kept), return_exceptions=True)
 
     async def _close_link(self, link: Link, timeout: float = 10.0) -> None:
         link.stop.set()
@@ -415,6 +419,8 @@ class Server:
                     call,
                 )
             )
+            # a kept call dropped unanswered ends unread: its outcome is not an error to log
+            call.task.add_done_callback(lambda t: t.cancelled() or t.exception())
         self.active.append(call)
         paused = asyncio.create_task(call.paused.wait())
         try:
@@ -430,6 +436,8 @@ class Server:
             self.kept[hooks.key] = call  # type: ignore[index]
             assert hooks.paused is not None
             raise hooks.paused
+        if hooks.paused is not None and hooks.key is None:
+            raise hooks.paused  # answered `cancel`: the thread pauses, the call runs again
         return call.task.result()
 
     async def _request(
@@ -541,9 +549,9 @@ class CallHooks:
 
     ``progress``: reports progress notifications; ``elicit``: answers the server's
     elicitation request at once, or returns ``None`` after recording in ``paused`` the
-    interrupt that pauses the thread until a person answers; ``answer``: on resume, the
-    person's answer to the last of the questions asked so far (``None``, with ``paused``
-    set, when there is none yet); ``key``: the call's thread and tool call id, under
+    interrupt that pauses the thread until a person answers; ``answer``: on resume, given
+    every question of the call so far, the person's answer to the last one (``None``,
+    with ``paused`` set, when there is none yet); ``key``: the call's thread and tool call id, under
     which a paused call is kept for its resume (``None``: it cannot be resumed into).
     """
 
