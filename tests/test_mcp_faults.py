@@ -169,6 +169,12 @@ def secret() -> str:
     return "s3cret"
 
 
+@mcp.tool()
+def expired() -> str:
+    \"\"\"Refused: the token has expired.\"\"\"
+    return "never"
+
+
 app = mcp.streamable_http_app()
 CHALLENGE = (
     'Bearer error="insufficient_scope", scope="secrets:read", '
@@ -184,6 +190,13 @@ async def guarded(scope, receive, send):
     while more:
         message = await receive()
         body, more = body + message.get("body", b""), message.get("more_body", False)
+    if b'"tools/call"' in body and b'"expired"' in body:
+        refusal = JSONResponse(
+            {"error": "invalid_token"},
+            401,
+            headers={"WWW-Authenticate": 'Bearer error="invalid_token"'},
+        )
+        return await refusal(scope, receive, send)
     if b'"tools/call"' in body:
         refusal = JSONResponse(
             {"error": "insufficient_scope"}, 403, headers={"WWW-Authenticate": CHALLENGE}
@@ -250,6 +263,9 @@ async def test_refused_credentials_are_reported_as_such_not_as_a_lost_connection
             {"type": "tool_call", "name": secret.name, "args": {}, "id": "x"}
         )
         assert reply.status == "error" and "insufficient_scope" in reply.content
+        # a token refused outright (HTTP 401) is said as such too
+        said = await toolkit.get_tool("guarded-expired").ainvoke({})
+        assert "refused the credentials: HTTP 401 invalid_token" in said
 
 
 def test_a_server_command_is_found_next_to_the_running_python(tmp_path: Path) -> None:
