@@ -82,6 +82,66 @@ async def test_a_ref_the_client_cannot_follow_leaves_the_tool_and_the_toolkit_wo
     assert "'https://example.com/code.json'" in warning
 
 
+# Schemas as a server may write them by hand (the low-level server sends them as given).
+HAND_WRITTEN_SCHEMAS = """
+import anyio
+from mcp import types
+from mcp.server.lowlevel import Server
+from mcp.server.stdio import stdio_server
+
+server = Server("hand")
+DANGLING = {
+    "type": "object",
+    "$defs": {"Day": {"type": "string"}},
+    "properties": {
+        "day": {"$ref": "#/$defs/Day"},
+        "when": {"$ref": "#/$defs/Missing", "description": "a time"},
+    },
+    "required": ["day"],
+}
+BROKEN = {"type": "object", "properties": [{"x": {"type": "string"}}]}
+
+
+@server.list_tools()
+async def tools():
+    return [
+        types.Tool(name="plan", description="Plan a day.", inputSchema=DANGLING),
+        types.Tool(name="odd", description="Odd.", inputSchema=BROKEN),
+    ]
+
+
+@server.call_tool(validate_input=False)
+async def call(name, arguments):
+    return [types.TextContent(type="text", text=f"{name} {arguments}")]
+
+
+async def main():
+    async with stdio_server() as (read, write):
+        await server.run(read, write, server.create_initialization_options())
+
+
+anyio.run(main)
+"""
+
+
+async def test_a_dangling_ref_is_left_out_and_an_unreadable_schema_leaves_out_one_tool(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.WARNING, logger="fncall_graph.adapters.mcp")
+    async with MCPToolkit.from_config(stdio(tmp_path, "hand", HAND_WRITTEN_SCHEMAS)) as toolkit:
+        names = [t.name for t in toolkit.tools]
+        plan = toolkit.get_tool("hand-plan")
+        assert plan.args_schema["properties"] == {
+            "day": {"type": "string"},
+            "when": {"description": "a time"},
+        }
+        assert await plan.ainvoke({"day": "周一"}) == "plan {'day': '周一'}"
+    said = [r.getMessage() for r in caplog.records]
+    assert any("tool 'plan'" in m and "'#/$defs/Missing'" in m for m in said), said
+    assert names == ["hand-plan"]
+    assert any("MCP server 'hand': tool 'odd' left out" in m for m in said), said
+
+
 # The tool counts its runs in a file: a call made twice would show it.
 ASKING_SERVER = """
 import sys
