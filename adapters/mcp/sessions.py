@@ -307,22 +307,27 @@ class Server:
             self.link = None
             await self._close_link(failed, timeout=5.0)
             try:
-                self.link = await self._open()
+                link = self.link = await self._open()
                 # the session checks a call's result against the tool's output schema,
                 # listing the tools first if it has not: a request after the call that
                 # could find the session dead. List them now, before any call.
-                session = self.link.session
-                async with asyncio.timeout(self.call_timeout):
-                    await paginate(lambda c: session.list_tools(cursor=c), "tools")
+                await self._attempt(
+                    link,
+                    "tools/list",
+                    lambda s: paginate(lambda c: s.list_tools(cursor=c), "tools"),
+                )
             except MCPServerError as exc:
                 raise MCPServerError(
                     self.name, f"connection lost ({cause}) and restart {exc.reason}"
                 ) from exc
-            except (McpError, TimeoutError, *_DISCONNECT_ERRORS) as exc:
+            except (Disconnected, ToolException) as exc:
+                refused = auth_refusal(link.ended)
+                if refused is not None:
+                    raise MCPAuthError(
+                        self.name, f"restarted, but tools/list refused the credentials: {refused}"
+                    ) from exc
                 raise MCPServerError(
-                    self.name,
-                    f"connection lost ({cause}); restarted, but tools/list failed: "
-                    f"{exc or type(exc).__name__}",
+                    self.name, f"connection lost ({cause}); restarted, but tools/list failed: {exc}"
                 ) from exc
             self.restarts += 1
             return self.link
