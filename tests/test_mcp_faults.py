@@ -26,6 +26,8 @@ from fncall_graph import create_fncall_graph
 from fncall_graph.adapters.mcp import MCPAuthError, MCPToolkit
 from fncall_graph.testing import ReplayChatModel
 
+pytestmark = pytest.mark.slow
+
 REFS_SERVER = """
 from typing import Annotated
 
