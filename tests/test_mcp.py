@@ -8,6 +8,7 @@
 from __future__ import annotations
 
 import asyncio
+import gc
 import json
 import logging
 import os
@@ -116,7 +117,6 @@ def test_mcp_servers_stdio_entry_with_env_merged_over_environ(
                 "args": ["mcp-server-sqlite", "--db-path", "${DB_DIR}/test.db"],
                 "env": {"TOKEN": "Bearer ${API_TOKEN}", "MODE": "${MODE:-ro}"},
                 "cwd": "/tmp",
-                "disabledTools": [],  # other clients' keys are ignored
             }
         }
     }
@@ -201,6 +201,16 @@ def test_config_from_json_file_and_qwen_agent_list(tmp_path: Path) -> None:
         (
             {"mcpServers": {"sqlite": {"command": 42}}},
             "mcpServers.sqlite.command: must be a string",
+        ),
+        (
+            # a setting this client does not have is not silently gone without
+            {"mcpServers": {"sqlite": {"command": "uvx", "disabledTools": ["write_query"]}}},
+            "mcpServers.sqlite.disabledTools: unknown key 'disabledTools' in the entry of "
+            "server 'sqlite'",
+        ),
+        (
+            {"mcpServers": {"web": {"url": "http://h/mcp", "header": {"A": "b"}}}},
+            "mcpServers.web.header: unknown key 'header' in the entry of server 'web'",
         ),
         (
             {"mcpServers": {"sqlite": {"command": ""}}},
@@ -698,6 +708,9 @@ def test_sync_invoke_on_a_background_loop(seed_db: Path) -> None:
     assert pid_gone(pid)
 
 
+# a coroutine made for a call and never awaited is a fault, not a warning to live with
+@pytest.mark.filterwarnings("error::RuntimeWarning")
+@pytest.mark.filterwarnings("error::pytest.PytestUnraisableExceptionWarning")
 async def test_sync_invoke_from_a_worker_thread(seed_db: Path) -> None:
     async with MCPToolkit.from_config(sqlite_config(seed_db)) as toolkit:
         list_tables = toolkit.get_tool("sqlite-list_tables")
@@ -705,6 +718,7 @@ async def test_sync_invoke_from_a_worker_thread(seed_db: Path) -> None:
         # on the toolkit's own loop a blocking call would deadlock: refused instead
         with pytest.raises(RuntimeError, match="would block it"):
             list_tables.invoke({})
+        gc.collect()  # an unawaited coroutine warns when it is collected: here, not later
 
 
 def test_sync_start_failure_leaves_nothing_behind(tmp_path: Path) -> None:

@@ -8,12 +8,19 @@
 
 from ..formats.schema import clean_schema
 from .config import ConfigSource, RemoteServer, StdioServer, parse_mcp_config
-from .errors import MCPCallOutcomeUnknown, MCPConfigError, MCPServerError, MCPToolTimeoutError
+from .errors import (
+    MCPAuthError,
+    MCPCallOutcomeUnknown,
+    MCPConfigError,
+    MCPServerError,
+    MCPToolTimeoutError,
+)
 from .toolkit import MCPArtifact, MCPPrompt, MCPToolkit, load_mcp_tools
 
 __all__ = [
     "ConfigSource",
     "MCPArtifact",
+    "MCPAuthError",
     "MCPCallOutcomeUnknown",
     "MCPConfigError",
     "MCPPrompt",

@@ -13,6 +13,8 @@ import json
 import logging
 import os
 import re
+import shutil
+import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
@@ -162,6 +164,18 @@ def _problem(error: Any) -> str:
     return str(error["msg"]).removeprefix("Value error, ")
 
 
+def _beside_python(command: str, env: Mapping[str, str] | None) -> str:
+    """``command``, or the program of that name next to the running interpreter when it is
+    a bare name not on PATH: a script run with a virtualenv's python, the venv not
+    activated, finds the servers installed into that venv (``.venv/bin/mcp-server-sqlite``)."""
+    if os.sep in command or (os.altsep and os.altsep in command):
+        return command
+    path = (env or {}).get("PATH", os.environ.get("PATH"))
+    if shutil.which(command, path=path) is not None:
+        return command
+    return shutil.which(command, path=str(Path(sys.executable).parent)) or command
+
+
 def _stdio_connection(spec: Mapping[str, Any], where: str) -> dict[str, Any]:
     server = _checked(StdioServer, spec, where)
     conn: dict[str, Any] = {
@@ -179,6 +193,7 @@ def _stdio_connection(spec: Mapping[str, Any], where: str) -> dict[str, Any]:
         conn["env"] = {**os.environ, **env}
     if server.cwd is not None:
         conn["cwd"] = _expand(server.cwd, f"{where}.cwd")
+    conn["command"] = _beside_python(conn["command"], conn.get("env"))
     return conn
 
 
@@ -204,8 +219,34 @@ def _url_connection(spec: Mapping[str, Any], where: str, transport: str) -> dict
     return conn
 
 
+# Every key an `mcpServers` entry may have: the connection's, and this client's own
+# settings (read by `sampling_settings` and `root_settings`).
+_ENTRY_KEYS = (
+    "command",
+    "args",
+    "env",
+    "cwd",
+    "url",
+    "type",
+    "transport",
+    "headers",
+    "timeout",
+    "sse_read_timeout",
+    "sampling",
+    "roots",
+)
+
+
 def _parse_mcp_servers_entry(spec: Mapping[str, Any], where: str) -> dict[str, Any]:
-    """One entry of the `{"mcpServers": {...}}` format (unknown keys are ignored)."""
+    """One entry of the `{"mcpServers": {...}}` format (an unknown key is an error: a
+    setting this client would silently go without, e.g. a misspelt one)."""
+    for key in spec:
+        if key not in _ENTRY_KEYS:
+            raise MCPConfigError(
+                f"{where}.{key}",
+                f"unknown key {key!r} in the entry of server {where.removeprefix('mcpServers.')!r}"
+                f"; an entry may have {', '.join(_ENTRY_KEYS)}",
+            )
     kind_key = "type" if "type" in spec else "transport"
     kind = spec.get(kind_key)
     if kind is not None and not isinstance(kind, str):
@@ -330,7 +371,8 @@ def parse_mcp_config(config: ConfigSource) -> dict[str, Connection]:
       `command` / `args` / `env` / `cwd` for a stdio server; `url` with optional
       `type` (`"sse"`, `"streamable-http"`, `"streamable_http"`, `"http"`,
       `"websocket"`; default: SSE when the URL path ends in `/sse`, streamable
-      HTTP otherwise) and `headers` for a remote one. Other keys are ignored.
+      HTTP otherwise) and `headers` for a remote one; `sampling` and `roots` (see
+      `sampling_settings`, `root_settings`). Any other key is an error.
       Qwen-Agent's list form `[{"mcpServers": {...}}]` is accepted too.
     - langchain-mcp-adapters' own `{name: {"transport": "stdio", ...}}` dicts,
       checked field by field (unknown fields are refused).

@@ -6,6 +6,7 @@ from langchain_core.tools import ToolException
 
 __all__ = [
     "Disconnected",
+    "MCPAuthError",
     "MCPCallOutcomeUnknown",
     "MCPConfigError",
     "MCPServerError",
@@ -44,6 +45,15 @@ class MCPServerError(RuntimeError):
         super().__init__(f"MCP server {server!r}: {reason}")
         self.server = server
         self.reason = reason
+
+
+class MCPAuthError(MCPServerError, ToolException):
+    """A remote server refused this client's credentials (HTTP 401 or 403), after the
+    client's OAuth, if any, tried what it could: e.g. ``HTTP 403 insufficient_scope``.
+
+    An :class:`MCPServerError` when the toolkit starts; a `ToolException` in a call, so the
+    model is told the call was refused and why (a person must grant the access).
+    """
 
 
 class MCPToolTimeoutError(ToolException, TimeoutError):

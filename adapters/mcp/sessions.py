@@ -11,6 +11,7 @@ import asyncio
 import contextlib
 import json
 import logging
+import re
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -36,7 +37,13 @@ from mcp.types import (
     Tool,
 )
 
-from .errors import Disconnected, MCPCallOutcomeUnknown, MCPServerError, MCPToolTimeoutError
+from .errors import (
+    Disconnected,
+    MCPAuthError,
+    MCPCallOutcomeUnknown,
+    MCPServerError,
+    MCPToolTimeoutError,
+)
 
 __all__ = ["CallHooks", "Link", "Server", "callable_tools", "log_server_message", "paginate"]
 
@@ -72,6 +79,25 @@ _UNSENT_ERRORS: tuple[type[BaseException], ...] = (
 )
 
 
+def auth_refusal(exc: BaseException | None) -> str | None:
+    """What an HTTP 401/403 refusal among ``exc``'s errors says (its ``WWW-Authenticate``
+    challenge), or ``None`` when the session did not end on one."""
+    for err in _leaf_errors(exc) if exc is not None else ():
+        if isinstance(err, httpx.HTTPStatusError) and err.response.status_code in (401, 403):
+            code = err.response.status_code
+            challenge = dict(
+                re.findall(r'(\w+)="([^"]*)"', err.response.headers.get("www-authenticate", ""))
+            )
+            error = challenge.get("error") or ("invalid_token" if code == 401 else "forbidden")
+            text = f"HTTP {code} {error}"
+            if challenge.get("scope"):
+                text += f" (the scope it needs: {challenge['scope']})"
+            if challenge.get("error_description"):
+                text += f": {challenge['error_description']}"
+            return text
+    return None
+
+
 def _startup_cause(exc: BaseException, connection: Mapping[str, Any]) -> str:
     """Say in one line why a server did not start."""
     leaves = [e for e in _leaf_errors(exc) if not isinstance(e, asyncio.CancelledError)] or [exc]
@@ -98,6 +124,9 @@ def _startup_cause(exc: BaseException, connection: Mapping[str, Any]) -> str:
         return f"failed to start: {url} closed the connection during initialization"
     if isinstance(err, httpx.ConnectError):
         return f"failed to start: cannot connect to {url}: {err}"
+    refused = auth_refusal(err)
+    if refused is not None:
+        return f"failed to start: {url} refused the credentials: {refused}"
     if isinstance(err, httpx.HTTPStatusError):
         return f"failed to start: HTTP {err.response.status_code} from {url}"
     return f"failed to start: {type(err).__name__}: {err}"
@@ -118,6 +147,7 @@ class Link:
         self.owner = owner
         self.stop = stop
         self.alive = True
+        self.ended: BaseException | None = None  # why the session ended, when it did
         self.suspect = False  # a call timed out: ping before the next one
         self.inflight: set[asyncio.Timeout] = set()
 
@@ -150,7 +180,9 @@ class Server:
         self.name = name
         self.sample = sample  # answers the server's sampling requests, if allowed
         self.roots = roots  # what the server may see, if anything
-        self.active: list[CallHooks] = []  # hooks of the calls running now
+        self.active: list[_KeptCall] = []  # the calls running now
+        # calls whose thread paused on a server's question, by (thread, tool call id)
+        self.kept: dict[tuple[str, str], _KeptCall] = {}
         self.connection = connection
         self.call_timeout = call_timeout
         self.startup_timeout = startup_timeout
@@ -198,10 +230,16 @@ class Server:
 
     async def _elicit(self, mcp_context: Any, params: ElicitRequestParams, context: Any) -> Any:
         # MCP does not say which running call a request belongs to: the latest one
-        hooks = next((h for h in reversed(self.active) if h.elicit is not None), None)
-        if hooks is None or hooks.elicit is None:
+        call = next((c for c in reversed(self.active) if c.hooks.elicit is not None), None)
+        if call is None or call.hooks.elicit is None:
             return ElicitResult(action="decline")
-        return hooks.elicit(params)
+        call.asked.append(params)  # each question is one interrupt of the call's thread
+        answer = call.hooks.elicit(params)
+        if answer is not None:
+            return answer
+        if call.hooks.key is None:  # no thread to resume into: the call runs again
+            return ElicitResult(action="cancel")
+        return await call.wait_for_person(self.call_timeout)
 
     async def _own(self, ready: asyncio.Future[Link]) -> None:
         """The owner task: open the session, hand it out, close it when told."""
@@ -226,6 +264,8 @@ class Server:
                 ready.set_exception(MCPServerError(self.name, _startup_cause(exc, self.connection)))
             else:
                 logger.debug("MCP server %r: session ended with %r", self.name, exc)
+                if link is not None:
+                    link.ended = exc
         finally:
             if not ready.done():
                 ready.cancel()
@@ -237,6 +277,10 @@ class Server:
         link, self.link = self.link, None
         if link is not None:
             await self._close_link(link, timeout)
+        kept, self.kept = list(self.kept.values()), {}
+        for call in kept:  # their questions go unanswered
+            call.task.cancel()
+        await asyncio.gather(*(c.task for c in kept), return_exceptions=True)
 
     async def _close_link(self, link: Link, timeout: float = 10.0) -> None:
         link.stop.set()
@@ -263,17 +307,25 @@ class Server:
             self.link = None
             await self._close_link(failed, timeout=5.0)
             try:
-                self.link = await self._open()
+                link = self.link = await self._open()
                 # the session checks a call's result against the tool's output schema,
                 # listing the tools first if it has not: a request after the call that
                 # could find the session dead. List them now, before any call.
-                session = self.link.session
-                await paginate(lambda c: session.list_tools(cursor=c), "tools")
+                await self._attempt(
+                    link,
+                    "tools/list",
+                    lambda s: paginate(lambda c: s.list_tools(cursor=c), "tools"),
+                )
             except MCPServerError as exc:
                 raise MCPServerError(
                     self.name, f"connection lost ({cause}) and restart {exc.reason}"
                 ) from exc
-            except (McpError, *_DISCONNECT_ERRORS) as exc:
+            except (Disconnected, ToolException) as exc:
+                refused = auth_refusal(link.ended)
+                if refused is not None:
+                    raise MCPAuthError(
+                        self.name, f"restarted, but tools/list refused the credentials: {refused}"
+                    ) from exc
                 raise MCPServerError(
                     self.name, f"connection lost ({cause}); restarted, but tools/list failed: {exc}"
                 ) from exc
@@ -321,28 +373,84 @@ class Server:
         (a read-only or idempotent tool); otherwise its outcome is unknown and
         :class:`MCPCallOutcomeUnknown` says so.
 
+        A question the server asks during the call (elicitation) pauses the thread: the
+        request is kept open, waiting, and the same call made again on resume (same thread
+        and tool call id, in this process) answers it with the person's answer and returns
+        the kept call's result; nothing is sent twice. A question left unanswered for
+        ``call_timeout`` is answered ``cancel``, and the call then runs again on resume.
+
         Raises:
             BaseException: the interrupt in ``hooks.paused`` when the server asked the
-                person something (the thread pauses; the call runs again on resume).
+                person something (the thread pauses until a person answers).
         """
         what = f"tool {name!r}"
         if hooks is None:
             return await self.request(what, lambda s: s.call_tool(name, arguments), retry=retry)
-        self.active.append(hooks)
-        try:
-            result = await self.request(
-                what,
-                lambda s: s.call_tool(name, arguments, progress_callback=hooks.progress),
-                retry=retry,
+        loop = self.loop
+        if loop is None or asyncio.get_running_loop() is loop:
+            return await self._call_kept(name, arguments, hooks, retry)
+        return await asyncio.wrap_future(
+            asyncio.run_coroutine_threadsafe(self._call_kept(name, arguments, hooks, retry), loop)
+        )
+
+    async def _call_kept(
+        self, name: str, arguments: dict[str, Any], hooks: CallHooks, retry: bool
+    ) -> CallToolResult:
+        call = self.kept.pop(hooks.key, None) if hooks.key is not None else None
+        if call is not None and not call.waiting():
+            logger.info(
+                "MCP server %r: the call of %r that asked a question ended before the "
+                "answer came; calling it again",
+                self.name,
+                name,
             )
+            call = None
+        if call is not None:
+            call.hooks = hooks
+            answer = hooks.answer(call.asked) if hooks.answer is not None else None
+            if answer is None:  # resumed without an answer: still waiting
+                self.kept[hooks.key] = call  # type: ignore[index]
+                if hooks.paused is None:
+                    raise RuntimeError(f"tool {name!r} was resumed without an answer")
+                raise hooks.paused
+            call.answered(answer)
+        else:
+            call = _KeptCall(hooks)
+            call.task = asyncio.create_task(
+                self._request(
+                    f"tool {name!r}",
+                    lambda s: s.call_tool(name, arguments, progress_callback=call.progress),
+                    retry,
+                    call,
+                )
+            )
+            # a kept call dropped unanswered ends unread: its outcome is not an error to log
+            call.task.add_done_callback(lambda t: t.cancelled() or t.exception())
+        self.active.append(call)
+        paused = asyncio.create_task(call.paused.wait())
+        try:
+            await asyncio.wait({call.task, paused}, return_when=asyncio.FIRST_COMPLETED)
+        except asyncio.CancelledError:
+            call.task.cancel()
+            raise
         finally:
-            self.active.remove(hooks)
-        if hooks.paused is not None:
+            paused.cancel()
+            self.active.remove(call)
+        if not call.task.done():
+            # the thread pauses; the request stays open for the answer on resume
+            self.kept[hooks.key] = call  # type: ignore[index]
+            assert hooks.paused is not None
             raise hooks.paused
-        return result
+        if hooks.paused is not None and hooks.key is None:
+            raise hooks.paused  # answered `cancel`: the thread pauses, the call runs again
+        return call.task.result()
 
     async def _request(
-        self, what: str, op: Callable[[ClientSession], Awaitable[T]], retry: bool
+        self,
+        what: str,
+        op: Callable[[ClientSession], Awaitable[T]],
+        retry: bool,
+        call: _KeptCall | None = None,
     ) -> T:
         link = self.link
         if link is None or not link.alive:
@@ -356,8 +464,13 @@ class Server:
         if link.suspect:
             link = await self._checked(link)
         try:
-            return await self._attempt(link, what, op)
+            return await self._attempt(link, what, op, call)
         except Disconnected as first:
+            refused = auth_refusal(link.ended)
+            if refused is not None:  # credentials, not a lost connection: no restart
+                raise MCPAuthError(
+                    self.name, f"{what} refused the credentials: {refused}"
+                ) from first
             if not retry and not first.unsent:
                 # the request went out: the server may have done it before it died
                 with contextlib.suppress(MCPServerError):  # the next call says why
@@ -365,7 +478,7 @@ class Server:
                 raise MCPCallOutcomeUnknown(self.name, what, first) from first
             link = await self._restart(link, first)
         try:
-            return await self._attempt(link, what, op)
+            return await self._attempt(link, what, op, call)
         except Disconnected as second:
             raise MCPServerError(
                 self.name, f"connection lost during {what}, again after a restart: {second}"
@@ -396,9 +509,15 @@ class Server:
             return self.link
 
     async def _attempt(
-        self, link: Link, what: str, op: Callable[[ClientSession], Awaitable[T]]
+        self,
+        link: Link,
+        what: str,
+        op: Callable[[ClientSession], Awaitable[T]],
+        call: _KeptCall | None = None,
     ) -> T:
         timeout = asyncio.timeout(self.call_timeout)
+        if call is not None:
+            call.timeout = timeout
         try:
             async with timeout:
                 link.inflight.add(timeout)
@@ -434,13 +553,62 @@ class CallHooks:
     """What one tool call does with what its server sends during it.
 
     ``progress``: reports progress notifications; ``elicit``: answers the server's
-    elicitation requests, or records in ``paused`` the interrupt that pauses the thread
-    until a person answers.
+    elicitation request at once, or returns ``None`` after recording in ``paused`` the
+    interrupt that pauses the thread until a person answers; ``answer``: on resume, given
+    every question of the call so far, the person's answer to the last one (``None``,
+    with ``paused`` set, when there is none yet); ``key``: the call's thread and tool call id, under
+    which a paused call is kept for its resume (``None``: it cannot be resumed into).
     """
 
     progress: Callable[[float, float | None, str | None], Awaitable[None]] | None = None
-    elicit: Callable[[ElicitRequestParams], ElicitResult] | None = None
+    elicit: Callable[[ElicitRequestParams], ElicitResult | None] | None = None
+    answer: Callable[[list[ElicitRequestParams]], ElicitResult | None] | None = None
+    key: tuple[str, str] | None = None
     paused: BaseException | None = None
+
+
+class _KeptCall:
+    """A tool call in flight, kept open while its thread waits for a person's answer."""
+
+    def __init__(self, hooks: CallHooks) -> None:
+        self.hooks = hooks  # those of the latest run of the call (first, then each resume)
+        self.task: asyncio.Task[CallToolResult]
+        self.timeout: asyncio.Timeout | None = None
+        self.asked: list[ElicitRequestParams] = []
+        self.paused = asyncio.Event()
+        self._answer: asyncio.Future[ElicitResult] | None = None
+
+    async def progress(self, done: float, total: float | None, message: str | None) -> None:
+        if self.hooks.progress is not None:
+            await self.hooks.progress(done, total, message)
+
+    def waiting(self) -> bool:
+        """Whether the request is still open, waiting for a person's answer."""
+        return not self.task.done() and self._answer is not None and not self._answer.done()
+
+    async def wait_for_person(self, limit: float | None) -> ElicitResult:
+        """Pause the thread and wait (at most ``limit`` seconds) for the answer given on
+        resume; the call's own timeout does not run meanwhile."""
+        loop = asyncio.get_running_loop()
+        self._answer = loop.create_future()
+        if self.timeout is not None:
+            self.timeout.reschedule(None)
+        self.paused.set()
+        try:
+            async with asyncio.timeout(limit):
+                return await self._answer
+        except TimeoutError:
+            return ElicitResult(action="cancel")  # the call runs again on resume
+        finally:
+            self._answer.cancel()  # no-op when answered
+            self.paused.clear()
+            if self.timeout is not None and limit is not None:
+                self.timeout.reschedule(loop.time() + limit)
+
+    def answered(self, answer: ElicitResult) -> None:
+        assert self._answer is not None
+        self.paused.clear()  # before the call waits again
+        self._answer.set_result(answer)
 
 
 _LEVELS = {

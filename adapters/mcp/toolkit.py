@@ -264,14 +264,16 @@ def _call_hooks(tool: str, input: Any) -> CallHooks | None:
 
     - progress: ``{"mcp_progress": {"tool_call_id", "tool", "progress", "total",
       "message"}}`` custom stream events;
-    - elicitation: the thread pauses with ``interrupt({"mcp_elicitation": {...}})``; on
-      resume the call runs again, and the server's same question is answered with the
-      person's answer (see :func:`elicit_result`).
+    - elicitation: the thread pauses with ``interrupt({"mcp_elicitation": {...}})``, the
+      question's ``defaults`` offered in it; the call stays open, and on resume the
+      person's answer goes to the server as the answer to that same question (see
+      :func:`elicit_result`).
     """
     try:
-        from langgraph.config import get_stream_writer
+        from langgraph.config import get_config, get_stream_writer
 
         writer = get_stream_writer()
+        thread = get_config().get("configurable", {}).get("thread_id")
     except (RuntimeError, ImportError, KeyError):
         return None
     call_id = input.get("id") if isinstance(input, Mapping) else None
@@ -279,49 +281,86 @@ def _call_hooks(tool: str, input: Any) -> CallHooks | None:
     # arrive on the session's task (another thread, for sync code): run them in this one
     context = contextvars.copy_context()
     hooks = CallHooks()
+    if thread is not None and isinstance(call_id, str):
+        hooks.key = (str(thread), call_id)
 
     async def progress(done: float, total: float | None, message: str | None) -> None:
         event = {"tool_call_id": call_id, "tool": tool, "progress": done}
         context.run(writer, {"mcp_progress": {**event, "total": total, "message": message}})
 
-    def elicit(params: ElicitRequestParams) -> ElicitResult:
-        from langgraph.errors import GraphInterrupt
+    def question(params: ElicitRequestParams) -> dict[str, Any]:
+        schema = getattr(params, "requestedSchema", None)
+        return {
+            "mcp_elicitation": {
+                "tool_call_id": call_id,
+                "tool": tool,
+                "message": params.message,
+                "mode": getattr(params, "mode", None) or "form",
+                "requested_schema": schema,
+                "defaults": schema_defaults(schema),
+                "url": getattr(params, "url", None),  # url mode: where the person should go
+            }
+        }
+
+    def ask(params: ElicitRequestParams) -> Any:
         from langgraph.types import interrupt
 
-        request = {
-            "tool_call_id": call_id,
-            "tool": tool,
-            "message": params.message,
-            "mode": getattr(params, "mode", None) or "form",
-            "requested_schema": getattr(params, "requestedSchema", None),
-            "url": getattr(params, "url", None),  # url mode: where the person should go
-        }
+        return context.run(interrupt, question(params))
+
+    def elicit(params: ElicitRequestParams) -> ElicitResult | None:
+        from langgraph.errors import GraphInterrupt
+
         try:
-            answer = context.run(interrupt, {"mcp_elicitation": request})
+            answer = ask(params)
         except GraphInterrupt as paused:
             hooks.paused = paused
-            return ElicitResult(action="cancel")  # the call stops; it runs again on resume
-        return elicit_result(answer)
+            return None  # the thread pauses; the server's request waits for the answer
+        return elicit_result(answer, getattr(params, "requestedSchema", None))
 
-    hooks.progress, hooks.elicit = progress, elicit
+    def answer(asked: list[ElicitRequestParams]) -> ElicitResult | None:
+        # the run's interrupts are counted: the questions asked before the last one
+        # get their earlier answers back, the last one this resume's
+        for params in asked[:-1]:
+            if elicit(params) is None:
+                return None
+        return elicit(asked[-1])
+
+    hooks.progress, hooks.elicit, hooks.answer = progress, elicit, answer
     return hooks
 
 
-def elicit_result(answer: Any) -> ElicitResult:
+def schema_defaults(schema: Mapping[str, Any] | None) -> dict[str, Any]:
+    """The ``default`` of each field of an elicitation's requested schema (SEP-1034)."""
+    properties = (schema or {}).get("properties") or {}
+    return {
+        name: field["default"]
+        for name, field in properties.items()
+        if isinstance(field, Mapping) and "default" in field
+    }
+
+
+def elicit_result(answer: Any, schema: Mapping[str, Any] | None = None) -> ElicitResult:
     """A person's answer to an MCP elicitation, as the protocol's result.
 
     ``{"action": "accept", "content": {...}}``, ``{"action": "decline"}`` or
-    ``{"action": "cancel"}``; a plain dict of fields is an accepted answer.
+    ``{"action": "cancel"}``; a plain dict of fields is an accepted answer. An accepted
+    answer leaves out no field the ``schema`` has a default for: the default is what the
+    person accepted (SEP-1034).
     """
     if isinstance(answer, Mapping) and answer.get("action") in ("accept", "decline", "cancel"):
-        content = answer.get("content") if answer["action"] == "accept" else None
-        return ElicitResult(action=answer["action"], content=dict(content or {}) or None)
-    if isinstance(answer, Mapping):
-        return ElicitResult(action="accept", content=dict(answer))
-    raise ValueError(
-        "an answer to an MCP elicitation is {'action': 'accept', 'content': {...}}, "
-        f"{{'action': 'decline'}}, {{'action': 'cancel'}} or a dict of fields; got {answer!r}"
-    )
+        if answer["action"] != "accept":
+            return ElicitResult(action=answer["action"])
+        content = answer.get("content") or {}
+    elif isinstance(answer, Mapping):
+        content = answer
+    else:
+        raise ValueError(
+            "an answer to an MCP elicitation is {'action': 'accept', 'content': {...}}, "
+            f"{{'action': 'decline'}}, {{'action': 'cancel'}} or a dict of fields; got {answer!r}"
+        )
+    if not isinstance(content, Mapping):
+        raise ValueError(f"the content of an accepted MCP elicitation is a dict; got {content!r}")
+    return ElicitResult(action="accept", content={**schema_defaults(schema), **content} or None)
 
 
 #: The hooks of the tool call being invoked in this context, from `_MCPTool.invoke`/
@@ -357,6 +396,70 @@ async def call_tool(
             content or f"MCP server {server.name!r}: tool {name!r} failed without saying why"
         )
     return content, artifact
+
+
+def _input_schema(server: str, tool: Tool) -> dict[str, Any] | None:
+    """The tool's input schema, cleaned for prompt dialects and model APIs.
+
+    A ``$ref`` this client cannot follow (to another document, or to nothing) is left
+    out, its sibling keywords kept, with a log line: one odd schema must not keep the
+    server's other tools, or the toolkit, from starting. ``None`` (the tool is left out,
+    logged) when even that does not give a usable schema."""
+    try:
+        return clean_schema(tool.inputSchema)
+    except (ValueError, KeyError, TypeError, RecursionError) as exc:
+        cause = exc
+    dropped: list[str] = []
+    schema = _local_refs_only(tool.inputSchema, tool.inputSchema, dropped)
+    try:
+        cleaned = clean_schema(schema)
+    except (ValueError, KeyError, TypeError, RecursionError) as exc:
+        logger.warning(
+            "MCP server %r: tool %r left out: its input schema cannot be read (%s)",
+            server,
+            tool.name,
+            exc,
+        )
+        return None
+    logger.warning(
+        "MCP server %r: tool %r: its input schema refers to %s, which this client cannot "
+        "follow (%s); the tool is kept without those references",
+        server,
+        tool.name,
+        ", ".join(dropped),
+        cause,
+    )
+    return cleaned
+
+
+def _local_refs_only(node: Any, root: Mapping[str, Any], dropped: list[str]) -> Any:
+    """``node`` without the ``$ref``s that do not point into ``root`` (``#/...``)."""
+    if isinstance(node, list):
+        return [_local_refs_only(item, root, dropped) for item in node]
+    if not isinstance(node, Mapping):
+        return node
+    out = {}
+    for key, value in node.items():
+        if key == "$ref" and not (isinstance(value, str) and _resolves(root, value)):
+            dropped.append(repr(value))
+            continue
+        out[key] = _local_refs_only(value, root, dropped)
+    return out
+
+
+def _resolves(root: Mapping[str, Any], ref: str) -> bool:
+    if not ref.startswith("#"):
+        return False
+    node: Any = root
+    for part in filter(None, ref[1:].split("/")):
+        part = unquote(part).replace("~1", "/").replace("~0", "~")
+        if isinstance(node, Mapping) and part in node:
+            node = node[part]
+        elif isinstance(node, list) and part.isdigit() and int(part) < len(node):
+            node = node[int(part)]
+        else:
+            return False
+    return True
 
 
 @dataclass(frozen=True)
@@ -825,7 +928,8 @@ class MCPToolkit:
     async def _build_tools(self, server: Server) -> list[BaseTool]:
         # Not the adapters' tools (even through `tool_interceptors`): an interceptor can skip
         # their conversion only by returning a whole ToolMessage, whose call id it is not given.
-        tools: list[BaseTool] = [self._mcp_tool(server, t) for t in await server.list_tools()]
+        made = [self._mcp_tool(server, t) for t in await server.list_tools()]
+        tools: list[BaseTool] = [t for t in made if t is not None]
         link = server.link
         if (
             self.include_resources
@@ -862,7 +966,7 @@ class MCPToolkit:
         )
         return False
 
-    def _mcp_tool(self, server: Server, tool: Tool) -> StructuredTool:
+    def _mcp_tool(self, server: Server, tool: Tool) -> StructuredTool | None:
         # metadata as the adapters give it: the annotations' fields (readOnlyHint, ...)
         # and the tool's `_meta`
         metadata = tool.annotations.model_dump() if tool.annotations is not None else {}
@@ -870,6 +974,9 @@ class MCPToolkit:
             metadata["_meta"] = tool.meta
 
         name = f"{server.name}{self.separator}{tool.name}"
+        schema = _input_schema(server.name, tool)
+        if schema is None:
+            return None
         declared = (
             name in self.idempotent_tools
             or metadata.get("readOnlyHint") is True
@@ -886,7 +993,7 @@ class MCPToolkit:
         made = self._make_tool(
             name,
             tool.description or "",
-            clean_schema(tool.inputSchema),
+            schema,
             run,
             {**metadata, "mcp_server": server.name, "mcp_tool": tool.name},
         )
