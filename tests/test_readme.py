@@ -18,8 +18,6 @@ import pytest
 REPO = Path(__file__).resolve().parents[1]
 README = REPO / "README.md"
 BIN = Path(sys.executable).parent  # the venv's bin: mcp-server-sqlite, as an activated venv has it
-# blocks whose MCP server command is a bare name the venv installs
-NEEDS_VENV_COMMAND = '"command": "mcp-server-sqlite"'
 
 
 def python_blocks(text: str | None = None) -> list[str]:
@@ -67,17 +65,8 @@ def _block_params() -> list:
     for i, block in enumerate(python_blocks()):
         first = next(line for line in block.splitlines() if line.strip())
         for activated in (True, False):
-            marks = []
-            if not activated and NEEDS_VENV_COMMAND in block:
-                marks.append(
-                    pytest.mark.xfail(
-                        strict=True,
-                        reason="needs an MCP stdio command found next to the running "
-                        "interpreter, not only on PATH (adapters/mcp/config.py)",
-                    )
-                )
             name = f"{i}-{'activated' if activated else 'not-activated'}-{first[:30]}"
-            params.append(pytest.param(block, activated, id=name, marks=marks))
+            params.append(pytest.param(block, activated, id=name))
     return params
 
 
