@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 import threading
@@ -12,6 +13,20 @@ import pytest
 from ports import free_port
 
 WEATHER_SERVER = Path(__file__).parent / "servers" / "weather_server.py"
+
+
+@pytest.fixture(scope="session", autouse=True)
+def own_state_dir(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    """The CLI's state (threads, MCP server logs) in a folder of the test run, never in
+    the user's ``~/.local/state``; commands the tests start inherit it."""
+    state = tmp_path_factory.mktemp("state")
+    before = os.environ.get("XDG_STATE_HOME")
+    os.environ["XDG_STATE_HOME"] = str(state)
+    yield state
+    if before is None:
+        os.environ.pop("XDG_STATE_HOME", None)
+    else:
+        os.environ["XDG_STATE_HOME"] = before
 
 
 @pytest.fixture(scope="session")

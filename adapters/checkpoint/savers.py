@@ -6,7 +6,7 @@ build the usual ones ready to use (tables created, connections opened and closed
 - :func:`sqlite_saver` / :func:`async_sqlite_saver`: a SQLite file
   (``langgraph-checkpoint-sqlite``, installed with the package);
 - :func:`postgres_saver` / :func:`async_postgres_saver`: a PostgreSQL URL
-  (``langgraph-checkpoint-postgres``: ``pip install 'fncall-graph[postgres]'``).
+  (``langgraph-checkpoint-postgres``: ``pip install -e '.[postgres]' in a clone``).
 
 Each is a context manager: the saver is usable inside the ``with`` block and its
 connection is closed at the end. Their ``delete_thread`` also deletes the thread's tool
@@ -80,7 +80,7 @@ class CheckpointWriteError(RuntimeError):
 
 
 _POSTGRES_MISSING = (
-    "PostgreSQL checkpoints need the 'postgres' extra: pip install 'fncall-graph[postgres]' "
+    "PostgreSQL checkpoints need the 'postgres' extra: pip install -e '.[postgres]' in a clone "
     "(langgraph-checkpoint-postgres, psycopg[binary], psycopg-pool)"
 )
 

