@@ -553,3 +553,25 @@ def test_run_without_mcp_warns_that_there_are_no_tools(tmp_path: Path) -> None:
     assert done.returncode == 0, done.stderr
     assert "warning: no tools: without --mcp" in done.stderr
     assert "assistant> 你好" in done.stdout
+
+
+def test_bench_prints_a_row_per_mode_and_the_mode_to_use() -> None:
+    """``fncall-graph bench`` runs the example per mode over the real mcp-server-sqlite;
+    on the recording every mode answers, so the table's shape and the choice are checked."""
+    done = cli("bench", "replay:database-assistant", "--modes", "native,hermes+first_call")
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.splitlines()
+    assert lines[0].startswith("model replay:database-assistant")
+    assert lines[1].split()[:3] == ["mode", "answers", "right"]
+    rows = {line.split()[0]: line.split()[1:] for line in lines[2:4]}
+    assert set(rows) == {"native", "hermes+first_call"}
+    assert all(
+        cells[0] == "4/4" and cells[1] == "4/4" and cells[2] == "1" for cells in rows.values()
+    )
+    assert lines[4].startswith("use: ") and lines[4].split()[1] in rows
+
+
+def test_bench_refuses_an_unknown_mode_naming_the_choices() -> None:
+    done = cli("bench", "replay:database-assistant", "--modes", "native,hermes+never")
+    assert done.returncode == 1
+    assert "'hermes+never' is not DIALECT" in done.stderr and "react" in done.stderr

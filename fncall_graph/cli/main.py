@@ -351,6 +351,30 @@ def _demo_session(ui: UI, model: BaseChatModel, args: argparse.Namespace, title:
             )
 
 
+def cmd_bench(args: argparse.Namespace) -> int:
+    """Measure a model on the database-assistant example in each dialect (four questions
+    per mode over the real mcp-server-sqlite) and say which dialect to use. Small models
+    score by chance: a measurement, not a verdict on the product."""
+    from fncall_graph.adapters.models import DEFAULT_SPEC, ModelSpecError
+    from fncall_graph.bench import measure
+
+    spec = environment.model_spec(args.model) or DEFAULT_SPEC
+    modes = [m for m in (args.modes or "").split(",") if m] or None
+    known = {"native", "hermes", "qwen", "react"}
+    for mode in modes or ():
+        dialect, _, constraint = mode.partition("+")
+        if dialect not in known or constraint not in ("", "first_call", "always"):
+            raise CLIError(
+                f"--modes: {mode!r} is not DIALECT or DIALECT+first_call|always "
+                f"(dialects: {', '.join(sorted(known))})"
+            )
+    try:
+        measure(spec, modes, show=lambda line: print(line, flush=True))
+    except ModelSpecError as exc:
+        raise CLIError(str(exc)) from exc
+    return 0
+
+
 def cmd_prompt(args: argparse.Namespace) -> int:
     """Print the system prompt a dialect writes for the tools of an MCP config."""
     from fncall_graph.adapters import get_dialect
@@ -447,6 +471,17 @@ def build_parser() -> argparse.ArgumentParser:
     )
     _model_options(demo)
     demo.set_defaults(handler=cmd_demo)
+
+    bench = commands.add_parser(
+        "bench", help="which dialect suits a model, measured", description=cmd_bench.__doc__
+    )
+    bench.add_argument("model", nargs="?", help="model spec (default: $FNCALL_MODEL, else local)")
+    bench.add_argument(
+        "--modes",
+        help="comma-separated DIALECT or DIALECT+first_call|always (default: every "
+        "dialect, and the constrained modes where the model takes a grammar)",
+    )
+    bench.set_defaults(handler=cmd_bench)
 
     prompt = commands.add_parser(
         "prompt", help="print a dialect's system prompt", description=cmd_prompt.__doc__
