@@ -262,7 +262,7 @@ Run it on your own model:
   fncall-graph demo --model 'http://127.0.0.1:8000/v1#NAME'   # any OpenAI-compatible server (vLLM, llama.cpp, LM Studio)
   fncall-graph demo --model openai:gpt-4o-mini                # OPENAI_API_KEY
   fncall-graph chat --model ollama:qwen3 --mcp mcp.json       # your own MCP servers
-Measure a model on this example, per dialect: python bench/real_model.py SPEC"""
+Measure a model on this example, per dialect: fncall-graph bench SPEC"""
 
 
 def cmd_demo(args: argparse.Namespace) -> int:
@@ -303,8 +303,8 @@ def cmd_demo(args: argparse.Namespace) -> int:
     return 0
 
 
-#: What bench/real_model.py measured for the bundled model on this example (README).
-LOCAL_MODEL_SCORE = "answers 0 of the 4 questions correctly (bench/real_model.py local)"
+#: What fncall-graph bench local measured for the bundled model on this example (README).
+LOCAL_MODEL_SCORE = "answers 0 of the 4 questions correctly (fncall-graph bench local)"
 
 
 def _demo_session(ui: UI, model: BaseChatModel, args: argparse.Namespace, title: str) -> None:
