@@ -432,26 +432,19 @@ class Cluster:
         return env
 
     def migrate(self) -> None:
-        done = subprocess.run(
-            [str(server_bin("langgraph-runtime-pg-migrate")), "upgrade"],
-            env=self.replica_env(),
-            capture_output=True,
-            text=True,
-            check=False,
+        # LangGraph's own checkpoint and store tables are set up once here too: the workers
+        # of one replica start at the same moment, and two setups at once collide in
+        # PostgreSQL's catalog
+        steps = (
+            ("migrations", [str(server_bin("langgraph-runtime-pg-migrate")), "upgrade"]),
+            ("checkpoint setup", [str(server_bin("python")), "-c", _CHECKPOINT_SETUP]),
         )
-        if done.returncode:
-            raise ClusterError(f"migrations failed:\n{done.stdout}\n{done.stderr}")
-        # LangGraph's own checkpoint and store tables, set up once here: the workers of one replica
-        # start at the same moment, and two setups at once collide in PostgreSQL's catalog
-        done = subprocess.run(
-            [str(server_bin("python")), "-c", _CHECKPOINT_SETUP],
-            env=self.replica_env(),
-            capture_output=True,
-            text=True,
-            check=False,
-        )
-        if done.returncode:
-            raise ClusterError(f"checkpoint setup failed:\n{done.stdout}\n{done.stderr}")
+        for what, command in steps:
+            done = subprocess.run(
+                command, env=self.replica_env(), capture_output=True, text=True, check=False
+            )
+            if done.returncode:
+                raise ClusterError(f"{what} failed:\n{done.stdout}\n{done.stderr}")
 
     def start_replica(self, index: int) -> Replica:
         """(Re)start replica ``index`` on its port."""
