@@ -11,7 +11,9 @@ from __future__ import annotations
 
 import itertools
 import json
+import re
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -433,3 +435,18 @@ def test_a_plain_native_answer_still_streams_as_it_comes():
     reply = "Sunny in Paris today, 22 degrees, with a light breeze from the west."
     shown, final = _streamed_through_graph(reply)
     assert shown == reply == final.content
+
+
+def test_the_format_table_lists_every_call_format() -> None:
+    """The docs' format table (README or docs/) has a row for each reader of calls."""
+    root = Path(__file__).resolve().parent.parent
+    pages = [root / "README.md", *sorted((root / "docs").glob("*.md"))]
+    rows = [
+        line.split("|")[1]
+        for page in pages
+        for line in page.read_text(encoding="utf-8").splitlines()
+        if line.startswith("| `")
+    ]
+    listed = set(re.findall(r"`([\w-]+)`", " ".join(rows)))
+    readers = [r.name for r in READERS if any(b.kind == "call" for b in r.blocks)]
+    assert [name for name in readers if name not in listed] == []

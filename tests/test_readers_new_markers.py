@@ -147,7 +147,20 @@ def _hunyuan(sep: str) -> Callable[[list[tuple[str, dict[str, str]]]], str]:
     )
 
 
-UNTYPED = {"hy-v3": _hunyuan("<tool_sep>"), "hy-v4": _hunyuan("")}
+def _hy_labelled(text: str) -> str:
+    """Every Hunyuan marker with the label Hy3/Hy4 tokenizers give it (vLLM's HY3 parser)."""
+    for stem in ("tool_calls", "tool_call", "tool_sep", "arg_key", "arg_value", "think"):
+        text = text.replace(f"<{stem}>", f"<{stem}:opensource>")
+        text = text.replace(f"</{stem}>", f"</{stem}:opensource>")
+    return text
+
+
+UNTYPED = {
+    "hy-v3": _hunyuan("<tool_sep>"),
+    "hy-v4": _hunyuan(""),
+    "hy-labelled": lambda cs: _hy_labelled(_hunyuan("<tool_sep>")(cs)),
+    "hy-v4-labelled": lambda cs: _hy_labelled(_hunyuan("")(cs)),
+}
 
 # formats whose markers are special tokens: a sentence may stand before them on the line
 SPECIAL = {
@@ -463,6 +476,13 @@ def test_hunyuan_calls_without_arguments():
     ]
 
 
+def test_hunyuan_labelled_thinking_is_reasoning():
+    text = _hy_labelled("<think>Paris first.</think>") + "Checking." + UNTYPED["hy-labelled"](TWO)
+    for message in (read(text), parsed(text)):
+        assert calls(message) == TWO and message.content == "Checking."
+        assert message.additional_kwargs["reasoning_content"] == "Paris first."
+
+
 def test_granite4_text_between_calls():
     text = (
         '<tool_call>{"name": "get_weather", "arguments": {"city": "Paris"}}</tool_call>\n'
@@ -490,8 +510,11 @@ def test_markup_quoted_in_a_code_block_is_not_a_call(fmt):
         '{"name": "get_weather", "arguments": {"city": "Москва"}}</s>',
         UNTYPED["hy-v3"]([(W, {"city": "巴黎", "days": "3"}), ("get_time", {"zone": "CET"})]),
         "先查。\n" + UNTYPED["hy-v4"]([(W, {"city": "巴黎", "opts": '{"a": [1]}'}), ("ping", {})]),
+        _hy_labelled("<think>The weather, then.</think>")
+        + "先查。"
+        + UNTYPED["hy-v4-labelled"]([(W, {"city": "巴黎", "days": "3"}), ("ping", {})]),
     ],
-    ids=["gigachat3", "hy-v3", "hy-v4"],
+    ids=["gigachat3", "hy-v3", "hy-v4", "hy-labelled"],
 )
 def test_one_call_and_untyped_formats_stream_the_same_for_any_chunk_size(text):
     whole = read(text)

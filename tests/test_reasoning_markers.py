@@ -19,6 +19,7 @@ THOUGHTS = {
     "gemma4": ("<|channel>thought", "<channel|>"),
     "plamo3": ("<|plamo:begin_think:plamo|>", "<|plamo:end_think:plamo|>"),
     "apertus": ("<|inner_prefix|>", "<|inner_suffix|>"),
+    "hunyuan-labelled": ("<think:opensource>", "</think:opensource>"),
 }
 
 

@@ -26,6 +26,9 @@ object, a list, or one object per line; see :func:`.base.read_json_calls`.
 Hunyuan's ``<tool_calls>`` may hold ``<tool_call>`` elements instead of JSON (HY v3:
 ``<tool_call>f<tool_sep><arg_key>k</arg_key><arg_value>v</arg_value></tool_call>``, HY v4
 the same without ``<tool_sep>``); those are read as Hermes/GLM ``<tool_call>`` blocks.
+Hy3/Hy4 tokenizers may label every marker of the family (``<tool_calls:opensource>``,
+``<arg_key:opensource>``, ``<think:opensource>`` …; vLLM finds the label in the
+tokenizer's added vocabulary): the labelled block is read as the plain one.
 """
 
 from __future__ import annotations
@@ -59,9 +62,18 @@ class JsonTagFormat:
     pythonic: bool = False  # a pythonic call list may stand instead of the JSON
     name_is_key: bool = False  # calls written {"NAME": {arguments}}
     nested: bool = False  # <tool_call> elements may stand instead of the JSON
+    label: str = ""  # carried by every marker inside the block too (Hunyuan's ":opensource")
 
 
 _W = '{"name": "get_weather", "arguments": {"city": "Paris"}}'
+HY_LABEL = ":opensource"
+
+
+def _labelled(marker: str, label: str = HY_LABEL) -> str:
+    return marker[:-1] + label + ">"
+
+
+_HY_STEMS = ("tool_calls", "tool_call", "tool_sep", "arg_key", "arg_value", "think")
 _T = '{"name": "get_time", "arguments": {"zone": "CET"}}'
 
 JSON_TAG_FORMATS: tuple[JsonTagFormat, ...] = (
@@ -74,6 +86,20 @@ JSON_TAG_FORMATS: tuple[JsonTagFormat, ...] = (
         drop_tokens=("</tool_calls>", "<answer>", "</answer>"),
         channel_tokens=("<answer>", "</answer>"),
         nested=True,
+    ),
+    JsonTagFormat(
+        "hunyuan-labelled",
+        Block(_labelled("<tool_calls>"), (_labelled("</tool_calls>"),), "call"),
+        (
+            "<tool_calls:opensource><tool_call:opensource>get_weather<tool_sep:opensource>"
+            "<arg_key:opensource>city</arg_key:opensource>"
+            "<arg_value:opensource>Paris</arg_value:opensource></tool_call:opensource>"
+            "</tool_calls:opensource>",
+        ),
+        extra_blocks=(Block(_labelled("<think>"), (_labelled("</think>"),), "reasoning"),),
+        drop_tokens=(_labelled("</tool_calls>"), _labelled("</think>")),
+        nested=True,
+        label=HY_LABEL,
     ),
     JsonTagFormat(
         "granite",
@@ -193,6 +219,8 @@ class JsonTagReader(FormatReader):
         )
 
     def read_block(self, block: Block, text: str, *, closed: bool) -> Iterable[ParseEvent]:
+        if self.fmt.label:
+            text = _unlabelled(text, self.fmt.label)
         body = text.strip()
         listed = body if body.startswith("[") else f"[{body}]"  # the list's brackets left out
         if self.fmt.pythonic and PYTHONIC.match(listed):
@@ -209,6 +237,11 @@ class JsonTagReader(FormatReader):
             args_keys=self.fmt.args_keys,
             name_is_key=self.fmt.name_is_key,
         )
+
+
+def _unlabelled(text: str, label: str) -> str:
+    """``text`` with the family's labelled markers written plain."""
+    return re.sub(rf"<(/?)({'|'.join(_HY_STEMS)}){re.escape(label)}>", r"<\1\2>", text)
 
 
 _BARE_NAME = re.compile(r"\s*([A-Za-z_][\w.\-]*)\s*(?:<tool_sep>)?\s*")
