@@ -580,7 +580,7 @@ marker_sets = st.lists(st.text(st.sampled_from("ab✿<>/:"), min_size=1, max_siz
 def test_scanner_search_matches_reference(markers: tuple[str, ...], text: str, final: bool) -> None:
     """The table-driven marker search and hold-back give what the plain definitions give."""
     table = _marker_table(markers)
-    assert _find_from(text, 0, markers, table, final) == reference_find(text, markers, final)
+    assert _find_from(text, 0, table, final) == reference_find(text, markers, final)
     if reference_find(text, markers, False) is None:
         assert len(text) - _held_from(text, 0, table) == reference_held(text, markers)
 

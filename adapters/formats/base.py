@@ -524,15 +524,15 @@ class MarkupStreamParser(StreamParser):
         while True:
             block = self._block
             if block is None:
-                markers, table, sink = self._outside, self._outside_table, self._emit_text
+                table, sink = self._outside_table, self._emit_text
             else:
-                markers, table, sink = block.close, _marker_table(block.close), self._inside
+                table, sink = _marker_table(block.close), self._inside
             if table.first is None or table.first(text, pos) is None:
                 # no marker can start in the rest (the usual chunk): all of it is text
                 sink(text[pos:], events)
                 self._pending = ""
                 return events
-            hit = _find_from(text, pos, markers, table, final)
+            hit = _find_from(text, pos, table, final)
             if hit is None or hit[2]:
                 # no marker yet (hold back what could start one), or one that may still grow
                 end = hit[0] if hit else (len(text) if final else _held_from(text, pos, table))
@@ -618,7 +618,7 @@ class MarkupStreamParser(StreamParser):
 
 
 def _find_from(
-    text: str, pos: int, markers: tuple[str, ...], table: _MarkerTable, final: bool
+    text: str, pos: int, table: _MarkerTable, final: bool
 ) -> tuple[int, str, bool] | None:
     """Earliest marker in ``text[pos:]`` (longest on a tie), as ``(index, marker, wait)``,
     the index counted in ``text``.
@@ -631,11 +631,8 @@ def _find_from(
         return None
     at, marker = found.start(), found.group()
     # only a rest no longer than the longest marker can still grow into one
-    wait = (
-        not final
-        and len(text) - at <= table.longest
-        and any(len(m) > len(marker) and m.startswith(text[at:]) for m in markers)
-    )
+    # (the match is the longest marker there, so a longer one would still be growing)
+    wait = not final and len(text) - at <= table.longest and text[at:] in table.growing
     return (at, marker, wait)
 
 
@@ -668,12 +665,14 @@ class _MarkerTable:
         first: ``first(text, pos)`` finds the next character a marker starts with.
         longest: the longest marker's length minus one (the most text ever held back).
         prefixes: every prefix of a marker up to ``longest`` characters.
+        growing: every proper prefix of a marker (text that may still become one).
     """
 
     search: Callable[[str, int], re.Match[str] | None] | None
     first: Callable[[str, int], re.Match[str] | None] | None
     longest: int
     prefixes: frozenset[str]
+    growing: frozenset[str]
 
 
 @lru_cache(maxsize=256)
@@ -684,7 +683,8 @@ def _marker_table(markers: tuple[str, ...]) -> _MarkerTable:
     first = re.compile("|".join(map(re.escape, firsts))).search if firsts else None
     longest = max((len(m) for m in markers), default=1) - 1
     prefixes = frozenset(m[:j] for m in markers for j in range(1, min(len(m), longest) + 1))
-    return _MarkerTable(search, first, longest, prefixes)
+    growing = frozenset(m[:j] for m in markers for j in range(1, len(m)))
+    return _MarkerTable(search, first, longest, prefixes, growing)
 
 
 class PromptDialect(Dialect):
