@@ -392,6 +392,60 @@ def test_a_servers_question_is_asked_at_the_terminal() -> None:
     assert review.decide([pending]) == {"action": "decline"}
 
 
+def test_a_servers_question_shows_its_defaults_and_choices(capsys) -> None:
+    import io
+    from types import SimpleNamespace
+
+    from fncall_graph.cli.approval import TerminalReview
+    from fncall_graph.cli.terminal import UI
+
+    schema = {
+        "properties": {
+            "nights": {"type": "integer", "default": 1},
+            "room": {"type": "string", "enum": ["single", "double"], "default": "double"},
+            "note": {"type": "string"},
+        },
+        "required": ["nights"],
+    }
+    question = {
+        "tool": "weather-book_hotel",
+        "message": "Book?",
+        "requested_schema": schema,
+        "defaults": {"nights": 1, "room": "double"},
+    }
+    pending = SimpleNamespace(id="i1", value={"mcp_elicitation": question})
+    prompts: list[str] = []
+    answers = iter(["y", "", "suite", "single", ""])
+
+    def ask(prompt: str) -> str:
+        prompts.append(prompt)
+        return next(answers)
+
+    ui = UI(io.StringIO())
+    ui.ask = ask  # type: ignore[method-assign]
+    review = TerminalReview(ui, "t")
+    # empty takes the default; a value outside the choices is asked again
+    assert review.decide([pending]) == {
+        "action": "accept",
+        "content": {"nights": 1, "room": "single"},
+    }
+    assert "(integer, default 1)" in prompts[1]
+    assert '(single/double, default "double")' in prompts[2]
+
+    url = {
+        "tool": "weather-login",
+        "message": "Sign in",
+        "mode": "url",
+        "url": "http://127.0.0.1/x",
+    }
+    ui = UI(io.StringIO())
+    ui.ask = lambda prompt: "y"  # type: ignore[method-assign]
+    assert TerminalReview(ui, "t").decide(
+        [SimpleNamespace(id="i2", value={"mcp_elicitation": url})]
+    ) == {"action": "accept"}
+    assert "open http://127.0.0.1/x" in capsys.readouterr().err
+
+
 def test_chat_lists_mcp_prompts_and_opens_a_turn_with_one(tmp_path: Path) -> None:
     config = tmp_path / "weather.json"
     server = {"command": sys.executable, "args": ["-m", "fncall_graph.examples.weather_server"]}

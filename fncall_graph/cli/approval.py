@@ -82,25 +82,40 @@ class TerminalReview:
             ) from exc
 
     def _answer(self, question: Mapping[str, Any]) -> dict[str, Any]:
-        """An MCP server's question during a call: the person fills in its fields."""
+        """An MCP server's question during a call: the person fills in its fields (a
+        field's default, shown in brackets, is taken when the line is left empty), or
+        for a URL question opens the page."""
         schema = question.get("requested_schema") or {}
         fields = schema.get("properties") or {}
+        defaults = dict(question.get("defaults") or {})
+        required = schema.get("required") or []
         self.ui.note(f"{question.get('tool')} asks: {question.get('message')}")
         try:
+            if question.get("mode") == "url":
+                self.ui.note(f"  open {question.get('url')}")
+                done = self.ui.ask("done there? [y/n] ").strip().lower()[:1] == "y"
+                return {"action": "accept"} if done else {"action": "decline"}
             if self.ui.ask("answer? [y/n] ").strip().lower()[:1] != "y":
                 return {"action": "decline"}
             content: dict[str, Any] = {}
             for name, spec in fields.items():
                 kind = spec.get("type", "string")
+                choices = list(spec.get("enum") or [])
+                shown = "/".join(map(str, choices)) if choices else kind
+                if name in defaults:
+                    shown += f", default {json.dumps(defaults[name], ensure_ascii=False)}"
                 while True:
-                    text = self.ui.ask(f"  {spec.get('title') or name} ({kind}): ").strip()
-                    if not text and name not in (schema.get("required") or []):
+                    text = self.ui.ask(f"  {spec.get('title') or name} ({shown}): ").strip()
+                    if not text and name in defaults:
+                        content[name] = defaults[name]
+                        break
+                    if not text and name not in required:
                         break
                     value = _field_value(text, kind)
-                    if value is not None:
+                    if value is not None and (not choices or value in choices):
                         content[name] = value
                         break
-                    self.ui.note(f"not a {kind}; try again")
+                    self.ui.note(f"not {'one of ' + shown if choices else 'a ' + kind}; try again")
             return {"action": "accept", "content": content}
         except EOFError as exc:
             raise CLIError(
