@@ -148,6 +148,9 @@ _START = _start_time(_PID) or ""
 # the claims this process is running a call for right now: token -> its heartbeat
 _ACTIVE: dict[str, _Heartbeat] = {}
 _ACTIVE_LOCK = threading.Lock()
+# outcomes this process had but could not store with their claims: holder -> (status,
+# outcome); its next run of the call stores it then, instead of calling it unknown
+_UNSAVED: dict[str, tuple[Status, Any]] = {}
 
 
 def _this_process() -> tuple[str, int, str]:
@@ -905,6 +908,15 @@ class CallClaims:
             if held is None:
                 continue
             owner = held.holder
+            unsaved = _UNSAVED.get(held.owner) if owner.is_this_process() else None
+            if unsaved is not None and held.status in ("running", "abandoned"):
+                # this process had the outcome: store it now (the retry of its finish)
+                status, output = unsaved
+                rtype, data = self.saver.serde.dumps_typed(output)
+                if (yield _Finish(key, held.owner, status, rtype, data, time.time())):
+                    _UNSAVED.pop(held.owner, None)
+                    return _Started(output=output)
+                continue
             if held.status in ("running", "abandoned"):
                 if held.status == "running" and self._held(held):
                     raise ToolCallInProgress(
@@ -957,6 +969,7 @@ class CallClaims:
                         exc,
                     )
                     continue
+                _UNSAVED[holder] = (status, output)  # its next run here stores it
                 yield from self._settle(key, holder, abandon=True)
                 raise
             except GeneratorExit:
