@@ -71,9 +71,11 @@ __all__ = [
     "ToolCallAlreadyRan",
     "ToolCallClaimed",
     "ToolCallInProgress",
+    "aforget_deleted_threads",
     "aforget_thread",
     "claim_in_task",
     "claims_for",
+    "forget_deleted_threads",
     "forget_thread",
 ]
 
@@ -351,6 +353,11 @@ class _Forget:  # every claim of a thread (the thread is being deleted)
 
 
 @dataclass(frozen=True)
+class _Sweep:  # the claims of threads that have no checkpoint left (deleted elsewhere)
+    live: frozenset[str] = frozenset()  # the threads there are (for the memory store)
+
+
+@dataclass(frozen=True)
 class _Head:  # the thread's latest checkpoint id (from the saver)
     key: ClaimKey
 
@@ -360,7 +367,7 @@ class _Run:  # run the call itself (what the caller of the flow gave)
     pass
 
 
-_Op = _Insert | _Get | _Swap | _Finish | _Renew | _Release | _Forget | _Head | _Run
+_Op = _Insert | _Get | _Swap | _Finish | _Renew | _Release | _Forget | _Sweep | _Head | _Run
 _Flow = Generator[_Op, Any, Any]
 
 
@@ -373,8 +380,16 @@ class _MemoryStore:
 
     def run(self, op: _Op) -> Any:
         with self.lock:
-            if isinstance(op, _Forget):
-                gone = [k for k in self.rows if k.thread_id == op.thread_id]
+            if isinstance(op, _Forget | _Sweep):
+                gone = [
+                    k
+                    for k in self.rows
+                    if (
+                        k.thread_id == op.thread_id
+                        if isinstance(op, _Forget)
+                        else k.thread_id not in op.live
+                    )
+                ]
                 for k in gone:
                     del self.rows[k]
                 return len(gone)
@@ -472,6 +487,13 @@ class _SqlStore:
             params = (op.at, *_key(op.key), op.owner)
         elif isinstance(op, _Forget):
             sql, params = f"DELETE FROM {CLAIMS_TABLE} WHERE thread_id = ?", (op.thread_id,)
+        elif isinstance(op, _Sweep):
+            # LangGraph's SQLite and PostgreSQL savers keep a thread in ``checkpoints``
+            sql = (
+                f"DELETE FROM {CLAIMS_TABLE} WHERE NOT EXISTS (SELECT 1 FROM checkpoints c "
+                f"WHERE c.thread_id = {CLAIMS_TABLE}.thread_id)"
+            )
+            params = ()
         else:
             assert isinstance(op, _Release)
             sql = f"DELETE FROM {CLAIMS_TABLE} WHERE {_KEY} AND owner = ?"
@@ -489,7 +511,7 @@ class _SqlStore:
             key = ClaimKey(thread_id, ns, call_id)
             result = bytes(result) if result is not None else None
             return ClaimRow(key, tool, owner, step, status, created, rtype, result, renewed)
-        if isinstance(op, _Forget):
+        if isinstance(op, _Forget | _Sweep):
             return rowcount
         return rowcount == 1
 
@@ -649,7 +671,29 @@ def claims_for(
         store = _STORES.get(saver)
         if store is None:
             store = _STORES[saver] = _store_for(saver)
+            _sweep_soon(store)
     return CallClaims(store, saver, stale_after=stale_after)
+
+
+def _sweep_soon(store: Any) -> None:
+    """Delete the claims of threads deleted by a saver that does not know of claims (a
+    LangGraph server deletes a thread with its own saver); once per process and saver,
+    without holding up the caller (an async saver's loop does it when it can)."""
+    if isinstance(store, _MemoryStore):
+        return  # new and empty
+    if isinstance(store, _AsyncStore):
+        done = asyncio.run_coroutine_threadsafe(store.arun(_Sweep()), store.loop)
+        done.add_done_callback(_swept)
+        return
+    try:
+        store.run(_Sweep())
+    except Exception as exc:
+        log.warning("could not delete the claims of deleted threads: %s", exc)
+
+
+def _swept(done: Any) -> None:
+    if not done.cancelled() and done.exception() is not None:
+        log.warning("could not delete the claims of deleted threads: %s", done.exception())
 
 
 def forget_thread(saver: BaseCheckpointSaver, thread_id: str) -> int:
@@ -661,9 +705,34 @@ def forget_thread(saver: BaseCheckpointSaver, thread_id: str) -> int:
 
 async def aforget_thread(saver: BaseCheckpointSaver, thread_id: str) -> int:
     """:func:`forget_thread` for an async saver."""
-    store = claims_for(saver).store
+    return await _arun(claims_for(saver).store, _Forget(thread_id))
+
+
+async def _arun(store: Any, op: _Op) -> Any:
     arun = getattr(store, "arun", None)  # a sync saver's store has none
-    return await arun(_Forget(thread_id)) if arun else store.run(_Forget(thread_id))
+    return await arun(op) if arun else store.run(op)
+
+
+def forget_deleted_threads(saver: BaseCheckpointSaver) -> int:
+    """Delete the claims (and stored results) of the threads ``saver`` no longer has;
+    the number deleted. For threads deleted by code that does not call
+    :func:`forget_thread` (a LangGraph server's ``DELETE /threads/{id}`` uses its own
+    saver). The first use of a saver's claims in a process does it too."""
+    store = claims_for(saver).store
+    return store.run(_sweep_for(saver, store, saver.list(None)))
+
+
+async def aforget_deleted_threads(saver: BaseCheckpointSaver) -> int:
+    """:func:`forget_deleted_threads` for an async saver."""
+    store = claims_for(saver).store
+    listed = [c async for c in saver.alist(None)] if isinstance(store, _MemoryStore) else []
+    return await _arun(store, _sweep_for(saver, store, listed))
+
+
+def _sweep_for(saver: BaseCheckpointSaver, store: Any, listed: Any) -> _Sweep:
+    if not isinstance(store, _MemoryStore):
+        return _Sweep()  # the database looks its threads up itself
+    return _Sweep(frozenset(c.config["configurable"]["thread_id"] for c in listed))
 
 
 # -- the flows: what to do with a claim, whatever the store
