@@ -39,15 +39,23 @@ def eventually(check: Callable[[], bool], what: str, timeout: float = 60) -> Non
 
 
 @contextmanager
-def claim_holder(mode: str, kind: str, where: str, thread: str, step: str) -> Iterator[Any]:
-    """A process of its own holding call c1's claim (tests/lease_child.py)."""
-    argv = [sys.executable, CHILD, mode, kind, where, thread, step, str(LEASE)]
-    child = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
-    try:
-        yield child
-    finally:
-        child.kill()
-        child.wait()
+def claim_holder(
+    mode: str, place: tuple[str, str], request: pytest.FixtureRequest
+) -> Iterator[tuple[Any, ClaimKey, str, subprocess.Popen]]:
+    """A thread on the saver at ``place``, and a process of its own holding the claim on
+    its call c1 (tests/lease_child.py): (this process's saver, the key, the thread's
+    checkpoint, the holder)."""
+    kind, where = place
+    thread = fresh_thread(request)
+    with opened(kind, where) as saver:
+        step = _head(saver, thread)
+        argv = [sys.executable, CHILD, mode, kind, where, thread, step, str(LEASE)]
+        child = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+        try:
+            yield saver, ClaimKey(thread, "", "c1"), step, child
+        finally:
+            child.kill()
+            child.wait()
 
 
 @pytest.fixture(params=KINDS)
@@ -74,52 +82,42 @@ def answer_for(saver: Any, key: ClaimKey, step: str) -> Any:
 
 
 def test_a_running_call_s_heartbeat_holds_its_claim_past_the_lease(place, request):
-    kind, where = place
-    thread = fresh_thread(request)
-    key = ClaimKey(thread, "", "c1")
-    with opened(kind, where) as saver:
-        step = _head(saver, thread)
-        with claim_holder("hold", kind, where, thread, step) as child:
-            assert child.stdout.readline() == "running\n"
-            made = row_of(saver, key).created_at
-            # renewed after the time its first lease would have run out
-            eventually(
-                lambda: (row_of(saver, key).renewed_at or 0) > made + LEASE,
-                "the holder renewed its claim",
-            )
-            with pytest.raises(ToolCallInProgress):
-                answer_for(saver, key, step)
-            # frozen: alive, but no longer renewing; once its lease lapses the call's
-            # outcome is unknown (it is not run again)
-            os.kill(child.pid, signal.SIGSTOP)
-            eventually(lambda: row_of(saver, key).lapsed(LEASE, time.time()), "the lease lapsed")
-            said, row = answer_for(saver, key, step)
-            assert said == "unknown" and row.status == "running"
-            taken = row_of(saver, key)
-            assert (taken.status, taken.holder.pid) == ("unknown", os.getpid())
-            # thawed, the holder finishes its call: its late outcome does not overwrite
-            os.kill(child.pid, signal.SIGCONT)
-            child.stdin.write("\n")
-            child.stdin.flush()
-            assert child.wait(60) == 0
-            assert row_of(saver, key) == taken
+    with claim_holder("hold", place, request) as (saver, key, step, child):
+        assert child.stdout.readline() == "running\n"
+        made = row_of(saver, key).created_at
+        # renewed after the time its first lease would have run out
+        eventually(
+            lambda: (row_of(saver, key).renewed_at or 0) > made + LEASE,
+            "the holder renewed its claim",
+        )
+        with pytest.raises(ToolCallInProgress):
+            answer_for(saver, key, step)
+        # frozen: alive, but no longer renewing; once its lease lapses the call's
+        # outcome is unknown (it is not run again)
+        os.kill(child.pid, signal.SIGSTOP)
+        eventually(lambda: row_of(saver, key).lapsed(LEASE, time.time()), "the lease lapsed")
+        said, row = answer_for(saver, key, step)
+        assert said == "unknown" and row.status == "running"
+        taken = row_of(saver, key)
+        assert (taken.status, taken.holder.pid) == ("unknown", os.getpid())
+        # thawed, the holder finishes its call: its late outcome does not overwrite
+        os.kill(child.pid, signal.SIGCONT)
+        child.stdin.write("\n")
+        child.stdin.flush()
+        assert child.wait(60) == 0
+        assert row_of(saver, key) == taken
 
 
 def test_a_claim_left_running_by_a_live_process_lapses(place, request):
     """The holder ran the call, but neither its outcome nor its abandoning could be
     written (the database went away); its process lives on. Others wait for its lease
     only, not until that process exits."""
-    kind, where = place
-    thread = fresh_thread(request)
-    key = ClaimKey(thread, "", "c1")
-    with opened(kind, where) as saver:
-        step = _head(saver, thread)
-        with claim_holder("stuck", kind, where, thread, step) as child:
-            assert child.stdout.readline() == "stuck\n"
-            assert row_of(saver, key).status == "running"
-            with pytest.raises(ToolCallInProgress):  # within its lease
-                answer_for(saver, key, step)
-            eventually(lambda: row_of(saver, key).lapsed(LEASE, time.time()), "the lease lapsed")
-            assert child.poll() is None  # the holder lives on
-            said, row = answer_for(saver, key, step)
-            assert said == "unknown" and row.holder.pid == child.pid
+    with claim_holder("stuck", place, request) as (saver, key, step, child):
+        assert child.stdout.readline() == "stuck\n"
+        assert row_of(saver, key).status == "running"
+        with pytest.raises(ToolCallInProgress):  # within its lease
+            answer_for(saver, key, step)
+        eventually(lambda: row_of(saver, key).lapsed(LEASE, time.time()), "the lease lapsed")
+        assert child.poll() is None  # the holder lives on
+        said, row = answer_for(saver, key, step)
+        assert said == "unknown" and row.holder.pid == child.pid
