@@ -489,3 +489,32 @@ def test_async_savers_keep_claims_too(kind, url, tmp_path, request, monkeypatch)
                     await claims.areview(review, step)
 
     asyncio.run(scenario())
+
+
+def test_a_running_call_s_claim_is_renewed_through_an_async_saver(kind, url, tmp_path, request):
+    """The heartbeat renews the claims of an async saver on the saver's own loop, while
+    the call runs there."""
+    thread = fresh_thread(request)
+
+    async def scenario() -> None:
+        async with async_saver(kind, tmp_path, url) as saver:
+            step = await _ahead(saver, thread)
+            key = ClaimKey(thread, "", "c1")
+            claims = claims_for(saver, stale_after=0.4)  # renewed every 0.1 s
+
+            async def call() -> Any:
+                made = (await claims.store.arun(claims_module._Get(key))).created_at
+                deadline = time.monotonic() + 60
+                while True:  # the call runs until its claim was renewed
+                    row = await claims.store.arun(claims_module._Get(key))
+                    if (row.renewed_at or 0) > made:
+                        return RESULT
+                    assert time.monotonic() < deadline, "the claim was never renewed"
+                    await asyncio.sleep(0.05)  # the loop stays free for the heartbeat
+
+            answer = await claims.aonce(
+                key, step, call, tool="log", idempotent=False, unknown=unknown_answer
+            )
+            assert answer == RESULT
+
+    asyncio.run(scenario())

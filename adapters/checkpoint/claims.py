@@ -298,8 +298,13 @@ def _heart() -> None:
             if beat.due > now:
                 continue
             beat.due = now + beat.every
+            renew = _Renew(beat.key, beat.owner, time.time())
             try:
-                beat.store.run(_Renew(beat.key, beat.owner, time.time()))
+                if isinstance(beat.store, _AsyncStore):  # its loop may be stopped: not for ever
+                    done = asyncio.run_coroutine_threadsafe(beat.store.arun(renew), beat.store.loop)
+                    done.result(timeout=beat.every)
+                else:
+                    beat.store.run(renew)
             except Exception as exc:  # the next beat tries again; a lapse is the worst
                 log.warning("could not renew the claim on tool call %s: %s", beat.key.call_id, exc)
         _WAKE.wait(min((b.due for b in beats), default=now + 3600) - time.time())
