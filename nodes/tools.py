@@ -118,10 +118,15 @@ def _why_unknown(claim: ClaimRow) -> str:
         return f"the process running this call ({who}) exited before the call finished"
     if alive is None:
         return (
-            f"the process running this call ({who}) is on another machine and recorded no "
-            "outcome in the time allowed"
+            f"the process running this call ({who}) is on another machine and stopped "
+            "renewing its claim without recording an outcome"
         )
-    return f"the run making this call ({who}) ended without recording the call's outcome"
+    if claim.holder.is_this_process():
+        return f"the run making this call ({who}) ended without recording the call's outcome"
+    return (
+        f"the run making this call ({who}) stopped renewing its claim, so it ended without "
+        "recording the call's outcome (the process lives on)"
+    )
 
 
 def unknown_outcome(call: ToolCall, claim: ClaimRow) -> ToolMessage:
@@ -258,8 +263,6 @@ class ToolDispatchNode:
         self.max_result_chars = max_result_chars
         self.max_stored_result_chars = max_stored_result_chars
         self.idempotent_tools = frozenset(idempotent_tools)
-        # a claim made on another machine is abandoned once no call could still run
-        self.stale_after = None if timeout is None else 2 * timeout + 60
         self.tool_node = ToolNode(
             list(tools),
             handle_tool_errors=False,  # the answer layer does it, inside the claim
@@ -309,7 +312,7 @@ class ToolDispatchNode:
     def _claim(self, request: ToolCallRequest) -> TaskClaim | None:
         """The claim on this call; ``None`` outside a saved thread."""
         call_id = request.tool_call.get("id")
-        return claim_in_task(request.runtime.config, call_id, stale_after=self.stale_after)
+        return claim_in_task(request.runtime.config, call_id)
 
     def _claim_terms(self, request: ToolCallRequest) -> dict[str, Any]:
         call = request.tool_call

@@ -14,12 +14,13 @@ import pytest
 from langchain_core.messages import AIMessage, ToolMessage
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.types import Command
+from pg_server import postgres_url  # noqa: F401  (the fixture)
 from pydantic import ValidationError
 from seed_db import make_database
 from sqlite_tools import SqliteTools
 
 from fncall_graph import StaleApproval, bind_decisions, create_fncall_graph
-from fncall_graph.adapters.checkpoint import sqlite_saver
+from fncall_graph.adapters.checkpoint import postgres_saver, sqlite_saver
 from fncall_graph.nodes.approve import normalize_interrupt_on, review_token
 from fncall_graph.testing import ReplayChatModel
 
@@ -382,13 +383,28 @@ TWO_TURNS = [
 ]
 
 
-@pytest.fixture(params=["memory", "sqlite"])
+@pytest.fixture(params=["memory", "sqlite", pytest.param("postgres", marks=pytest.mark.slow)])
 def saver(request, tmp_path):
     if request.param == "memory":
         yield InMemorySaver()
-    else:
+    elif request.param == "sqlite":
         with sqlite_saver(tmp_path / "ck.db") as s:
             yield s
+    else:
+        with postgres_saver(fresh_database(request.getfixturevalue("postgres_url"))) as s:
+            yield s
+
+
+def fresh_database(url: str) -> str:
+    """A new database on the PostgreSQL server of ``url`` (the tests' threads are all "t")."""
+    import uuid
+
+    import psycopg
+
+    name = f"approve_{uuid.uuid4().hex}"
+    with psycopg.connect(url, autocommit=True) as db:
+        db.execute(f"CREATE DATABASE {name}")
+    return url.rsplit("/", 1)[0] + "/" + name
 
 
 def writes(tools: SqliteTools) -> list[str]:

@@ -180,7 +180,7 @@ class Stopped(Exception):
 
 
 def test_a_call_is_claimed_run_and_finished_once(thread):
-    saver, _, step, key = thread
+    saver, thread_id, step, key = thread
 
     def call() -> Any:
         # while it runs, this process's own second attempt is refused
@@ -189,9 +189,24 @@ def test_a_call_is_claimed_run_and_finished_once(thread):
         return RESULT
 
     assert once(saver, key, step, call) == RESULT
-    # finished by a live process (this one): another run does not run it again
+    # finished, and that run is over (here: its checkpoint write failed, say): the next
+    # run, in this process too, takes the stored result and does not run the call again
+    assert once(saver, key, step, not_run) == RESULT
+    # ... but not once the thread has moved on since that step
+    _head(saver, thread_id)
     with pytest.raises(ToolCallAlreadyRan, match="already ran"):
         once(saver, key, step, not_run)
+
+
+def test_a_result_another_live_process_stored_is_used_once_its_lease_lapses(thread, monkeypatch):
+    """A process that stored the result but could not save it in the thread (a failed
+    checkpoint write; a server replica lives on): others wait out its lease, then use
+    the result instead of stopping with ToolCallAlreadyRan until that process exits."""
+    saver, _, step, key = thread
+    claimed_by(monkeypatch, ALIVE_ELSEWHERE, lambda: once(saver, key, step))
+    with pytest.raises(ToolCallAlreadyRan):  # it may still be saving it
+        once(saver, key, step, not_run)
+    assert once(saver, key, step, not_run, stale_after=0) == RESULT
 
 
 def test_a_call_running_in_a_live_process_is_not_run(thread):
@@ -215,8 +230,7 @@ def test_a_call_whose_process_died_inside_it(thread, idempotent):
     assert answer[0].content == f"unknown: running by {GONE}"
     assert row_of(saver, key).status == "unknown"
     # answered once: from now on the answer is the stored one
-    with pytest.raises(ToolCallAlreadyRan):
-        once(saver, key, step, not_run)
+    assert once(saver, key, step, not_run) == answer
 
 
 @pytest.mark.parametrize("idempotent", [False, True])
@@ -314,8 +328,7 @@ def test_an_outcome_that_fails_to_store_once_is_stored_on_retry(thread):
     assert (runs, store.tried) == ([1], 2)
     row = row_of(saver, key)
     assert row.status == "done" and saver.serde.loads_typed((row.result_type, row.result)) == RESULT
-    with pytest.raises(ToolCallAlreadyRan):
-        once(saver, key, step, not_run)
+    assert once(saver, key, step, not_run) == RESULT
 
 
 def test_an_outcome_that_never_stores_leaves_the_claim_abandoned(thread):
@@ -325,9 +338,12 @@ def test_an_outcome_that_never_stores_leaves_the_claim_abandoned(thread):
     with pytest.raises(ConnectionError, match="went away"):
         claims.once(key, step, lambda: RESULT, tool="log", idempotent=False, unknown=unknown_answer)
     assert store.tried == FINISH_ATTEMPTS
-    assert row_of(saver, key).status == "abandoned"  # not running: nobody waits for it
-    answer = once(saver, key, step, not_run)
-    assert answer[0].content.startswith("unknown: abandoned")
+    # not running: nobody waits for it; another process answers it as unknown
+    assert row_of(saver, key).status == "abandoned"
+    # this process had the outcome: its next run stores it and uses it, not "unknown"
+    assert once(saver, key, step, not_run) == RESULT
+    row = row_of(saver, key)
+    assert row.status == "done" and saver.serde.loads_typed((row.result_type, row.result)) == RESULT
 
 
 class CancelledAfterInsert:
@@ -438,8 +454,11 @@ def test_async_savers_keep_claims_too(kind, url, tmp_path, request, monkeypatch)
                 return RESULT
 
             assert await aonce(key, call) == RESULT
+            with monkeypatch.context() as m:  # held by another process, within its lease
+                as_owner(m, ALIVE_ELSEWHERE)
+                await aonce(ClaimKey(thread, "", "c0"), result)
             with pytest.raises(ToolCallAlreadyRan):
-                await aonce(key, result)
+                await aonce(ClaimKey(thread, "", "c0"), result)
 
             gone = ClaimKey(thread, "", "c2")
             with monkeypatch.context() as m:
@@ -468,5 +487,34 @@ def test_async_savers_keep_claims_too(kind, url, tmp_path, request, monkeypatch)
                 as_owner(m, ALIVE_ELSEWHERE)
                 with pytest.raises(ThreadAlreadyResumed):
                     await claims.areview(review, step)
+
+    asyncio.run(scenario())
+
+
+def test_a_running_call_s_claim_is_renewed_through_an_async_saver(kind, url, tmp_path, request):
+    """The heartbeat renews the claims of an async saver on the saver's own loop, while
+    the call runs there."""
+    thread = fresh_thread(request)
+
+    async def scenario() -> None:
+        async with async_saver(kind, tmp_path, url) as saver:
+            step = await _ahead(saver, thread)
+            key = ClaimKey(thread, "", "c1")
+            claims = claims_for(saver, stale_after=0.4)  # renewed every 0.1 s
+
+            async def call() -> Any:
+                made = (await claims.store.arun(claims_module._Get(key))).created_at
+                deadline = time.monotonic() + 60
+                while True:  # the call runs until its claim was renewed
+                    row = await claims.store.arun(claims_module._Get(key))
+                    if (row.renewed_at or 0) > made:
+                        return RESULT
+                    assert time.monotonic() < deadline, "the claim was never renewed"
+                    await asyncio.sleep(0.05)  # the loop stays free for the heartbeat
+
+            answer = await claims.aonce(
+                key, step, call, tool="log", idempotent=False, unknown=unknown_answer
+            )
+            assert answer == RESULT
 
     asyncio.run(scenario())

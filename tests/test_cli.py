@@ -343,6 +343,41 @@ def test_an_interrupted_run_resumes_in_a_later_process(tmp_path: Path, mcp_json:
     assert messages[-1].content == "三张表"
 
 
+class Killed(BaseException):
+    """The process stopped right there (its checkpoint already committed)."""
+
+
+def test_resume_finishes_a_turn_stopped_right_after_its_input_was_saved(tmp_path: Path) -> None:
+    """The thread's last checkpoint holds the question and nothing else: ``get_state``
+    shows no next node, yet the turn is unfinished, and --resume finishes it."""
+    from fncall_graph import create_fncall_graph
+    from fncall_graph.adapters.checkpoint import sqlite_saver
+    from fncall_graph.testing import ReplayChatModel
+
+    db = tmp_path / "threads.sqlite"
+    with sqlite_saver(db) as saver:
+        put = saver.put
+
+        def put_then_stop(*args: Any, **kwargs: Any) -> Any:
+            put(*args, **kwargs)
+            raise Killed
+
+        saver.put = put_then_stop  # type: ignore[method-assign]
+        graph = create_fncall_graph(ReplayChatModel(["never asked"]), [], checkpointer=saver)
+        cfg = {"configurable": {"thread_id": "t3"}}
+        with pytest.raises(Killed):
+            graph.invoke({"messages": [("user", QUESTIONS[0])]}, cfg)
+        stopped = graph.get_state(cfg)
+        assert stopped.next == () and stopped.metadata["source"] == "input"
+
+    answer = replay_file(tmp_path, "answer.json", ["三张表"])
+    done = cli("run", "--model", f"replay:{answer}", "--db", str(db), "--resume", "t3", "--json")
+    assert done.returncode == 0, done.stderr
+    document = json.loads(done.stdout[done.stdout.index("{\n") :])
+    messages = messages_from_dict(document["messages"])
+    assert [(m.type, m.content) for m in messages] == [("human", QUESTIONS[0]), ("ai", "三张表")]
+
+
 def test_a_running_call_shows_its_servers_progress() -> None:
     import io
 

@@ -1,5 +1,7 @@
 """Deleting a thread deletes its tool call claims (and the results stored with them)
-too, on the real SQLite file and PostgreSQL database; other threads keep theirs."""
+too, on the real SQLite file and PostgreSQL database; other threads keep theirs. A
+thread deleted by a saver that knows nothing of claims (LangGraph's own, as a LangGraph
+server's ``DELETE /threads/{id}`` uses) leaves them until they are swept."""
 
 from __future__ import annotations
 
@@ -15,7 +17,13 @@ from fncall_graph.adapters.checkpoint import (
     postgres_saver,
     sqlite_saver,
 )
-from fncall_graph.adapters.checkpoint.claims import CLAIMS_TABLE, claims_for, forget_thread
+from fncall_graph.adapters.checkpoint.claims import (
+    CLAIMS_TABLE,
+    aforget_deleted_threads,
+    claims_for,
+    forget_deleted_threads,
+    forget_thread,
+)
 from fncall_graph.testing import ReplayChatModel
 
 CALL = '<tool_call>\n{"name": "note", "arguments": {"text": "x"}}\n</tool_call>'
@@ -98,3 +106,57 @@ def test_forgetting_a_thread_without_claims_deletes_nothing(tmp_path):
         run_two_threads(graph_on(saver))
         assert forget_thread(saver, "never-ran") == 0
         assert claim_threads(saver) == ["drop", "keep"]
+
+
+def test_claims_of_a_thread_langgraph_s_own_sqlite_saver_deleted_are_swept(tmp_path):
+    from langgraph.checkpoint.sqlite import SqliteSaver
+
+    def opened() -> SqliteSaver:
+        return SqliteSaver(sqlite3.connect(tmp_path / "ck.db", check_same_thread=False))
+
+    saver = opened()
+    run_two_threads(graph_on(saver))
+    saver.delete_thread("drop")  # LangGraph's: the claims stay
+    assert claim_threads(saver) == ["drop", "keep"]
+    assert forget_deleted_threads(saver) == 1
+    assert claim_threads(saver) == ["keep"]
+    graph_on(saver).invoke({"messages": [("user", "记")]}, {"configurable": {"thread_id": "gone"}})
+    saver.delete_thread("gone")
+    saver.conn.close()
+    # the next process (here: saver) to use the file's claims sweeps them first
+    again = opened()
+    assert claim_threads(again) == ["keep"]
+    again.conn.close()
+
+
+async def test_claims_of_a_thread_a_langgraph_server_deleted_are_swept(postgres_url):  # noqa: F811
+    """A LangGraph server deletes a thread with LangGraph's AsyncPostgresSaver on a pool."""
+    from langgraph.checkpoint.postgres.aio import AsyncPostgresSaver
+    from psycopg.rows import dict_row
+    from psycopg_pool import AsyncConnectionPool
+
+    kwargs = {"autocommit": True, "prepare_threshold": 0, "row_factory": dict_row}
+    async with AsyncConnectionPool(postgres_url, kwargs=kwargs, open=False) as pool:
+        saver = AsyncPostgresSaver(pool)
+        await saver.setup()
+        graph = graph_on(saver)
+        suffix = str(id(graph))
+        for thread in ("keep", "drop"):
+            await graph.ainvoke(
+                {"messages": [("user", "记")]}, {"configurable": {"thread_id": thread + suffix}}
+            )
+        await saver.adelete_thread("drop" + suffix)
+        assert await aforget_deleted_threads(saver) >= 1
+        async with pool.connection() as db:
+            rows = await (
+                await db.execute(f"SELECT DISTINCT thread_id FROM {CLAIMS_TABLE}")
+            ).fetchall()
+    assert [r["thread_id"] for r in rows if r["thread_id"].endswith(suffix)] == ["keep" + suffix]
+
+
+def test_forget_deleted_threads_in_memory():
+    saver = InMemorySaver()
+    run_two_threads(graph_on(saver))
+    saver.delete_thread("drop")
+    assert forget_deleted_threads(saver) == 1
+    assert claim_threads(saver) == ["keep"]

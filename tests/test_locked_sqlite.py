@@ -74,8 +74,9 @@ def seen() -> Any:
         logger.removeHandler(handler)
 
 
-def graph_on(saver: Any) -> tuple[Any, list[str]]:
-    """A turn of one tool call, on ``saver``; the list of the tool's runs."""
+def graph_on(saver: Any, *, model_steps_again: bool = True) -> tuple[Any, list[str]]:
+    """A turn of one tool call, on ``saver``; the list of the tool's runs.
+    ``model_steps_again``: the model's step is not saved, so its call is made again."""
     runs: list[str] = []
 
     @tool
@@ -86,20 +87,23 @@ def graph_on(saver: Any) -> tuple[Any, list[str]]:
 
     reply = AIMessage(content="", tool_calls=[{"name": "send", "args": {"text": "hi"}, "id": "c1"}])
     # twice: a step that was not saved runs again on resume, its model call too
-    model = ReplayChatModel([reply, reply, "done"])
+    model = ReplayChatModel([reply, reply, "done"] if model_steps_again else [reply, "done"])
     return create_fncall_graph(model, [send], dialect="native", checkpointer=saver), runs
 
 
-def run_under_lock(graph: Any, db: Any, cfg: dict[str, Any], seen: Seen) -> dict[str, Any]:
-    """Run a turn whose model reply takes the file's lock; give the lock back once the
-    savers' log says ``seen``'s text. The turn's value or error."""
-    locker = Locker(db)
+def run_under_lock(
+    graph: Any, db: Any, cfg: dict[str, Any], seen: Seen, locker: Locker | None = None
+) -> dict[str, Any]:
+    """Run a turn whose model reply takes the file's lock (unless ``locker`` is given:
+    the test takes it); give the lock back once the savers' log says ``seen``'s text.
+    The turn's value or error."""
+    callbacks = [] if locker else [LockAfterReply(locker := Locker(db))]
     outcome: dict[str, Any] = {}
 
     def turn() -> None:
         try:
             outcome["value"] = graph.invoke(
-                {"messages": [("user", "go")]}, {**cfg, "callbacks": [LockAfterReply(locker)]}
+                {"messages": [("user", "go")]}, {**cfg, "callbacks": callbacks}
             )
         except BaseException as exc:
             outcome["error"] = exc
@@ -145,3 +149,30 @@ def test_a_write_that_fails_stops_the_run_before_the_next_step(tmp_path, seen):
     assert out["messages"][-1].content == "done"
     with closing(sqlite3.connect(db)) as check:
         assert check.execute("SELECT count(*) FROM fncall_tool_calls").fetchone() == (1,)
+
+
+def test_a_result_stored_before_its_step_s_write_failed_is_used_by_the_next_run(tmp_path, seen):
+    """The tool ran and its result was stored with its claim; then the step's writes
+    failed (the file locked through every attempt), so the run stopped. The process
+    lives on: its next run takes the stored result (no ToolCallAlreadyRan until the
+    process exits), and the tool does not run again."""
+    db = tmp_path / "c.db"
+    with sqlite_saver(db, busy_timeout=0.2) as saver:
+        graph, runs = graph_on(saver, model_steps_again=False)
+        locker = Locker(db)
+        put_writes = saver.put_writes
+
+        def locked_once_the_tool_ran(*args: Any, **kwargs: Any) -> Any:
+            if runs:  # the tool's step saves its result
+                locker.lock()
+            return put_writes(*args, **kwargs)
+
+        saver.put_writes = locked_once_the_tool_ran  # type: ignore[method-assign]
+        outcome = run_under_lock(graph, db, CFG, seen("checkpoint write failed"), locker)
+        assert isinstance(outcome.get("error"), CheckpointWriteError), outcome
+        assert runs == ["hi"]
+        saver.put_writes = put_writes  # type: ignore[method-assign]
+        out = graph.invoke(None, CFG)
+    assert runs == ["hi"]
+    assert [m.content for m in out["messages"] if isinstance(m, ToolMessage)] == ["sent"]
+    assert out["messages"][-1].content == "done"

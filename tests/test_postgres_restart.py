@@ -1,4 +1,5 @@
-"""postgres_saver() after its PostgreSQL server restarts: the next call reconnects."""
+"""postgres_saver() after its PostgreSQL server restarts: the next call reconnects, and
+a restart inside a tool call leaves its claim settled, not ``running``."""
 
 from __future__ import annotations
 
@@ -43,28 +44,52 @@ def restart(pg: Postgres) -> None:
     pg.start()
 
 
-def test_postgres_saver_recovers_after_a_restart(server):
+def two_turns(url: str, *, inside_first_call: Any = None, between: Any = None) -> None:
+    """Two turns of one ``note`` call each on ``postgres_saver(url)``, with
+    ``inside_first_call()`` run inside the first call and ``between()`` between the
+    turns; both turns end as usual, each call run once."""
     runs: list[str] = []
 
     @tool
     def note(text: str) -> str:
         """Write a note."""
         runs.append(text)
+        if len(runs) == 1 and inside_first_call:
+            inside_first_call()
         return "noted"
 
     model = ReplayChatModel([call("one", "c1"), "done", call("two", "c2"), "done"])
     cfg = {"configurable": {"thread_id": "t"}}
-    with postgres_saver(server.url) as saver:
+    with postgres_saver(url) as saver:
         graph = create_fncall_graph(model, [note], dialect="native", checkpointer=saver)
         graph.invoke({"messages": [("user", "first")]}, cfg)
-        port = server.port
-        restart(server)
-        assert server.port == port
+        if between:
+            between()
         out = graph.invoke({"messages": [("user", "second")]}, cfg)
         assert graph.get_state(cfg).values["messages"][-1].content == "done"
     assert runs == ["one", "two"]
     answers = [m.content for m in out["messages"] if isinstance(m, ToolMessage)]
     assert answers == ["noted", "noted"]  # the thread from before the restart, and on
+
+
+def test_postgres_saver_recovers_after_a_restart(server):
+    port = server.port
+    two_turns(server.url, between=lambda: restart(server))
+    assert server.port == port
+
+
+def test_a_restart_inside_a_tool_call_leaves_its_claim_settled(server):
+    """The server restarts while a tool runs: the call's outcome is stored with its claim
+    and the step's checkpoint written over new connections; the turn ends as usual and
+    nothing is left waiting (no ToolCallInProgress for the next turn)."""
+    import psycopg
+
+    from fncall_graph.adapters.checkpoint.claims import CLAIMS_TABLE
+
+    two_turns(server.url, inside_first_call=lambda: restart(server))
+    with psycopg.connect(server.url) as db:
+        rows = db.execute(f"SELECT call_id, status FROM {CLAIMS_TABLE} ORDER BY call_id")
+        assert rows.fetchall() == [("c1", "done"), ("c2", "done")]
 
 
 def test_max_connections_is_checked():

@@ -6,6 +6,7 @@ import time
 
 import pytest
 
+from fncall_graph.adapters.checkpoint import claims
 from fncall_graph.adapters.checkpoint.claims import ClaimKey, ClaimRow, Owner
 from fncall_graph.nodes.tools import unknown_outcome
 
@@ -24,6 +25,8 @@ def claim(owner: Owner, status: str) -> ClaimRow:
         ("dead", "abandoned", "was cancelled, or could not record", "exited"),
         ("elsewhere", "running", "on another machine", "exited"),
         ("here", "running", "ended without recording", "exited"),
+        # alive on this machine, its lease lapsed: it stopped renewing, it did not exit
+        ("alive", "running", "stopped renewing its claim", "exited"),
     ],
 )
 def test_the_cause_is_worded_as_known(owner, status, said, not_said):
@@ -32,6 +35,7 @@ def test_the_cause_is_worded_as_known(owner, status, said, not_said):
         "here": me,
         "dead": Owner(me.host, me.pid, "another-start", "x"),  # same pid, another process
         "elsewhere": Owner("other-host/boot", 4242, "1", "x"),
+        "alive": Owner(me.host, 1, claims._start_time(1) or "", "x"),  # init
     }[owner]
     message = unknown_outcome(CALL, claim(holder, status))
     assert message.content.startswith("Outcome unknown: ") and said in message.content

@@ -8,21 +8,28 @@ the call finishes, its result is stored with the claim.
 
 What a run finds when the call is already claimed:
 
-- claimed by a run that is still going (the process is alive and the call running, or
-  that process resumed the same approval): it stops with a :class:`ToolCallClaimed`
-  error (:class:`ThreadAlreadyResumed`, :class:`ToolCallInProgress`) and runs nothing;
-- finished, by a process that stopped before the thread saved the result, and nothing
-  has happened in the thread since: the stored result is used, the call is not run;
+- claimed by a run that is still going (the call is running, or that run resumed the
+  same approval): it stops with a :class:`ToolCallClaimed` error
+  (:class:`ThreadAlreadyResumed`, :class:`ToolCallInProgress`) and runs nothing;
+- finished, by a run that has ended without the thread saving the result (its process
+  died, or its checkpoint write failed while the process lives on — this process
+  included), and nothing has happened in the thread since: the stored result is used,
+  the call is not run;
 - finished, and the thread has moved on (another run took over, or this is a branch of
-  the thread resumed from an older checkpoint): :class:`ToolCallAlreadyRan`;
-- still marked running, but its process is gone (killed inside the tool), or marked
-  abandoned (its run was cancelled inside the tool, e.g. by a LangGraph server's
-  ``interrupt`` or ``rollback`` multitask strategy): the outcome is unknown; it is
-  answered as such, or run again if the tool is declared idempotent.
+  the thread resumed from an older checkpoint), or the finishing run may still be
+  saving it: :class:`ToolCallAlreadyRan`;
+- still marked running, but nobody runs it any more (its process is gone, killed inside
+  the tool; or its holder stopped renewing it), or marked abandoned (its run was
+  cancelled inside the tool, e.g. by a LangGraph server's ``interrupt`` or ``rollback``
+  multitask strategy): the outcome is unknown; it is answered as such, or run again if
+  the tool is declared idempotent.
 
-Whether a process is alive is exact on one machine (the pid, its start time, the boot);
-a claim made on another machine counts as running until ``stale_after`` seconds (if
-given) have passed.
+Whether a claim is still held is known exactly by the process holding it (it knows
+which of its calls are running). Any other process goes by a *lease*: while a call
+runs, its process renews its claim every ``stale_after / 4`` seconds (a heartbeat);
+a claim not renewed for ``stale_after`` seconds (:data:`DEFAULT_LEASE`) has lost its
+holder — unless that holder is on this machine and known to be gone, which is said at
+once (the pid, its start time, the boot).
 
 A claim's whole life (claim, run the call, store its outcome) is one flow,
 :meth:`CallClaims.once`: however an attempt stops once it made the claim (an error, a
@@ -54,6 +61,7 @@ from fncall_graph._compat import CONFIG_KEY_CHECKPOINTER, task_position
 
 __all__ = [
     "CLAIMS_TABLE",
+    "DEFAULT_LEASE",
     "CallClaims",
     "ClaimKey",
     "ClaimRow",
@@ -63,9 +71,11 @@ __all__ = [
     "ToolCallAlreadyRan",
     "ToolCallClaimed",
     "ToolCallInProgress",
+    "aforget_deleted_threads",
     "aforget_thread",
     "claim_in_task",
     "claims_for",
+    "forget_deleted_threads",
     "forget_thread",
 ]
 
@@ -137,9 +147,12 @@ def _start_time(pid: int) -> str | None:
 _HOST = f"{socket.gethostname()}/{_boot_id()}"
 _PID = os.getpid()
 _START = _start_time(_PID) or ""
-# the claims this process is running a call for right now
-_ACTIVE: set[str] = set()
+# the claims this process is running a call for right now: token -> its heartbeat
+_ACTIVE: dict[str, _Heartbeat] = {}
 _ACTIVE_LOCK = threading.Lock()
+# outcomes this process had but could not store with their claims: holder -> (status,
+# outcome); its next run of the call stores it then, instead of calling it unknown
+_UNSAVED: dict[str, tuple[Status, Any]] = {}
 
 
 def _this_process() -> tuple[str, int, str]:
@@ -182,13 +195,6 @@ class Owner:
     def is_this_process(self) -> bool:
         return (self.host, self.pid, self.start) == _this_process()
 
-    def running(self) -> bool | None:
-        """Whether this attempt is still running its call (``None``: cannot tell)."""
-        if self.is_this_process():
-            with _ACTIVE_LOCK:
-                return self.token in _ACTIVE
-        return self.process_alive()
-
 
 @dataclass(frozen=True)
 class ClaimKey:
@@ -209,11 +215,16 @@ class ClaimRow:
     created_at: float
     result_type: str | None = None
     result: bytes | None = None
+    renewed_at: float | None = None  # the holder's last heartbeat (or its finish)
 
     @property
     def holder(self) -> Owner:
         """Who made the claim: the process and its attempt (``owner``, parsed)."""
         return Owner.parse(self.owner)
+
+    def lapsed(self, lease: float | None, now: float) -> bool:
+        """Whether the holder let its lease of ``lease`` seconds run out (``None``: it never does)."""
+        return lease is not None and now - (self.renewed_at or self.created_at) >= lease
 
 
 @dataclass(frozen=True)
@@ -244,6 +255,61 @@ class _Attempt:
         return str(self.me)
 
 
+# -- the heartbeat: while a call runs, its process renews its claim
+
+
+DEFAULT_LEASE = 60.0
+"""Seconds a claim counts as held after its holder last renewed it; the holder renews it
+four times as often while its call runs."""
+
+
+@dataclass
+class _Heartbeat:
+    """One running call's claim, renewed every ``every`` seconds (next at ``due``)."""
+
+    store: Any
+    key: ClaimKey
+    owner: str
+    every: float
+    due: float
+
+
+_WAKE = threading.Event()  # a claim joined: look again when the next renewal is due
+_HEART: list[threading.Thread] = []
+
+
+def _hold(me: Owner, beat: _Heartbeat) -> None:
+    with _ACTIVE_LOCK:
+        _ACTIVE[me.token] = beat
+        # one heartbeat thread per process (a forked child starts its own)
+        if not any(t.is_alive() for t in _HEART):
+            _HEART[:] = [threading.Thread(target=_heart, name="fncall-claims", daemon=True)]
+            _HEART[0].start()
+    _WAKE.set()
+
+
+def _heart() -> None:
+    while True:
+        _WAKE.clear()
+        with _ACTIVE_LOCK:
+            beats = list(_ACTIVE.values())
+        now = time.time()
+        for beat in beats:
+            if beat.due > now:
+                continue
+            beat.due = now + beat.every
+            renew = _Renew(beat.key, beat.owner, time.time())
+            try:
+                if isinstance(beat.store, _AsyncStore):  # its loop may be stopped: not for ever
+                    done = asyncio.run_coroutine_threadsafe(beat.store.arun(renew), beat.store.loop)
+                    done.result(timeout=beat.every)
+                else:
+                    beat.store.run(renew)
+            except Exception as exc:  # the next beat tries again; a lapse is the worst
+                log.warning("could not renew the claim on tool call %s: %s", beat.key.call_id, exc)
+        _WAKE.wait(min((b.due for b in beats), default=now + 3600) - time.time())
+
+
 # -- operations on a claim store, as data: one flow drives a sync or an async store
 
 
@@ -270,6 +336,14 @@ class _Finish:
     status: Status
     result_type: str | None
     result: bytes | None
+    at: float = 0.0
+
+
+@dataclass(frozen=True)
+class _Renew:  # the holder's heartbeat: its running claim is still held
+    key: ClaimKey
+    owner: str
+    at: float
 
 
 @dataclass(frozen=True)
@@ -284,6 +358,11 @@ class _Forget:  # every claim of a thread (the thread is being deleted)
 
 
 @dataclass(frozen=True)
+class _Sweep:  # the claims of threads that have no checkpoint left (deleted elsewhere)
+    live: frozenset[str] = frozenset()  # the threads there are (for the memory store)
+
+
+@dataclass(frozen=True)
 class _Head:  # the thread's latest checkpoint id (from the saver)
     key: ClaimKey
 
@@ -293,7 +372,7 @@ class _Run:  # run the call itself (what the caller of the flow gave)
     pass
 
 
-_Op = _Insert | _Get | _Swap | _Finish | _Release | _Forget | _Head | _Run
+_Op = _Insert | _Get | _Swap | _Finish | _Renew | _Release | _Forget | _Sweep | _Head | _Run
 _Flow = Generator[_Op, Any, Any]
 
 
@@ -306,8 +385,16 @@ class _MemoryStore:
 
     def run(self, op: _Op) -> Any:
         with self.lock:
-            if isinstance(op, _Forget):
-                gone = [k for k in self.rows if k.thread_id == op.thread_id]
+            if isinstance(op, _Forget | _Sweep):
+                gone = [
+                    k
+                    for k in self.rows
+                    if (
+                        k.thread_id == op.thread_id
+                        if isinstance(op, _Forget)
+                        else k.thread_id not in op.live
+                    )
+                ]
                 for k in gone:
                     del self.rows[k]
                 return len(gone)
@@ -325,8 +412,16 @@ class _MemoryStore:
                 self.rows[op.row.key] = op.row
             elif isinstance(op, _Finish):
                 self.rows[op.key] = replace(
-                    held, status=op.status, result_type=op.result_type, result=op.result
+                    held,
+                    status=op.status,
+                    result_type=op.result_type,
+                    result=op.result,
+                    renewed_at=op.at,
                 )
+            elif isinstance(op, _Renew):
+                if held.status != "running":
+                    return False
+                self.rows[op.key] = replace(held, renewed_at=op.at)
             else:
                 del self.rows[op.key]
             return True
@@ -336,7 +431,8 @@ class _MemoryStore:
 
 
 _COLUMNS = (
-    "thread_id, namespace, call_id, tool, owner, step, status, created_at, result_type, result"
+    "thread_id, namespace, call_id, tool, owner, step, status, created_at, result_type, result, "
+    "renewed_at"
 )
 _KEY = "thread_id = ? AND namespace = ? AND call_id = ?"
 
@@ -355,37 +451,54 @@ class _SqlStore:
             f"CREATE TABLE IF NOT EXISTS {CLAIMS_TABLE} (thread_id TEXT NOT NULL, "
             "namespace TEXT NOT NULL, call_id TEXT NOT NULL, tool TEXT NOT NULL, "
             "owner TEXT NOT NULL, step TEXT NOT NULL, status TEXT NOT NULL, "
-            f"created_at {real} NOT NULL, result_type TEXT, result {blob}, "
+            f"created_at {real} NOT NULL, result_type TEXT, result {blob}, renewed_at {real}, "
             "PRIMARY KEY (thread_id, namespace, call_id))"
+        )
+        # a table made before leases: add the column (PostgreSQL says IF NOT EXISTS)
+        self.migrate = f"ALTER TABLE {CLAIMS_TABLE} ADD COLUMN " + (
+            f"IF NOT EXISTS renewed_at {real}" if postgres else f"renewed_at {real}"
         )
 
     def statement(self, op: _Op) -> tuple[str, tuple[Any, ...]]:
         if isinstance(op, _Insert):
             r = op.row
             sql = (
-                f"INSERT INTO {CLAIMS_TABLE} ({_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) "
-                "ON CONFLICT DO NOTHING"
+                f"INSERT INTO {CLAIMS_TABLE} ({_COLUMNS}) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING"
             )
             params: tuple[Any, ...] = (*_key(r.key), r.tool, r.owner, r.step, r.status)
-            params += (r.created_at, r.result_type, r.result)
+            params += (r.created_at, r.result_type, r.result, r.renewed_at)
         elif isinstance(op, _Get):
             sql, params = f"SELECT {_COLUMNS} FROM {CLAIMS_TABLE} WHERE {_KEY}", _key(op.key)
         elif isinstance(op, _Swap):
             r = op.row
             sql = (
                 f"UPDATE {CLAIMS_TABLE} SET owner = ?, step = ?, status = ?, created_at = ?, "
-                f"result_type = ?, result = ? WHERE {_KEY} AND owner = ?"
+                f"result_type = ?, result = ?, renewed_at = ? WHERE {_KEY} AND owner = ?"
             )
             params = (r.owner, r.step, r.status, r.created_at, r.result_type, r.result)
-            params += (*_key(r.key), op.owner)
+            params += (r.renewed_at, *_key(r.key), op.owner)
         elif isinstance(op, _Finish):
             sql = (
-                f"UPDATE {CLAIMS_TABLE} SET status = ?, result_type = ?, result = ? "
-                f"WHERE {_KEY} AND owner = ?"
+                f"UPDATE {CLAIMS_TABLE} SET status = ?, result_type = ?, result = ?, "
+                f"renewed_at = ? WHERE {_KEY} AND owner = ?"
             )
-            params = (op.status, op.result_type, op.result, *_key(op.key), op.owner)
+            params = (op.status, op.result_type, op.result, op.at, *_key(op.key), op.owner)
+        elif isinstance(op, _Renew):
+            sql = (
+                f"UPDATE {CLAIMS_TABLE} SET renewed_at = ? "
+                f"WHERE {_KEY} AND owner = ? AND status = 'running'"
+            )
+            params = (op.at, *_key(op.key), op.owner)
         elif isinstance(op, _Forget):
             sql, params = f"DELETE FROM {CLAIMS_TABLE} WHERE thread_id = ?", (op.thread_id,)
+        elif isinstance(op, _Sweep):
+            # LangGraph's SQLite and PostgreSQL savers keep a thread in ``checkpoints``
+            sql = (
+                f"DELETE FROM {CLAIMS_TABLE} WHERE NOT EXISTS (SELECT 1 FROM checkpoints c "
+                f"WHERE c.thread_id = {CLAIMS_TABLE}.thread_id)"
+            )
+            params = ()
         else:
             assert isinstance(op, _Release)
             sql = f"DELETE FROM {CLAIMS_TABLE} WHERE {_KEY} AND owner = ?"
@@ -397,11 +510,13 @@ class _SqlStore:
         if isinstance(op, _Get):
             if not rows:
                 return None
-            thread_id, ns, call_id, tool, owner, step, status, created, rtype, result = rows[0]
+            thread_id, ns, call_id, tool, owner, step, status, created, rtype, result, renewed = (
+                rows[0]
+            )
             key = ClaimKey(thread_id, ns, call_id)
             result = bytes(result) if result is not None else None
-            return ClaimRow(key, tool, owner, step, status, created, rtype, result)
-        if isinstance(op, _Forget):
+            return ClaimRow(key, tool, owner, step, status, created, rtype, result, renewed)
+        if isinstance(op, _Forget | _Sweep):
             return rowcount
         return rowcount == 1
 
@@ -414,8 +529,9 @@ class _SqliteStore(_SqlStore):
     def run(self, op: _Op) -> Any:
         with self.lock:
             if not self.ready:
-                self.conn.execute(self.create)
-                self.conn.commit()
+                for ddl in (self.create, self.migrate):
+                    with self.conn, _unless_done():
+                        self.conn.execute(ddl)
                 self.ready = True
             with self.conn:  # commits
                 cur = self.conn.execute(*self.statement(op))
@@ -442,8 +558,10 @@ class _AioSqliteStore(_AsyncStore):
     async def arun(self, op: _Op) -> Any:
         async with self.lock:
             if not self.ready:
-                await self.conn.execute(self.create)
-                await self.conn.commit()
+                for ddl in (self.create, self.migrate):
+                    with _unless_done():
+                        await self.conn.execute(ddl)
+                    await self.conn.commit()
                 self.ready = True
             async with self.conn.execute(*self.statement(op)) as cur:
                 rows = list(await cur.fetchall())
@@ -463,7 +581,9 @@ class _PostgresStore(_SqlStore):
         )
         with guard, connection as conn:
             if not self.ready:
-                _create_pg_table(conn, self.create)
+                for ddl in (self.create, self.migrate):
+                    with _unless_done(), conn.transaction():
+                        conn.execute(ddl)
                 self.ready = True
             with conn.transaction(), conn.cursor(row_factory=tuple_row) as cur:
                 cur.execute(*self.statement(op))
@@ -483,12 +603,10 @@ class _AsyncPostgresStore(_AsyncStore):
 
     async def _arun(self, conn: Any, op: _Op, tuple_row: Any) -> Any:
         if not self.ready:
-            try:
-                async with conn.transaction():
-                    await conn.execute(self.create)
-            except Exception as exc:  # two processes creating it at once
-                if "already exists" not in str(exc) and "duplicate key" not in str(exc):
-                    raise
+            for ddl in (self.create, self.migrate):
+                with _unless_done():
+                    async with conn.transaction():
+                        await conn.execute(ddl)
             self.ready = True
         async with conn.transaction(), conn.cursor(row_factory=tuple_row) as cur:
             await cur.execute(*self.statement(op))
@@ -501,12 +619,15 @@ def _is_pool(conn: Any) -> bool:
     return any(c.__module__.startswith("psycopg_pool") for c in type(conn).__mro__)
 
 
-def _create_pg_table(conn: Any, create: str) -> None:
+@contextmanager
+def _unless_done() -> Iterator[None]:
+    """Run a table change unless it is already done: another process made it at the same
+    time (``IF NOT EXISTS`` can still race in PostgreSQL), or SQLite, which has no ``ADD
+    COLUMN IF NOT EXISTS``, finds the column there."""
     try:
-        with conn.transaction():
-            conn.execute(create)
-    except Exception as exc:  # CREATE TABLE IF NOT EXISTS can still race in PostgreSQL
-        if "already exists" not in str(exc) and "duplicate key" not in str(exc):
+        yield
+    except Exception as exc:
+        if not any(s in str(exc) for s in ("already exists", "duplicate key", "duplicate column")):
             raise
 
 
@@ -534,7 +655,7 @@ def _store_for(saver: BaseCheckpointSaver) -> Any:
 
 
 def claim_in_task(
-    config: Any, call_id: str | None, *, stale_after: float | None = None
+    config: Any, call_id: str | None, *, stale_after: float | None = DEFAULT_LEASE
 ) -> TaskClaim | None:
     """The claim on ``call_id`` in the graph task ``config`` runs (``None`` outside a
     thread with a checkpointer)."""
@@ -547,13 +668,37 @@ def claim_in_task(
     return TaskClaim(claims, ClaimKey(thread_id, namespace, call_id), step)
 
 
-def claims_for(saver: BaseCheckpointSaver, *, stale_after: float | None = None) -> CallClaims:
+def claims_for(
+    saver: BaseCheckpointSaver, *, stale_after: float | None = DEFAULT_LEASE
+) -> CallClaims:
     """The tool call claims kept with ``saver``'s threads (one store per saver)."""
     with _STORES_LOCK:
         store = _STORES.get(saver)
         if store is None:
             store = _STORES[saver] = _store_for(saver)
+            _sweep_soon(store)
     return CallClaims(store, saver, stale_after=stale_after)
+
+
+def _sweep_soon(store: Any) -> None:
+    """Delete the claims of threads deleted by a saver that does not know of claims (a
+    LangGraph server deletes a thread with its own saver); once per process and saver,
+    without holding up the caller (an async saver's loop does it when it can)."""
+    if isinstance(store, _MemoryStore):
+        return  # new and empty
+    if isinstance(store, _AsyncStore):
+        done = asyncio.run_coroutine_threadsafe(store.arun(_Sweep()), store.loop)
+        done.add_done_callback(_swept)
+        return
+    try:
+        store.run(_Sweep())
+    except Exception as exc:
+        log.warning("could not delete the claims of deleted threads: %s", exc)
+
+
+def _swept(done: Any) -> None:
+    if not done.cancelled() and done.exception() is not None:
+        log.warning("could not delete the claims of deleted threads: %s", done.exception())
 
 
 def forget_thread(saver: BaseCheckpointSaver, thread_id: str) -> int:
@@ -565,9 +710,34 @@ def forget_thread(saver: BaseCheckpointSaver, thread_id: str) -> int:
 
 async def aforget_thread(saver: BaseCheckpointSaver, thread_id: str) -> int:
     """:func:`forget_thread` for an async saver."""
-    store = claims_for(saver).store
+    return await _arun(claims_for(saver).store, _Forget(thread_id))
+
+
+async def _arun(store: Any, op: _Op) -> Any:
     arun = getattr(store, "arun", None)  # a sync saver's store has none
-    return await arun(_Forget(thread_id)) if arun else store.run(_Forget(thread_id))
+    return await arun(op) if arun else store.run(op)
+
+
+def forget_deleted_threads(saver: BaseCheckpointSaver) -> int:
+    """Delete the claims (and stored results) of the threads ``saver`` no longer has;
+    the number deleted. For threads deleted by code that does not call
+    :func:`forget_thread` (a LangGraph server's ``DELETE /threads/{id}`` uses its own
+    saver). The first use of a saver's claims in a process does it too."""
+    store = claims_for(saver).store
+    return store.run(_sweep_for(saver, store, saver.list(None)))
+
+
+async def aforget_deleted_threads(saver: BaseCheckpointSaver) -> int:
+    """:func:`forget_deleted_threads` for an async saver."""
+    store = claims_for(saver).store
+    listed = [c async for c in saver.alist(None)] if isinstance(store, _MemoryStore) else []
+    return await _arun(store, _sweep_for(saver, store, listed))
+
+
+def _sweep_for(saver: BaseCheckpointSaver, store: Any, listed: Any) -> _Sweep:
+    if not isinstance(store, _MemoryStore):
+        return _Sweep()  # the database looks its threads up itself
+    return _Sweep(frozenset(c.config["configurable"]["thread_id"] for c in listed))
 
 
 # -- the flows: what to do with a claim, whatever the store
@@ -615,8 +785,11 @@ class CallClaims:
         store: where claims live (see :func:`claims_for`).
         saver: the threads' checkpointer (its serializer stores results, and it tells
             whether a thread moved on).
-        stale_after: seconds after which a claim made on another machine counts as
-            abandoned; ``None``: never (a claim there counts as running until it ends).
+        stale_after: the lease: seconds after its holder last renewed it (or finished
+            its call) that another process counts a claim as held; this process renews
+            the claims of its running calls every ``stale_after / 4`` seconds. ``None``:
+            a claim is held until its process is known to be gone, which only this
+            machine can tell (a claim made on another machine waits for its holder).
     """
 
     def __init__(
@@ -787,11 +960,16 @@ class CallClaims:
         finally:
             _forget(attempt.me)
 
-    def _running(self, owner: Owner, row: ClaimRow) -> bool:
-        running = owner.running()
-        if running is None:  # another machine: running until stale
-            return self.stale_after is None or time.time() - row.created_at < self.stale_after
-        return running
+    def _held(self, row: ClaimRow) -> bool:
+        """Whether the attempt that made claim ``row`` may still be going: running its
+        call, or (a finished call) saving the result in its thread."""
+        owner = row.holder
+        if owner.is_this_process():  # known exactly
+            with _ACTIVE_LOCK:
+                return owner.token in _ACTIVE
+        if owner.process_alive() is False:
+            return False
+        return not row.lapsed(self.stale_after, time.time())
 
     def _start(
         self, key: ClaimKey, tool: str, step: str, idempotent: bool, attempt: _Attempt
@@ -799,13 +977,22 @@ class CallClaims:
         mine = ClaimRow(key, tool, attempt.holder, step, "running", time.time())
         for _ in range(8):  # a claim that changes hands while we look: look again
             if (yield _Insert(mine)):
-                return self._began(attempt.me)
+                return self._began(attempt.me, key)
             held: ClaimRow | None = yield _Get(key)
             if held is None:
                 continue
             owner = held.holder
+            unsaved = _UNSAVED.get(held.owner) if owner.is_this_process() else None
+            if unsaved is not None and held.status in ("running", "abandoned"):
+                # this process had the outcome: store it now (the retry of its finish)
+                status, output = unsaved
+                rtype, data = self.saver.serde.dumps_typed(output)
+                if (yield _Finish(key, held.owner, status, rtype, data, time.time())):
+                    _UNSAVED.pop(held.owner, None)
+                    return _Started(output=output)
+                continue
             if held.status in ("running", "abandoned"):
-                if held.status == "running" and self._running(owner, held):
+                if held.status == "running" and self._held(held):
                     raise ToolCallInProgress(
                         f"thread {key.thread_id!r}: tool call {key.call_id} ({tool}) is running "
                         f"in another run of this thread ({owner.describe()}); this run stopped "
@@ -816,11 +1003,11 @@ class CallClaims:
                     )
                 attempt.replacing = True  # from here on, the claim may be ours
                 if (yield _Swap(mine, held.owner)):
-                    return self._began(attempt.me) if idempotent else _Started(unknown=held)
+                    return self._began(attempt.me, key) if idempotent else _Started(unknown=held)
                 attempt.replacing = False
                 continue
             moved_on = (yield _Head(key)) != step
-            if moved_on or owner.process_alive() is not False:
+            if moved_on or self._held(held):
                 raise ToolCallAlreadyRan(
                     f"thread {key.thread_id!r}: tool call {key.call_id} ({tool}) already ran in "
                     f"another run of this thread ({owner.describe()}) and is not run again; "
@@ -829,14 +1016,14 @@ class CallClaims:
                     call_id=key.call_id,
                     tool=tool,
                 )
-            # its process died after the call, before the thread saved the result
+            # its run ended (its process died, or its checkpoint write failed) after the
+            # call, before the thread saved the result: the result stored with the claim
             return _Started(output=self.saver.serde.loads_typed((held.result_type, held.result)))
         raise RuntimeError(f"tool call claim {key} kept changing hands")
 
-    @staticmethod
-    def _began(me: Owner) -> _Started:
-        with _ACTIVE_LOCK:
-            _ACTIVE.add(me.token)
+    def _began(self, me: Owner, key: ClaimKey) -> _Started:
+        every = (self.stale_after if self.stale_after is not None else DEFAULT_LEASE) / 4
+        _hold(me, _Heartbeat(self.store, key, str(me), every, time.time() + every))
         return _Started(run=True)
 
     def _store(self, key: ClaimKey, holder: str, output: Any, status: Status) -> _Flow:
@@ -844,7 +1031,7 @@ class CallClaims:
         for attempt in range(1, FINISH_ATTEMPTS + 1):
             try:
                 rtype, data = self.saver.serde.dumps_typed(output)
-                yield _Finish(key, holder, status, rtype, data)
+                yield _Finish(key, holder, status, rtype, data, time.time())
                 return None
             except Exception as exc:
                 if attempt < FINISH_ATTEMPTS:
@@ -856,6 +1043,7 @@ class CallClaims:
                         exc,
                     )
                     continue
+                _UNSAVED[holder] = (status, output)  # its next run here stores it
                 yield from self._settle(key, holder, abandon=True)
                 raise
             except GeneratorExit:
@@ -870,7 +1058,9 @@ class CallClaims:
         """Mark the claim abandoned, or give it up; what goes wrong here is logged, not
         raised: it runs while a run stops, and must not hide why it stops."""
         op: _Op = (
-            _Finish(key, holder, "abandoned", None, None) if abandon else _Release(key, holder)
+            _Finish(key, holder, "abandoned", None, None, time.time())
+            if abandon
+            else _Release(key, holder)
         )
         try:
             yield op
@@ -922,7 +1112,7 @@ class CallClaims:
 
 def _forget(me: Owner) -> None:
     with _ACTIVE_LOCK:
-        _ACTIVE.discard(me.token)
+        _ACTIVE.pop(me.token, None)
 
 
 @dataclass(frozen=True)

@@ -99,7 +99,10 @@ class Session:
 
     def pending(self) -> bool:
         """Whether the thread stopped before its end (an approval, or a crash)."""
-        return bool(self.graph.get_state(self.config).next)
+        state = self.graph.get_state(self.config)
+        # a turn stopped right after its input was saved shows no ``next`` node, only
+        # the task that takes the input in; ``invoke(None)`` runs it
+        return bool(state.next or state.tasks)
 
     def exists(self) -> bool:
         state = self.graph.get_state(self.config)
