@@ -496,14 +496,24 @@ class Cluster:
 
     def stop_replica(self, index: int) -> list[int]:
         """Stop replica ``index`` as a deployment would (SIGTERM, SIGKILL after a grace
-        period); returns the pids of its group it left behind (killed now)."""
+        period for the whole group); returns the pids of its group still running when
+        the grace period ended (killed now)."""
         replica = self.replicas[index]
         if replica.pid is None:
             return []
-        stop_pid(replica.pid, signal.SIGTERM)
+        pid, deadline = replica.pid, time.monotonic() + STOP_GRACE
+        stop_pid(pid, signal.SIGTERM)
         if replica.proc is not None:
             replica.proc.wait()
-        left = kill_group(replica.pid)
+        # the rest of the group (workers, their MCP servers) gets what is left of the
+        # grace period to finish exiting, as in a container being stopped
+        with contextlib.suppress(ClusterError):
+            wait_until(
+                f"replica {index}'s processes",
+                lambda: not group_members(pid),
+                max(deadline - time.monotonic(), 0.1),
+            )
+        left = kill_group(pid)
         replica.pid = replica.proc = None
         return left
 

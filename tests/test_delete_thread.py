@@ -19,6 +19,7 @@ from fncall_graph.adapters.checkpoint import (
 )
 from fncall_graph.adapters.checkpoint.claims import (
     CLAIMS_TABLE,
+    SWEEP_IDLE,
     aforget_deleted_threads,
     claims_for,
     forget_deleted_threads,
@@ -118,10 +119,19 @@ def test_claims_of_a_thread_langgraph_s_own_sqlite_saver_deleted_are_swept(tmp_p
     run_two_threads(graph_on(saver))
     saver.delete_thread("drop")  # LangGraph's: the claims stay
     assert claim_threads(saver) == ["drop", "keep"]
-    assert forget_deleted_threads(saver) == 1
+    # claims just made may belong to a thread whose first checkpoint is on its way
+    assert forget_deleted_threads(saver) == 0
+    assert forget_deleted_threads(saver, idle_for=0) == 1
     assert claim_threads(saver) == ["keep"]
     graph_on(saver).invoke({"messages": [("user", "记")]}, {"configurable": {"thread_id": "gone"}})
     saver.delete_thread("gone")
+    # an hour on: the thread's claims have been idle past the sweep's wait
+    saver.conn.execute(
+        f"UPDATE {CLAIMS_TABLE} SET created_at = created_at - ?, "
+        "renewed_at = renewed_at - ? WHERE thread_id = 'gone'",
+        (SWEEP_IDLE + 1, SWEEP_IDLE + 1),
+    )
+    saver.conn.commit()
     saver.conn.close()
     # the next process (here: saver) to use the file's claims sweeps them first
     again = opened()
@@ -146,7 +156,7 @@ async def test_claims_of_a_thread_a_langgraph_server_deleted_are_swept(postgres_
                 {"messages": [("user", "记")]}, {"configurable": {"thread_id": thread + suffix}}
             )
         await saver.adelete_thread("drop" + suffix)
-        assert await aforget_deleted_threads(saver) >= 1
+        assert await aforget_deleted_threads(saver, idle_for=0) >= 1
         async with pool.connection() as db:
             rows = await (
                 await db.execute(f"SELECT DISTINCT thread_id FROM {CLAIMS_TABLE}")
@@ -158,5 +168,6 @@ def test_forget_deleted_threads_in_memory():
     saver = InMemorySaver()
     run_two_threads(graph_on(saver))
     saver.delete_thread("drop")
-    assert forget_deleted_threads(saver) == 1
+    assert forget_deleted_threads(saver) == 0  # just made: its checkpoint may be on its way
+    assert forget_deleted_threads(saver, idle_for=0) == 1
     assert claim_threads(saver) == ["keep"]

@@ -62,6 +62,7 @@ from fncall_graph._compat import CONFIG_KEY_CHECKPOINTER, task_position
 __all__ = [
     "CLAIMS_TABLE",
     "DEFAULT_LEASE",
+    "SWEEP_IDLE",
     "CallClaims",
     "ClaimKey",
     "ClaimRow",
@@ -359,6 +360,7 @@ class _Forget:  # every claim of a thread (the thread is being deleted)
 
 @dataclass(frozen=True)
 class _Sweep:  # the claims of threads that have no checkpoint left (deleted elsewhere)
+    before: float  # only claims last active (made, renewed, finished) before this time
     live: frozenset[str] = frozenset()  # the threads there are (for the memory store)
 
 
@@ -388,11 +390,12 @@ class _MemoryStore:
             if isinstance(op, _Forget | _Sweep):
                 gone = [
                     k
-                    for k in self.rows
+                    for k, row in self.rows.items()
                     if (
                         k.thread_id == op.thread_id
                         if isinstance(op, _Forget)
                         else k.thread_id not in op.live
+                        and (row.renewed_at or row.created_at) < op.before
                     )
                 ]
                 for k in gone:
@@ -495,10 +498,10 @@ class _SqlStore:
         elif isinstance(op, _Sweep):
             # LangGraph's SQLite and PostgreSQL savers keep a thread in ``checkpoints``
             sql = (
-                f"DELETE FROM {CLAIMS_TABLE} WHERE NOT EXISTS (SELECT 1 FROM checkpoints c "
-                f"WHERE c.thread_id = {CLAIMS_TABLE}.thread_id)"
+                f"DELETE FROM {CLAIMS_TABLE} WHERE COALESCE(renewed_at, created_at) < ? AND "
+                f"NOT EXISTS (SELECT 1 FROM checkpoints c WHERE c.thread_id = {CLAIMS_TABLE}.thread_id)"
             )
-            params = ()
+            params = (op.before,)
         else:
             assert isinstance(op, _Release)
             sql = f"DELETE FROM {CLAIMS_TABLE} WHERE {_KEY} AND owner = ?"
@@ -680,6 +683,11 @@ def claims_for(
     return CallClaims(store, saver, stale_after=stale_after)
 
 
+#: Seconds a claim of a thread without checkpoints must have been idle before a sweep
+#: deletes it: long past any checkpoint write still on its way.
+SWEEP_IDLE = 3600.0
+
+
 def _sweep_soon(store: Any) -> None:
     """Delete the claims of threads deleted by a saver that does not know of claims (a
     LangGraph server deletes a thread with its own saver); once per process and saver,
@@ -687,11 +695,12 @@ def _sweep_soon(store: Any) -> None:
     if isinstance(store, _MemoryStore):
         return  # new and empty
     if isinstance(store, _AsyncStore):
-        done = asyncio.run_coroutine_threadsafe(store.arun(_Sweep()), store.loop)
+        sweep = _Sweep(time.time() - SWEEP_IDLE)
+        done = asyncio.run_coroutine_threadsafe(store.arun(sweep), store.loop)
         done.add_done_callback(_swept)
         return
     try:
-        store.run(_Sweep())
+        store.run(_Sweep(time.time() - SWEEP_IDLE))
     except Exception as exc:
         log.warning("could not delete the claims of deleted threads: %s", exc)
 
@@ -718,26 +727,34 @@ async def _arun(store: Any, op: _Op) -> Any:
     return await arun(op) if arun else store.run(op)
 
 
-def forget_deleted_threads(saver: BaseCheckpointSaver) -> int:
+def forget_deleted_threads(saver: BaseCheckpointSaver, *, idle_for: float = SWEEP_IDLE) -> int:
     """Delete the claims (and stored results) of the threads ``saver`` no longer has;
     the number deleted. For threads deleted by code that does not call
     :func:`forget_thread` (a LangGraph server's ``DELETE /threads/{id}`` uses its own
-    saver). The first use of a saver's claims in a process does it too."""
+    saver). The first use of a saver's claims in a process does it too.
+
+    Only claims idle (not made, renewed or finished) for ``idle_for`` seconds go: a
+    thread whose first checkpoint is still being written (``durability="async"`` or
+    ``"exit"``) has no checkpoint yet either, and its claims must stay.
+    """
     store = claims_for(saver).store
-    return store.run(_sweep_for(saver, store, saver.list(None)))
+    return store.run(_sweep_for(saver, store, saver.list(None), idle_for))
 
 
-async def aforget_deleted_threads(saver: BaseCheckpointSaver) -> int:
+async def aforget_deleted_threads(
+    saver: BaseCheckpointSaver, *, idle_for: float = SWEEP_IDLE
+) -> int:
     """:func:`forget_deleted_threads` for an async saver."""
     store = claims_for(saver).store
     listed = [c async for c in saver.alist(None)] if isinstance(store, _MemoryStore) else []
-    return await _arun(store, _sweep_for(saver, store, listed))
+    return await _arun(store, _sweep_for(saver, store, listed, idle_for))
 
 
-def _sweep_for(saver: BaseCheckpointSaver, store: Any, listed: Any) -> _Sweep:
+def _sweep_for(saver: BaseCheckpointSaver, store: Any, listed: Any, idle_for: float) -> _Sweep:
+    before = time.time() - idle_for
     if not isinstance(store, _MemoryStore):
-        return _Sweep()  # the database looks its threads up itself
-    return _Sweep(frozenset(c.config["configurable"]["thread_id"] for c in listed))
+        return _Sweep(before)  # the database looks its threads up itself
+    return _Sweep(before, frozenset(c.config["configurable"]["thread_id"] for c in listed))
 
 
 # -- the flows: what to do with a claim, whatever the store
