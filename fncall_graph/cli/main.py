@@ -384,9 +384,11 @@ def _demo_session(ui: UI, model: BaseChatModel, args: argparse.Namespace, title:
 
 
 def cmd_bench(args: argparse.Namespace) -> int:
-    """Measure a model on the database-assistant example in each dialect (four questions
-    per mode over the real mcp-server-sqlite) and say which dialect to use. Small models
-    score by chance: a measurement, not a verdict on the product."""
+    """Measure a model in each dialect and say which dialect to use: on the
+    database-assistant example (four questions per mode over the real mcp-server-sqlite),
+    or with --tasks bfcl on the BFCL categories simple, multiple, parallel,
+    parallel_multiple and irrelevance (the bench extra). Small models score by chance: a
+    measurement, not a verdict on the product."""
     from fncall_graph.adapters.models import DEFAULT_SPEC, ModelSpecError
     from fncall_graph.bench import measure
 
@@ -400,8 +402,24 @@ def cmd_bench(args: argparse.Namespace) -> int:
                 f"--modes: {mode!r} is not DIALECT or DIALECT+first_call|always "
                 f"(dialects: {', '.join(sorted(known))})"
             )
+    if args.limit is not None and args.limit < 0:
+        raise CLIError(f"--limit {args.limit}: give a number of items per category (0: all)")
+    show = lambda line: print(line, flush=True)  # noqa: E731 - the same sink for both sets
     try:
-        measure(spec, modes, show=lambda line: print(line, flush=True))
+        if args.tasks == "bfcl":
+            from fncall_graph.bench import default_modes
+            from fncall_graph.bfcl import BFCLDataError
+            from fncall_graph.bfcl import measure as measure_bfcl
+
+            try:
+                limit = 20 if args.limit is None else (args.limit or None)
+                measure_bfcl(spec, modes or default_modes(spec), limit=limit, show=show)
+            except BFCLDataError as exc:
+                raise CLIError(str(exc)) from exc
+        else:
+            if args.limit is not None:
+                raise CLIError("--limit is for --tasks bfcl (the example has its four questions)")
+            measure(spec, modes, show=show)
     except ModelSpecError as exc:
         raise CLIError(str(exc)) from exc
     return 0
@@ -512,6 +530,19 @@ def build_parser() -> argparse.ArgumentParser:
         "--modes",
         help="comma-separated DIALECT or DIALECT+first_call|always (default: every "
         "dialect, and the constrained modes where the model takes a grammar)",
+    )
+    bench.add_argument(
+        "--tasks",
+        choices=("database-assistant", "bfcl"),
+        default="database-assistant",
+        help="the task set: the database-assistant example (default), or BFCL's "
+        "single-turn categories from the installed bfcl-eval package",
+    )
+    bench.add_argument(
+        "--limit",
+        type=int,
+        metavar="N",
+        help="with --tasks bfcl: the first N items of each category (default: 20; 0: all)",
     )
     bench.set_defaults(handler=cmd_bench)
 
