@@ -300,16 +300,20 @@ def cmd_demo(args: argparse.Namespace) -> int:
             "part 2 of 2 · LIVE: the bundled SmolLM2-135M on llama.cpp, the protocol working "
             "on a toy model: its calls are parsed and run for real (writes ask first), but a "
             f"135M-parameter model {LOCAL_MODEL_SCORE}; do not read its answers as facts",
+            # it repeats its first calls turn after turn: three model calls show the loop
+            max_iterations=3,
         )
     ui.heading(OWN_MODEL_HINT)
     return 0
 
 
-#: What fncall-graph bench local measured for the bundled model on this example (README).
+#: What fncall-graph bench local measured for the bundled model (docs/local-model.md).
 LOCAL_MODEL_SCORE = "answers 0 of the 4 questions correctly (fncall-graph bench local)"
 
 
-def _demo_session(ui: UI, model: BaseChatModel, args: argparse.Namespace, title: str) -> None:
+def _demo_session(
+    ui: UI, model: BaseChatModel, args: argparse.Namespace, title: str, max_iterations: int = 6
+) -> None:
     """Ask the example's questions in one thread over a fresh copy of its database.
 
     A recording of this example's questions plays the recorded session, its one write
@@ -347,7 +351,7 @@ def _demo_session(ui: UI, model: BaseChatModel, args: argparse.Namespace, title:
                 constrained="first_call" if constrained else False,
                 system_prompt=example.SYSTEM_PROMPT,
                 checkpointer=saver,
-                max_iterations=6,  # a small model that never answers stops in time
+                max_iterations=max_iterations,  # a model that never answers stops in time
                 interrupt_on=dict.fromkeys(gated, True) or None,
             )
             tracer = Tracer(example.SYSTEM_PROMPT) if (args.trace or trace_file) else None
