@@ -14,7 +14,9 @@ Each item is one model call (the question, its functions bound through the mode'
 dialect) and is scored as BFCL's AST check does: the calls of the reply must be the
 expected ones, in any order, each naming the expected function with every argument among
 the values the data allows (an optional argument may be left out). Function names are
-sent with ``.`` as ``_`` (as BFCL does for OpenAI-style names) and read back.
+sent with ``.`` as ``_`` (as BFCL does for OpenAI-style names) and read back. A
+``+first_call`` mode demands a call (``tool_choice="any"``), so it passes no irrelevance
+item by construction; ``+always`` holds replies to the grammar and lets the model choose.
 
 Example:
     .. code-block:: bash
