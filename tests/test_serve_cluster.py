@@ -113,7 +113,7 @@ def test_a_replica_that_cannot_start_says_why_and_stops_the_rest(tmp_path: Path)
 
 
 def test_run_with_its_defaults_answers_threads_and_says_what_it_serves(tmp_path: Path) -> None:
-    """`make serve-cluster` as the README writes it: no model variable set, so the
+    """`make serve-cluster` as docs/studio.md writes it: no model variable set, so the
     replicas serve the database assistant's recording, which answers any thread; a
     question it has no reply for fails that run with an error that names the recording."""
     import asyncio

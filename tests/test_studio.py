@@ -244,7 +244,7 @@ async def test_seed_session_with_an_approved_write(studio: Studio) -> None:
 
 
 async def test_other_threads_go_straight_to_their_question(studio: Studio) -> None:
-    """As the README's Studio section says: any of the example's questions, in any thread
+    """As the Studio page (docs/studio.md) says: any of the example's questions, in any thread
     and order. The write question, asked first in a new thread, stops at its approval and
     finishes once approved, writing once."""
     client = get_client(url=studio.url)
@@ -277,9 +277,11 @@ async def test_other_threads_go_straight_to_their_question(studio: Studio) -> No
 
 
 def test_what_works_offline_is_what_the_readme_says(studio: Studio) -> None:
-    """The README's Studio section: the UI is a hosted page, `/docs` needs a CDN, the API
-    (and so the SDK, as the tests above use it) and `/openapi.json` answer offline."""
-    section = (REPO / "README.md").read_text("utf-8").split("## Debug in LangGraph Studio")[1]
+    """The Studio page (docs/studio.md): the UI is a hosted page, `/docs` needs a CDN, the
+    API (and so the SDK, as the tests above use it) and `/openapi.json` answer offline."""
+    section = (
+        (REPO / "docs" / "studio.md").read_text("utf-8").split("# Debug in LangGraph Studio")[1]
+    )
     section = section.split("\n## ", 1)[0]
     assert "https://smith.langchain.com/studio/" in section and "internet" in section
     assert "`/docs`" in section and "CDN" in section and "/openapi.json" in section

@@ -25,14 +25,27 @@ class TerminalReview:
     Args:
         ui: where to ask.
         thread_id: the thread, named when input ends before an answer (to resume later).
+        unattended: no person answers (``demo`` with input not from a terminal): each
+            gated call is rejected, the model is told why, and the transcript says what
+            would have run.
     """
 
-    def __init__(self, ui: UI, thread_id: str) -> None:
+    #: What the model reads for a call rejected with no person there to decide.
+    UNATTENDED = (
+        "Not run: this tool needs a person's approval and no one is at the terminal. "
+        "Answer with what you know, and say what you would have done."
+    )
+
+    def __init__(self, ui: UI, thread_id: str, *, unattended: bool = False) -> None:
         self.ui = ui
         self.thread_id = thread_id
+        self.unattended = unattended
+        self.rejected: set[str] = set()
 
     def decide(self, interrupts: Sequence[Any]) -> Any:
-        """The resume value for ``interrupts``, asked at the terminal."""
+        """The resume value for ``interrupts``, asked at the terminal; the ids of the calls
+        rejected are in :attr:`rejected` afterwards."""
+        self.rejected = set()
         answers = {i.id: self._review(i.value) for i in interrupts}
         if len(interrupts) == 1:
             return next(iter(answers.values()))
@@ -52,7 +65,10 @@ class TerminalReview:
             allowed = ["approve", "edit", "reject"]
             if i < len(configs):
                 allowed = list(configs[i].get("allowed_decisions") or allowed)
-            decisions.append(self._decision(action, allowed))
+            decision = self._decision(action, allowed)
+            if decision["type"] == "reject" and action.get("tool_call_id"):
+                self.rejected.add(action["tool_call_id"])
+            decisions.append(decision)
         # bound to the review shown: a stale or repeated answer is refused, not applied
         return bind_decisions(request, decisions)
 
@@ -60,6 +76,12 @@ class TerminalReview:
         keys = {"y": "approve", "e": "edit", "n": "reject"}
         offered = "/".join(k for k, v in keys.items() if v in allowed)
         name, args = action["name"], action.get("args") or {}
+        if self.unattended and "reject" in allowed:
+            self.ui.heading(
+                f"(needs approval, no one at the terminal: would have run {name} "
+                f"{json.dumps(args, ensure_ascii=False)}; rejected)"
+            )
+            return {"type": "reject", "message": self.UNATTENDED}
         question = f"run {name} {json.dumps(args, ensure_ascii=False)}? [{offered}] "
         try:
             while True:

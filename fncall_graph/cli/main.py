@@ -7,7 +7,6 @@ import contextlib
 import json
 import os
 import re
-import sqlite3
 import sys
 import tempfile
 import uuid
@@ -270,7 +269,9 @@ def cmd_demo(args: argparse.Namespace) -> int:
 
     Without --model: first the recorded replies of Qwen-Max to this example, played
     through the real parser, mcp-server-sqlite and a SQLite checkpointer; then the same
-    questions live on the bundled local model; then how to use your own model.
+    questions live on the bundled local model; then how to use your own model. A live
+    model's writes (write_query, create_table, append_insight) ask first; with input not
+    from a terminal they are rejected, and the transcript says what would have run.
     """
     ui = UI(sys.stdout)
     ui.heading("fncall-graph demo · the database-assistant example")
@@ -296,25 +297,36 @@ def cmd_demo(args: argparse.Namespace) -> int:
             ui,
             local,
             args,
-            "part 2 of 2 · LIVE: the bundled SmolLM2-135M on llama.cpp, a 135M-parameter "
-            f"model: it calls real tools but {LOCAL_MODEL_SCORE}",
+            "part 2 of 2 · LIVE: the bundled SmolLM2-135M on llama.cpp, the protocol working "
+            "on a toy model: its calls are parsed and run for real (writes ask first), but a "
+            f"135M-parameter model {LOCAL_MODEL_SCORE}; do not read its answers as facts",
+            # it repeats its first calls turn after turn: three model calls show the loop
+            max_iterations=3,
         )
     ui.heading(OWN_MODEL_HINT)
     return 0
 
 
-#: What fncall-graph bench local measured for the bundled model on this example (README).
+#: What fncall-graph bench local measured for the bundled model (docs/local-model.md).
 LOCAL_MODEL_SCORE = "answers 0 of the 4 questions correctly (fncall-graph bench local)"
 
 
-def _demo_session(ui: UI, model: BaseChatModel, args: argparse.Namespace, title: str) -> None:
-    """Ask the example's questions in one thread over a fresh copy of its database."""
-    from fncall_graph.adapters.models import initial_dialect
+def _demo_session(
+    ui: UI, model: BaseChatModel, args: argparse.Namespace, title: str, max_iterations: int = 6
+) -> None:
+    """Ask the example's questions in one thread over a fresh copy of its database.
+
+    A recording of this example's questions plays the recorded session, its one write
+    included; any other model's writes are gated (see :func:`cmd_demo`).
+    """
+    from fncall_graph.adapters.models import accepts_grammar, initial_dialect
     from fncall_graph.examples import database_assistant as example
     from fncall_graph.graphs import create_fncall_graph
 
+    recorded = tuple(getattr(model, "questions", None) or ()) == example.QUESTIONS
     with tempfile.TemporaryDirectory(prefix="fncall-graph-demo-") as tmp:
         db = example.make_database(Path(tmp) / "test.db")
+        at_start = example.table_rows(db)
         try:
             config = example.sqlite_config(db)
         except FileNotFoundError as exc:
@@ -325,36 +337,62 @@ def _demo_session(ui: UI, model: BaseChatModel, args: argparse.Namespace, title:
             _trace_output(args.trace_file) as trace_file,
         ):
             dialect = initial_dialect(model, choose_dialect(args.dialect, None))
+            gated = [
+                t.name
+                for t in tools
+                if not recorded and t.name.split("-", 1)[-1] in example.WRITE_TOOLS
+            ]
+            # small models otherwise answer without calling anything
+            constrained = not dialect.native and accepts_grammar(model)
             graph = create_fncall_graph(
                 model,
                 tools,
                 dialect=dialect,
+                constrained="first_call" if constrained else False,
                 system_prompt=example.SYSTEM_PROMPT,
                 checkpointer=saver,
-                max_iterations=6,  # a small model that never answers stops in time
+                max_iterations=max_iterations,  # a model that never answers stops in time
+                interrupt_on=dict.fromkeys(gated, True) or None,
             )
             tracer = Tracer(example.SYSTEM_PROMPT) if (args.trace or trace_file) else None
             session = Session(
-                graph, "demo", ui, tracer=tracer, trace_file=trace_file, show_trace=args.trace
+                graph,
+                "demo",
+                ui,
+                tracer=tracer,
+                trace_file=trace_file,
+                show_trace=args.trace,
+                gated=gated,
+                unattended=not sys.stdin.isatty(),
             )
             ui.heading(f"── {title}")
-            ui.heading(f"{len(tools)} MCP tools · dialect {dialect.name} · database {db}")
+            setup = [f"{len(tools)} MCP tools", f"dialect {dialect.name}"]
+            if constrained:
+                setup.append("first call of each question constrained to tool calls (grammar)")
+            if gated:
+                setup.append(f"writes ask first ({', '.join(gated)})")
+            elif recorded:
+                setup.append("the recording's write runs as recorded")
+            ui.heading(f"{' · '.join(setup)} · database {db}")
             ui.heading(f"system> {example.SYSTEM_PROMPT}")
             for number, question in enumerate(example.QUESTIONS, 1):
                 ui.heading(f"Q{number}> {question}")
                 outcome = session.ask(question)
                 if outcome.stopped:
                     ui.note(f"({outcome.stopped})")
-            rows = sqlite3.connect(db).execute("SELECT COUNT(*) FROM log").fetchone()[0]
-            ui.heading(
-                f"log rows now: {rows} (the example starts with 1; the last question adds one)"
-            )
+        now = example.table_rows(db)
+        ui.heading(
+            f"log rows now: {now.get('log', 0)} ({at_start['log']} at the start) · rows per "
+            f"table: {', '.join(f'{name} {count}' for name, count in now.items())}"
+        )
 
 
 def cmd_bench(args: argparse.Namespace) -> int:
-    """Measure a model on the database-assistant example in each dialect (four questions
-    per mode over the real mcp-server-sqlite) and say which dialect to use. Small models
-    score by chance: a measurement, not a verdict on the product."""
+    """Measure a model in each dialect and say which dialect to use: on the
+    database-assistant example (four questions per mode over the real mcp-server-sqlite),
+    or with --tasks bfcl on the BFCL categories simple, multiple, parallel,
+    parallel_multiple and irrelevance (the bench extra). Small models score by chance: a
+    measurement, not a verdict on the product."""
     from fncall_graph.adapters.models import DEFAULT_SPEC, ModelSpecError
     from fncall_graph.bench import measure
 
@@ -368,8 +406,24 @@ def cmd_bench(args: argparse.Namespace) -> int:
                 f"--modes: {mode!r} is not DIALECT or DIALECT+first_call|always "
                 f"(dialects: {', '.join(sorted(known))})"
             )
+    if args.limit is not None and args.limit < 0:
+        raise CLIError(f"--limit {args.limit}: give a number of items per category (0: all)")
+    show = lambda line: print(line, flush=True)  # noqa: E731 - the same sink for both sets
     try:
-        measure(spec, modes, show=lambda line: print(line, flush=True))
+        if args.tasks == "bfcl":
+            from fncall_graph.bench import default_modes
+            from fncall_graph.bfcl import BFCLDataError
+            from fncall_graph.bfcl import measure as measure_bfcl
+
+            try:
+                limit = 20 if args.limit is None else (args.limit or None)
+                measure_bfcl(spec, modes or default_modes(spec), limit=limit, show=show)
+            except BFCLDataError as exc:
+                raise CLIError(str(exc)) from exc
+        else:
+            if args.limit is not None:
+                raise CLIError("--limit is for --tasks bfcl (the example has its four questions)")
+            measure(spec, modes, show=show)
     except ModelSpecError as exc:
         raise CLIError(str(exc)) from exc
     return 0
@@ -480,6 +534,19 @@ def build_parser() -> argparse.ArgumentParser:
         "--modes",
         help="comma-separated DIALECT or DIALECT+first_call|always (default: every "
         "dialect, and the constrained modes where the model takes a grammar)",
+    )
+    bench.add_argument(
+        "--tasks",
+        choices=("database-assistant", "bfcl"),
+        default="database-assistant",
+        help="the task set: the database-assistant example (default), or BFCL's "
+        "single-turn categories from the installed bfcl-eval package",
+    )
+    bench.add_argument(
+        "--limit",
+        type=int,
+        metavar="N",
+        help="with --tasks bfcl: the first N items of each category (default: 20; 0: all)",
     )
     bench.set_defaults(handler=cmd_bench)
 

@@ -48,6 +48,9 @@ class Session:
         trace_file: where each record goes as one JSON line, if given.
         show_trace: print each record on the UI.
         gated: the tools that ask before they run.
+        toolkit: the MCP toolkit, for its prompts.
+        unattended: no person answers approvals: gated calls are rejected (see
+            :class:`~fncall_graph.cli.approval.TerminalReview`).
     """
 
     def __init__(
@@ -61,6 +64,7 @@ class Session:
         show_trace: bool = False,
         gated: Sequence[str] = (),
         toolkit: Any = None,
+        unattended: bool = False,
     ) -> None:
         self.graph = graph
         self.toolkit = toolkit  # the MCP toolkit, for its prompts
@@ -70,7 +74,7 @@ class Session:
         self.trace_file = trace_file
         self.show_trace = show_trace
         self.gated = set(gated)
-        self.review = TerminalReview(ui, thread_id)
+        self.review = TerminalReview(ui, thread_id, unattended=unattended)
         self.config: dict[str, Any] = {"configurable": {"thread_id": thread_id}}
         self._cancel = _CancelOnInterrupt()
         self.config["callbacks"] = [self._cancel]
@@ -128,7 +132,7 @@ class Session:
         if not state.interrupts:
             return self._run(None)
         decision = self.review.decide(list(state.interrupts))
-        self.ui.calls_resumed()
+        self.ui.calls_resumed(self.review.rejected)
         return self._run(Command(resume=decision))
 
     def messages(self) -> list[BaseMessage]:
@@ -144,7 +148,7 @@ class Session:
             if not interrupts:
                 break
             payload = Command(resume=self.review.decide(interrupts))
-            self.ui.calls_resumed()
+            self.ui.calls_resumed(self.review.rejected)
         self.ui.close()
         messages = self.messages()
         last = messages[-1] if messages else None

@@ -7,7 +7,7 @@ import json
 import re
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Collection, Iterator
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, TextIO
 
@@ -261,10 +261,11 @@ class UI:
         self.calls[call_id] = _Call(name, args, state="waiting" if waiting else "running")
         self._show(call_id)
 
-    def calls_resumed(self) -> None:
-        """The person has decided: waiting calls start now (their time starts here too)."""
+    def calls_resumed(self, rejected: Collection[str] = ()) -> None:
+        """The person has decided: waiting calls start now (their time starts here too),
+        but for the ``rejected`` ones, which never run."""
         for call_id, call in self.calls.items():
-            if call.state == "waiting":
+            if call.state == "waiting" and call_id not in rejected:
                 call.state, call.started = "running", time.monotonic()
                 self._show(call_id)
 

@@ -29,9 +29,11 @@ from typing import Any
 __all__ = [
     "QUESTIONS",
     "SYSTEM_PROMPT",
+    "WRITE_TOOLS",
     "make_database",
     "sqlite_config",
     "sqlite_server_command",
+    "table_rows",
 ]
 
 SYSTEM_PROMPT = "你扮演一个数据库助手,你具有查询数据库的能力"
@@ -44,6 +46,30 @@ QUESTIONS: tuple[str, ...] = (
     "查询韩梅梅的年龄,然后在log表里记录下",
 )
 """The session's questions, in order, asked in one thread."""
+
+
+WRITE_TOOLS: tuple[str, ...] = ("write_query", "create_table", "append_insight")
+"""The tools of ``mcp-server-sqlite`` that change something (the database, or its insights
+memo); the server marks none of its tools read-only, so they are named here."""
+
+
+def table_rows(path: str | Path) -> dict[str, int]:
+    """Every table of the database at ``path`` and its number of rows, in creation order."""
+    db = sqlite3.connect(path)
+    try:
+        names = [
+            row[0]
+            for row in db.execute(
+                "SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY rowid"
+            )
+        ]
+        # names come from the database itself; quoted as identifiers all the same
+        return {
+            n: db.execute(f'SELECT COUNT(*) FROM "{n.replace(chr(34), chr(34) * 2)}"').fetchone()[0]
+            for n in names
+        }
+    finally:
+        db.close()
 
 
 def make_database(path: str | Path) -> Path:
