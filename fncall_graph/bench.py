@@ -38,6 +38,7 @@ from langchain_core.messages import AIMessage, ToolMessage
 from fncall_graph.adapters.checkpoint import sqlite_saver
 from fncall_graph.adapters.mcp import MCPToolkit
 from fncall_graph.adapters.models import resolve_model
+from fncall_graph.cli.resources import MCP_LOG, default_db_path, stderr_into
 from fncall_graph.examples import database_assistant as example
 from fncall_graph.graphs import create_fncall_graph
 
@@ -84,7 +85,8 @@ def run_mode(spec: str, mode: str) -> dict[str, Any]:
     with tempfile.TemporaryDirectory(prefix="fncall-bench-") as tmp:
         db = example.make_database(Path(tmp) / "test.db")
         toolkit = MCPToolkit.from_config(example.sqlite_config(db), include_resources=False)
-        toolkit.start_sync()
+        with stderr_into(mcp_log()):  # the server's own error lines stay out of the table
+            toolkit.start_sync()
         try:
             with sqlite_saver(Path(tmp) / "threads.sqlite") as saver:
                 graph = create_fncall_graph(
@@ -125,6 +127,11 @@ def run_mode(spec: str, mode: str) -> dict[str, Any]:
     score["log_rows"] = rows - 1
     score["seconds"] = time.perf_counter() - started
     return score
+
+
+def mcp_log() -> Path:
+    """Where the MCP servers' stderr goes: the CLI's log, beside its threads."""
+    return default_db_path().parent / MCP_LOG
 
 
 def default_modes(spec: str) -> list[str]:
@@ -173,6 +180,7 @@ def measure(
     """
     modes = list(modes or default_modes(spec))
     show(f"model {spec} · the database-assistant example, 4 questions per mode")
+    print(f"(MCP servers' stderr goes to {mcp_log()})", file=sys.stderr)
     scores: list[dict[str, Any]] = []
     show(table_lines([])[0])
     for mode in modes:  # each row as soon as its mode ends: a mode takes minutes

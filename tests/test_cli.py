@@ -721,6 +721,9 @@ def test_bench_prints_a_row_per_mode_and_the_mode_to_use() -> None:
         cells[0] == "4/4" and cells[1] == "4/4" and cells[2] == "1" for cells in rows.values()
     )
     assert lines[4].startswith("use: ") and lines[4].split()[1] in rows
+    # the servers' own stderr goes to the log it names, one header per server start
+    log = Path(done.stderr.split("MCP servers' stderr goes to ")[1].split(")")[0])
+    assert log.read_text(encoding="utf-8").count("--- ") >= 2
 
 
 def test_bench_refuses_an_unknown_mode_naming_the_choices() -> None:

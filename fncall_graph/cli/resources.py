@@ -32,6 +32,7 @@ __all__ = [
     "mcp_toolkit",
     "mcp_tools",
     "sqlite_checkpointer",
+    "stderr_into",
 ]
 
 PROG = "fncall-graph"
@@ -88,7 +89,7 @@ MCP_LOG = "mcp-servers.log"
 
 
 @contextlib.contextmanager
-def _stderr_into(log: Path) -> Iterator[None]:
+def stderr_into(log: Path) -> Iterator[None]:
     """Processes started in the block get ``log`` (appended to) as their stderr.
 
     MCP stdio servers inherit file descriptor 2 (the MCP SDK hands its ``sys.stderr``
@@ -142,7 +143,7 @@ def mcp_toolkit(
             f"MCP config {exc}" if exc.where == str(config) else f"{where}: {exc}"
         ) from exc
     try:
-        with _stderr_into(log) if log is not None else contextlib.nullcontext():
+        with stderr_into(log) if log is not None else contextlib.nullcontext():
             toolkit.start_sync()
     except MCPServerError as exc:
         where = f" (its stderr is in {log})" if log is not None else ""
