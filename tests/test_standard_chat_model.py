@@ -1,13 +1,16 @@
 """``with_dialect`` against LangChain's own standard unit tests for chat models.
 
 ``langchain-tests``' ``ChatModelUnitTests`` checks what every LangChain chat model must
-do (construction, ``bind_tools``, ``with_structured_output``, standard tracing params,
-serialisation); each dialect wraps a replayed inner model here.
+do (construction with the standard parameters, ``bind_tools``, ``with_structured_output``,
+standard tracing params, serialisation); each dialect wraps an OpenAI chat model here,
+which the suite never calls: the standard parameters are set on it.
 """
 
 from __future__ import annotations
 
+import os
 from typing import Any
+from unittest import mock
 
 import pytest
 from langchain_core.language_models import BaseChatModel
@@ -27,11 +30,49 @@ class _DialectUnitTests(unit_tests.ChatModelUnitTests):
 
     @property
     def chat_model_params(self) -> dict[str, Any]:
-        return {"model": ReplayChatModel(["hello"] * 20), "dialect": self.dialect}
+        from langchain_openai import ChatOpenAI
+
+        return {"model": ChatOpenAI(model="gpt-4o-mini", api_key="test"), "dialect": self.dialect}
+
+    @property
+    def standard_chat_model_params(self) -> dict[str, Any]:
+        # a provider's key belongs to the wrapped model, as it is given here
+        params = dict(super().standard_chat_model_params)
+        params.pop("api_key", None)
+        return params
+
+    @property
+    def init_from_env_params(self) -> tuple[dict[str, str], dict[str, Any], dict[str, Any]]:
+        # the key a serialized wrapper's model is loaded back with
+        return {"OPENAI_API_KEY": "test"}, self.chat_model_params, {"model_name": "gpt-4o-mini"}
 
     @property
     def has_tool_choice(self) -> bool:
         return True
+
+    @pytest.mark.xfail(
+        reason="the suite loads with allowed_objects='all', which admits only the classes in "
+        "LangChain's own mappings; test_loads_back loads with the classes named",
+        raises=ValueError,
+        strict=True,
+    )
+    def test_serdes(self, model: BaseChatModel, snapshot: Any) -> None:
+        super().test_serdes(model, snapshot)
+
+    def test_loads_back(self, model: BaseChatModel) -> None:
+        from langchain_core.load import dumpd, load
+        from langchain_openai import ChatOpenAI
+
+        with mock.patch.dict(os.environ, self.init_from_env_params[0]):
+            loaded = load(
+                dumpd(model),
+                valid_namespaces=["fncall_graph"],
+                allowed_objects=[DialectChatModel, ChatOpenAI],
+                secrets_from_env=True,
+            )
+        assert isinstance(loaded, DialectChatModel)
+        assert loaded.asdict() == model.asdict()
+        assert repr(loaded.dialect) == repr(model.dialect)
 
 
 class TestNative(_DialectUnitTests):
@@ -94,3 +135,88 @@ def test_wrappers_of_different_models_do_not_share_cache_entries() -> None:
     params = named._get_ls_params(stop=["x"])
     assert params["ls_model_name"] == "gpt-4o-mini" and params["ls_provider"] == "openai"
     assert params["ls_temperature"] == 0.2 and params["ls_stop"] == ["x"]
+
+
+def test_standard_constructor_params_reach_the_wrapped_model_or_are_refused() -> None:
+    from langchain_openai import ChatOpenAI
+
+    from fncall_graph import with_dialect
+
+    inner = ChatOpenAI(model="gpt-4o-mini", api_key="x", base_url="http://127.0.0.1:9/v1")
+    model = DialectChatModel(
+        model=inner,
+        dialect="hermes",
+        temperature=0.3,
+        max_tokens=7,
+        stop=["END"],
+        timeout=5,
+        max_retries=1,
+        streaming=True,
+    )
+    wrapped = model.chat_model
+    assert (wrapped.temperature, wrapped.max_tokens, wrapped.stop) == (0.3, 7, ["END"])
+    assert (wrapped.request_timeout, wrapped.max_retries, wrapped.streaming) == (5, 1, True)
+    assert wrapped.openai_api_base == "http://127.0.0.1:9/v1"  # the rest as it was given
+    assert inner.temperature is None  # the given model is left as it was
+    # the client is made again with them, not copied with the old ones
+    assert wrapped.root_client.timeout == 5 and wrapped.root_client.max_retries == 1
+
+    with pytest.raises(ValueError, match="ReplayChatModel has no 'temperature' parameter"):
+        DialectChatModel(model=ReplayChatModel(["x"]), dialect="hermes", temperature=0)
+    with pytest.raises(TypeError, match="before binding"):
+        DialectChatModel(model=inner.bind(seed=1), dialect="hermes", max_tokens=5)
+    with pytest.raises(ValueError, match="top_p"):  # not silently dropped either
+        DialectChatModel(model=inner, dialect="hermes", top_p=0.5)
+    with pytest.raises(TypeError, match="must be a chat model"):
+        with_dialect(lambda x: x, "hermes")  # type: ignore[arg-type]
+
+
+def test_a_bound_inner_model_keeps_its_arguments_on_every_call() -> None:
+    from fncall_graph import with_dialect
+
+    call = '<tool_call>\n{"name": "add", "arguments": {"a": 1}}\n</tool_call>'
+    tools = [{"name": "add", "description": "Add", "parameters": {"type": "object"}}]
+    for dialect in ("hermes", "native"):
+        inner = ReplayChatModel([call, "plain"])
+        model = with_dialect(inner.bind(seed=7), dialect)
+        assert model.chat_model is inner and model.model_name == "replay"
+        assert model.bind_tools(tools).invoke("1?").tool_calls[0]["args"] == {"a": 1}
+        assert "".join(str(c.content) for c in model.stream("hi")) == "plain"
+        assert [c.get("seed") for c in inner.calls] == [7, 7]
+
+
+async def test_a_configurable_inner_model_is_configured_per_call() -> None:
+    from langchain_core.runnables import ConfigurableField
+
+    from fncall_graph import with_dialect
+
+    inner = ReplayChatModel(["default"]).configurable_fields(
+        outputs=ConfigurableField(id="outputs")
+    )
+    model = with_dialect(inner, "hermes")
+    other = {"configurable": {"outputs": ["configured"]}}
+    assert model.invoke("hi").content == "default"
+    assert model.invoke("hi", other).content == "configured"
+    assert (await model.ainvoke("hi", other)).content == "configured"
+    assert "".join(str(c.content) for c in model.stream("hi", other)) == "configured"
+    assert "".join([str(c.content) async for c in model.astream("hi", other)]) == "configured"
+
+
+def test_a_wrapper_serializes_when_its_model_does() -> None:
+    from langchain_core.load import dumpd, load
+    from langchain_openai import ChatOpenAI
+
+    from fncall_graph import get_dialect, with_dialect
+
+    inner = ChatOpenAI(model="gpt-4o-mini", api_key="x", temperature=0.1)
+    model = with_dialect(inner, get_dialect("qwen", lang="zh", parallel=False))
+    loaded = load(
+        dumpd(model),
+        valid_namespaces=["fncall_graph"],
+        allowed_objects=[DialectChatModel, ChatOpenAI],
+        secrets_map={"OPENAI_API_KEY": "x"},
+    )
+    assert repr(loaded.dialect) == "QwenDialect(lang='zh', parallel=False)"
+    assert loaded.chat_model.temperature == 0.1 and loaded.model_name == "gpt-4o-mini"
+    # a replayed model has no serialized form: neither has its wrapper
+    assert dumpd(with_dialect(ReplayChatModel(["x"]), "hermes"))["type"] == "not_implemented"

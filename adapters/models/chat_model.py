@@ -27,6 +27,7 @@ from langchain_core.exceptions import OutputParserException
 from langchain_core.language_models import LanguageModelInput
 from langchain_core.language_models.base import LangSmithParams
 from langchain_core.language_models.chat_models import BaseChatModel
+from langchain_core.load.serializable import SerializedConstructor, SerializedNotImplemented
 from langchain_core.messages import AIMessage, AIMessageChunk, BaseMessage, HumanMessage
 from langchain_core.messages.tool import (
     InvalidToolCall,
@@ -35,12 +36,13 @@ from langchain_core.messages.tool import (
     tool_call_chunk,
 )
 from langchain_core.outputs import ChatGeneration, ChatGenerationChunk, ChatResult
-from langchain_core.runnables import Runnable, RunnableConfig
+from langchain_core.runnables import Runnable, RunnableBinding, RunnableConfig
+from langchain_core.runnables.configurable import DynamicRunnable
 from langchain_core.tools import BaseTool
 from langchain_core.utils.function_calling import convert_to_openai_tool
 from langchain_core.utils.json import parse_partial_json
 from langgraph.constants import TAG_NOSTREAM
-from pydantic import PrivateAttr, field_validator, model_validator
+from pydantic import ConfigDict, PrivateAttr, field_validator, model_validator
 
 from ..formats.arg_types import tool_schemas, typed_call
 from ..formats.base import (
@@ -166,11 +168,18 @@ class DialectChatModel(BaseChatModel):
       (calls a server left as ``<tool_call>`` markup in ``content`` are read too).
 
     Attributes:
-        model: the wrapped chat model.
+        model: the wrapped chat model; it may be bound (``ChatOpenAI(...).bind(...)``, its
+            arguments go with every call) or configurable (``configurable_fields``).
         dialect: the dialect used at the model boundary.
+
+    ``temperature``, ``max_tokens``, ``stop``, ``timeout``, ``max_retries`` and
+    ``streaming`` given to the constructor are set on the wrapped model, which must
+    have that parameter; any other keyword is refused.
     """
 
-    model: BaseChatModel
+    model_config = ConfigDict(extra="forbid")
+
+    model: Runnable
     dialect: Dialect
     # native: the inner model bound to the tools, per bound tool list (the same list on
     # every call of one binding); binding converts every tool's schema again
@@ -178,27 +187,76 @@ class DialectChatModel(BaseChatModel):
         PrivateAttr(default_factory=dict)
     )
 
+    @model_validator(mode="before")
+    @classmethod
+    def _params_to_the_model(cls, data: Any) -> Any:
+        # LangChain's standard constructor parameters belong to the wrapped model
+        if not isinstance(data, dict) or not _MODEL_PARAMS.intersection(data):
+            return data
+        data = dict(data)
+        params = {k: data.pop(k) for k in _MODEL_PARAMS if k in data}
+        data["model"] = _with_params(data.get("model"), params)
+        return data
+
+    @field_validator("model", mode="before")
+    @classmethod
+    def _a_chat_model(cls, value: Any) -> Any:
+        _chat_model_in(value)  # raises for anything else
+        return value
+
     @field_validator("dialect", mode="before")
     @classmethod
     def _dialect(cls, value: Any) -> Dialect:
+        if isinstance(value, Mapping):  # as serialized (``lc_attributes``)
+            options = dict(value)
+            return get_dialect(options.pop("name", None), **options)
         return get_dialect(value)
 
     @model_validator(mode="after")
     def _profile_of_the_model(self) -> DialectChatModel:
         # what the wrapped model can do (context window, modalities) is what this one can
-        if self.profile is None and self.model.profile is not None:
-            self.profile = self.model.profile
+        if self.profile is None and self.chat_model.profile is not None:
+            self.profile = self.chat_model.profile
         return self
+
+    @property
+    def chat_model(self) -> BaseChatModel:
+        """The chat model inside :attr:`model` (the model itself unless bound or
+        configurable; a configurable one's default)."""
+        return _chat_model_in(self.model)
 
     @property
     def model_name(self) -> str:
         """The wrapped model's name, e.g. ``"gpt-4o-mini"`` or ``"qwen3"`` (its class name
         when it has none): what LangChain's agents read to choose a strategy."""
         for attr in ("model_name", "model", "model_id"):
-            value = getattr(self.model, attr, None)
+            value = getattr(self.chat_model, attr, None)
             if isinstance(value, str) and value:
                 return value
-        return self.model.get_name()
+        return self.chat_model.get_name()
+
+    # ------------------------------------------------------------------ identity
+
+    @classmethod
+    def is_lc_serializable(cls) -> bool:
+        """Serializable (``dumpd``/``loads``) when the wrapped model is (see :meth:`to_json`)."""
+        return True
+
+    @property
+    def lc_attributes(self) -> dict[str, Any]:
+        # the dialect as its registry name and options, which the validator reads back
+        return {"dialect": _dialect_spec(self.dialect)}
+
+    def to_json(self) -> SerializedConstructor | SerializedNotImplemented:
+        """LangChain's serialized form: the wrapped model's and the dialect's, or "not
+        implemented" when either cannot be rebuilt from it (a replay, a custom dialect)."""
+        if self.chat_model.is_lc_serializable() and _dialect_spec(self.dialect) is not None:
+            return super().to_json()
+        unserializable: dict[str, Any] = dict(self.to_json_not_implemented())
+        # LangChain's cache keys a model by this form (less its repr): say which model
+        # is wrapped, so that wrappers of two models never share a cached reply
+        unserializable["identifying_params"] = self._identifying_params
+        return unserializable  # type: ignore[return-value]
 
     @property
     def _llm_type(self) -> str:
@@ -208,11 +266,14 @@ class DialectChatModel(BaseChatModel):
     def _identifying_params(self) -> dict[str, Any]:
         # the wrapped model's own parameters, so wrappers of two models never share a
         # cache entry (read only when a LangChain cache is set)
-        return {"dialect": repr(self.dialect), "model": self.model.dict()}
+        params: dict[str, Any] = {"dialect": repr(self.dialect), "model": self.chat_model.asdict()}
+        if isinstance(self.model, RunnableBinding):  # its arguments go with every call
+            params["bound"] = repr(sorted(self.model.kwargs.items()))
+        return params
 
     def _get_ls_params(self, stop: list[str] | None = None, **kwargs: Any) -> LangSmithParams:
         """Tracing parameters of the wrapped model, seen through the dialect."""
-        provider = type(self.model).__name__
+        provider = type(self.chat_model).__name__
         provider = provider[4:] if provider.startswith("Chat") else provider.removesuffix("Chat")
         model = kwargs.get("model")
         params = LangSmithParams(
@@ -221,7 +282,7 @@ class DialectChatModel(BaseChatModel):
             ls_model_type="chat",
         )
         for name, key in (("temperature", "ls_temperature"), ("max_tokens", "ls_max_tokens")):
-            value = kwargs.get(name, getattr(self.model, name, None))
+            value = kwargs.get(name, getattr(self.chat_model, name, None))
             if isinstance(value, int | float) and not isinstance(value, bool):
                 params[key] = value  # type: ignore[literal-required]
         if stop:
@@ -231,7 +292,7 @@ class DialectChatModel(BaseChatModel):
     def __repr_args__(self) -> Any:
         # LangChain puts a model's repr in every run's start event; the wrapped model's
         # full repr (a long replay, say) would be rebuilt on every call
-        return [("model", self.model.get_name()), ("dialect", self.dialect)]
+        return [("model", self.chat_model.get_name()), ("dialect", self.dialect)]
 
     # ------------------------------------------------------------------ tools
 
@@ -307,13 +368,13 @@ class DialectChatModel(BaseChatModel):
             forced = bool(tools) and _forces_a_call(tool_choice)
             if (
                 (forced or options.get("strict"))
-                and accepts_grammar(self.model)
+                and accepts_grammar(self.chat_model)
                 and "grammar" not in (kwargs.get("extra_body") or {})
             ):
                 # the server can hold the reply to the chosen tools' calls and schemas
                 grammar = self.dialect.grammar(tools, require_call=forced)
                 if grammar is not None:
-                    extra = kwargs.get("extra_body") or getattr(self.model, "extra_body", None)
+                    extra = kwargs.get("extra_body") or getattr(self.chat_model, "extra_body", None)
                     kwargs["extra_body"] = {**(extra or {}), "grammar": grammar}
         merged = list(dict.fromkeys([*self.dialect.stop, *(stop or [])]))
         if merged:
@@ -336,11 +397,23 @@ class DialectChatModel(BaseChatModel):
         key = (id(tools), repr(tool_choice), repr(sorted(options.items())))
         held = self._bound.get(key)
         if held is None or held[0] is not tools:  # the list is kept, so its id stays its own
-            held = (tools, self.model.bind_tools(tools, tool_choice=tool_choice, **options))
+            bound = self.chat_model.bind_tools(tools, tool_choice=tool_choice, **options)
+            if isinstance(self.model, RunnableBinding):  # the model's own bound arguments
+                bound = RunnableBinding(
+                    bound=bound, kwargs=self.model.kwargs, config=self.model.config
+                )
+            held = (tools, bound)
             self._bound[key] = held
             if len(self._bound) > 8:  # callers that bind anew for every call never hit
                 del self._bound[next(iter(self._bound))]
         return held[1]
+
+    def _configured(self, config: RunnableConfig | None) -> DialectChatModel:
+        """This wrapper with a configurable model resolved for ``config``."""
+        if not (config and isinstance(self.model, DynamicRunnable)):
+            return self
+        model, _ = self.model.prepare(config)
+        return type(self)(model=model, dialect=self.dialect, profile=self.profile)
 
     def invoke(
         self,
@@ -352,6 +425,8 @@ class DialectChatModel(BaseChatModel):
     ) -> AIMessage:
         """LangChain's ``invoke``; a reply it added up from a stream gets its unreadable
         calls' errors back (:func:`restore_read_reply`)."""
+        if (model := self._configured(config)) is not self:
+            return model.invoke(input, config, stop=stop, **kwargs)
         reply = super().invoke(input, config, stop=stop, **kwargs)
         return restore_read_reply(reply)  # type: ignore[return-value]
 
@@ -364,8 +439,39 @@ class DialectChatModel(BaseChatModel):
         **kwargs: Any,
     ) -> AIMessage:
         """As :meth:`invoke`."""
+        if (model := self._configured(config)) is not self:
+            return await model.ainvoke(input, config, stop=stop, **kwargs)
         reply = await super().ainvoke(input, config, stop=stop, **kwargs)
         return restore_read_reply(reply)  # type: ignore[return-value]
+
+    def stream(
+        self,
+        input: LanguageModelInput,
+        config: RunnableConfig | None = None,
+        *,
+        stop: list[str] | None = None,
+        **kwargs: Any,
+    ) -> Iterator[AIMessageChunk]:
+        """LangChain's ``stream``, a configurable model resolved for ``config`` first."""
+        model = self._configured(config)
+        if model is not self:
+            yield from model.stream(input, config, stop=stop, **kwargs)
+        else:
+            yield from super().stream(input, config, stop=stop, **kwargs)
+
+    async def astream(
+        self,
+        input: LanguageModelInput,
+        config: RunnableConfig | None = None,
+        *,
+        stop: list[str] | None = None,
+        **kwargs: Any,
+    ) -> AsyncIterator[AIMessageChunk]:
+        """As :meth:`stream`."""
+        model = self._configured(config)
+        stream = model.astream if model is not self else super().astream
+        async for chunk in stream(input, config, stop=stop, **kwargs):
+            yield chunk
 
     def _generate(
         self,
@@ -426,7 +532,9 @@ class DialectChatModel(BaseChatModel):
         yield ChatGenerationChunk(message=state.close())
 
 
-def with_dialect(model: BaseChatModel, dialect: str | Dialect) -> DialectChatModel:
+def with_dialect(
+    model: BaseChatModel | Runnable[LanguageModelInput, BaseMessage], dialect: str | Dialect
+) -> DialectChatModel:
     """Give ``model`` tool calling through ``dialect``.
 
     The result is a LangChain chat model: ``bind_tools``, ``invoke``, ``stream``,
@@ -435,7 +543,8 @@ def with_dialect(model: BaseChatModel, dialect: str | Dialect) -> DialectChatMod
 
     Args:
         model: any LangChain chat model, e.g. ``ChatOllama(model="qwen2.5:0.5b")`` or
-            ``ChatOpenAI(base_url=...)`` on a server without a tool parser.
+            ``ChatOpenAI(base_url=...)`` on a server without a tool parser; bound
+            (``.bind(...)``) or configurable (``.configurable_fields(...)``) too.
         dialect: ``"hermes"`` (alias ``"nous"``), ``"qwen"``, ``"react"``, ``"native"``,
             or a :class:`~fncall_graph.adapters.formats.base.Dialect` instance (e.g.
             ``get_dialect("qwen", lang="zh")``).
@@ -489,6 +598,78 @@ def _child(
     manager.add_metadata(run_manager.inheritable_metadata)
     manager.add_tags([TAG_NOSTREAM], inherit=False)
     return manager
+
+
+#: LangChain's standard chat-model constructor parameters, set on the wrapped model
+_MODEL_PARAMS = frozenset(
+    {"temperature", "max_tokens", "stop", "timeout", "max_retries", "streaming"}
+)
+
+
+def _chat_model_in(model: Any) -> BaseChatModel:
+    """The chat model a runnable wraps: itself, a binding's, a configurable one's default."""
+    inner = model
+    while not isinstance(inner, BaseChatModel):
+        if isinstance(inner, RunnableBinding):
+            inner = inner.bound
+        elif isinstance(inner, DynamicRunnable):
+            inner = inner.default
+        else:
+            raise TypeError(
+                "with_dialect: model must be a chat model (or one bound with .bind(...) or "
+                f"made configurable), got {type(model).__name__}"
+            )
+    return inner
+
+
+def _with_params(model: Any, params: dict[str, Any]) -> BaseChatModel:
+    """``model`` rebuilt with LangChain's standard ``params`` set, each by its field's
+    name or alias (``timeout`` is ``ChatOpenAI``'s ``request_timeout``); rebuilt, not
+    copied, so that clients made from them (timeouts, retries) are made again."""
+    if not isinstance(model, BaseChatModel):
+        raise TypeError(
+            f"with_dialect: {', '.join(sorted(params))} can be set here only on a chat model; "
+            f"set them on the model before binding or making it configurable "
+            f"(got {type(model).__name__})"
+        )
+    fields = type(model).model_fields
+    by_name = bool(
+        model.model_config.get("populate_by_name") or model.model_config.get("validate_by_name")
+    )
+
+    def key(name: str) -> str:
+        field = fields[name]
+        return name if by_name or field.alias is None else field.alias
+
+    named: dict[str, str] = {}
+    for param in params:
+        found = next(
+            (n for n, f in fields.items() if param in (n, f.alias) and not f.exclude), None
+        )
+        if found is None:
+            raise ValueError(
+                f"with_dialect: {type(model).__name__} has no {param!r} parameter; the "
+                "wrapper passes it to the wrapped model and has none of its own"
+            )
+        named[param] = found
+    # what was given when it was made, less runtime state (clients are excluded fields)
+    kept = {
+        key(n): getattr(model, n)
+        for n in model.model_fields_set
+        if n in fields and not fields[n].exclude and n not in named.values()
+    }
+    return type(model)(**kept, **{key(named[p]): v for p, v in params.items()})
+
+
+def _dialect_spec(dialect: Dialect) -> dict[str, Any] | None:
+    """``dialect`` as its registry name and options, or ``None`` when those do not make
+    the same dialect again (a custom dialect)."""
+    options = {k: v for k, v in vars(dialect).items() if not k.startswith("_")}
+    try:
+        again = get_dialect(dialect.name, **options)
+    except (TypeError, ValueError):
+        return None
+    return {"name": dialect.name, **options} if repr(again) == repr(dialect) else None
 
 
 # asked once more when a forcing tool_choice got an answer without a call
