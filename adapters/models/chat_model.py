@@ -15,7 +15,8 @@ import json
 import re
 from collections.abc import AsyncIterator, Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from functools import partial
+from typing import Any, Literal
 
 from langchain_core.callbacks import (
     AsyncCallbackManager,
@@ -35,14 +36,16 @@ from langchain_core.messages.tool import (
     invalid_tool_call,
     tool_call_chunk,
 )
+from langchain_core.output_parsers.openai_tools import JsonOutputKeyToolsParser, PydanticToolsParser
 from langchain_core.outputs import ChatGeneration, ChatGenerationChunk, ChatResult
-from langchain_core.runnables import Runnable, RunnableBinding, RunnableConfig
+from langchain_core.runnables import Runnable, RunnableBinding, RunnableConfig, RunnableLambda
 from langchain_core.runnables.configurable import DynamicRunnable
 from langchain_core.tools import BaseTool
-from langchain_core.utils.function_calling import convert_to_openai_tool
+from langchain_core.utils.function_calling import convert_to_json_schema, convert_to_openai_tool
 from langchain_core.utils.json import parse_partial_json
+from langchain_core.utils.pydantic import is_basemodel_subclass
 from langgraph.constants import TAG_NOSTREAM
-from pydantic import ConfigDict, PrivateAttr, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, PrivateAttr, field_validator, model_validator
 
 from ..formats.arg_types import tool_schemas, typed_call
 from ..formats.base import (
@@ -55,6 +58,7 @@ from ..formats.base import (
     StreamParser,
     text_of,
 )
+from ..formats.grammar import schema_to_gbnf
 from ..formats.normalize import (
     MARKUP_FORMAT_KEY,
     CallIds,
@@ -68,6 +72,14 @@ from ..formats.readers import AUTO
 from ..formats.readers.whole_reply import OPENERS, may_be_calls_only
 from ..formats.registry import get_dialect
 from .capabilities import accepts_grammar
+from .structured_output import (
+    JSON_OUTPUT_KEY,
+    asking_for_json,
+    parse_json_reply,
+    parsed_or_error,
+    repaired_json,
+    requested_json,
+)
 
 __all__ = [
     "MARKUP_FORMAT_KEY",
@@ -110,6 +122,7 @@ class _Call:
     one_call: bool = False  # a prompt dialect bound with parallel_tool_calls=False
     # the tools' parameter schemas by name, made when a call first needs them
     schemas: dict[str, Any] | None = None
+    json_answer: bool = False  # an answer asked for as JSON by ``response_format``
 
     def read(self, reply: BaseMessage) -> AIMessage:
         """The reply as the graph keeps it: calls from the field and the text merged,
@@ -122,6 +135,10 @@ class _Call:
         else:
             message = normalize(reply, self.dialect, taken_ids=self.taken, tools=self.tools)
         message = self.dialect.fit_to_tools(message, self.tools)
+        if self.json_answer and not message.tool_calls:
+            fixed = repaired_json(text_of(message.content))
+            if fixed is not None:  # read with json.loads by the caller: repaired here
+                message = message.model_copy(update={"content": fixed})
         if self.one_call and len(message.tool_calls) > 1:
             first, *rest = message.tool_calls
             extra = [self.not_run(c) for c in rest]
@@ -217,6 +234,10 @@ class DialectChatModel(BaseChatModel):
         # what the wrapped model can do (context window, modalities) is what this one can
         if self.profile is None and self.chat_model.profile is not None:
             self.profile = self.chat_model.profile
+        if self._json_by_prompt and not self.dialect.native and accepts_grammar(self.chat_model):
+            # JSON held to the schema by the server's grammar: structured output of its own
+            # (create_agent then asks for it by ``response_format``, see ``_prepare``)
+            self.profile = {**(self.profile or {}), "structured_output": True}
         return self
 
     @property
@@ -224,6 +245,14 @@ class DialectChatModel(BaseChatModel):
         """The chat model inside :attr:`model` (the model itself unless bound or
         configurable; a configurable one's default)."""
         return _chat_model_in(self.model)
+
+    @property
+    def _json_by_prompt(self) -> bool:
+        # JSON output from the prompt (and a grammar where the server takes one), unless
+        # the wrapped model has its own and no grammar of the dialect's is to be preferred
+        chat = self.chat_model
+        own = type(chat).with_structured_output is not BaseChatModel.with_structured_output
+        return not (own and (self.dialect.native or not accepts_grammar(chat)))
 
     @property
     def model_name(self) -> str:
@@ -339,6 +368,68 @@ class DialectChatModel(BaseChatModel):
         # the dialect renders the tools as given (an MCP tool's schema as its server wrote it)
         return self.bind(tools=formatted, **{_GIVEN_TOOLS: list(tools)}, **kwargs)
 
+    def with_structured_output(
+        self,
+        schema: dict[str, Any] | type,
+        *,
+        method: Literal["function_calling", "json_schema", "json_mode"] = "function_calling",
+        include_raw: bool = False,
+        strict: bool | None = None,
+        **kwargs: Any,
+    ) -> Runnable[LanguageModelInput, dict[str, Any] | BaseModel]:
+        """Replies as ``schema``: a pydantic model, a ``TypedDict`` or a JSON schema.
+
+        Args:
+            schema: what to return; a pydantic model's instance, else a dict.
+            method: ``"function_calling"``: a forced call of a tool made from ``schema``,
+                through the dialect (see :meth:`bind_tools`: held to the dialect's
+                calls-only grammar where the server takes one, else asked once more).
+                ``"json_schema"`` / ``"json_mode"``: JSON, by the wrapped model's own
+                structured output where it has it (the native dialect, or a model with
+                its own ``with_structured_output`` whose server takes no grammar);
+                else the prompt asks for JSON (following the schema, for
+                ``"json_schema"``), held to a grammar made from the schema where the
+                server takes one, and the reply is repaired and checked against the schema.
+            include_raw: return ``{"raw", "parsed", "parsing_error"}``; a reply that
+                cannot be read as ``schema`` then sets ``parsing_error`` instead of raising.
+            strict: hold the reply to the schema: passed to the wrapped model's structured
+                output or to :meth:`bind_tools`; on the prompt path a grammar already does.
+            **kwargs: refused (a clear error rather than silently ignored).
+
+        Raises:
+            ValueError: for an unknown ``method`` or unexpected keyword arguments.
+            OutputParserException: at call time, for a reply that is not ``schema``
+                (without ``include_raw``).
+        """
+        if kwargs:
+            raise ValueError(f"with_structured_output: unexpected arguments {sorted(kwargs)}")
+        if method not in ("function_calling", "json_schema", "json_mode"):
+            raise ValueError(
+                f"with_structured_output: method must be 'function_calling', 'json_schema' "
+                f"or 'json_mode', got {method!r}"
+            )
+        shape = {"kwargs": {"method": method, "strict": strict}, "schema": schema}
+        if method == "function_calling":
+            name = convert_to_openai_tool(schema)["function"]["name"]
+            llm = self.bind_tools(
+                [schema], tool_choice=name, strict=strict, ls_structured_output_format=shape
+            )
+            parser: Runnable[Any, Any] = (
+                PydanticToolsParser(tools=[schema], first_tool_only=True)
+                if isinstance(schema, type) and is_basemodel_subclass(schema)
+                else JsonOutputKeyToolsParser(key_name=name, first_tool_only=True)
+            )
+            return parsed_or_error(llm, parser, include_raw=include_raw)
+        if not self._json_by_prompt:
+            extra = {} if strict is None else {"strict": strict}
+            return self.model.with_structured_output(
+                schema, method=method, include_raw=include_raw, **extra
+            )
+        wanted = convert_to_json_schema(schema) if method == "json_schema" else None
+        llm = self.bind(**{JSON_OUTPUT_KEY: {"schema": wanted}}, ls_structured_output_format=shape)
+        read = RunnableLambda(partial(parse_json_reply, schema=schema))
+        return parsed_or_error(llm, read, include_raw=include_raw)
+
     # ------------------------------------------------------------------ calls
 
     def _prepare(
@@ -354,6 +445,21 @@ class DialectChatModel(BaseChatModel):
         tools = kwargs.pop(_GIVEN_TOOLS, None) or formatted
         tool_choice = kwargs.pop("tool_choice", None)
         options: dict[str, Any] = kwargs.pop(_TOOL_OPTIONS, None) or {}
+        json_output = kwargs.pop(JSON_OUTPUT_KEY, None)
+        json_answer = False
+        if json_output is not None:
+            # with_structured_output: the answer is to be JSON, no tools offered
+            formatted = tools = None
+        elif self._json_by_prompt and (wanted := requested_json(kwargs.get("response_format"))):
+            # an OpenAI ``response_format`` (create_agent's provider strategy) this model
+            # cannot take as a request field: asked for in the prompt instead
+            del kwargs["response_format"]
+            json_output, json_answer = wanted, True
+        if json_output is not None:
+            messages = asking_for_json(messages, json_output["schema"])
+            if not tools and accepts_grammar(self.chat_model):
+                grammar = schema_to_gbnf(json_output["schema"] or {"type": "object"})
+                _with_grammar(kwargs, grammar, self.model)
         inner: Runnable[LanguageModelInput, BaseMessage] = self.model
         names = None
         forced = False
@@ -374,8 +480,7 @@ class DialectChatModel(BaseChatModel):
                 # the server can hold the reply to the chosen tools' calls and schemas
                 grammar = self.dialect.grammar(tools, require_call=forced)
                 if grammar is not None:
-                    extra = kwargs.get("extra_body") or getattr(self.chat_model, "extra_body", None)
-                    kwargs["extra_body"] = {**(extra or {}), "grammar": grammar}
+                    _with_grammar(kwargs, grammar, self.model)
         merged = list(dict.fromkeys([*self.dialect.stop, *(stop or [])]))
         if merged:
             kwargs["stop"] = merged
@@ -389,6 +494,7 @@ class DialectChatModel(BaseChatModel):
         call = _Call(self.dialect, inner, rendered, kwargs, tools, names, taken)
         call.forced = not self.dialect.native and forced
         call.one_call = not self.dialect.native and options.get("parallel_tool_calls") is False
+        call.json_answer = json_answer
         return call
 
     def _bound_to(
@@ -672,6 +778,19 @@ def _dialect_spec(dialect: Dialect) -> dict[str, Any] | None:
     return {"name": dialect.name, **options} if repr(again) == repr(dialect) else None
 
 
+def _with_grammar(kwargs: dict[str, Any], grammar: str, model: Runnable) -> None:
+    """Put ``grammar`` in the request's ``extra_body`` unless the caller sent one; the
+    model's own ``extra_body`` (bound, or its field) is kept."""
+    extra = (
+        kwargs.get("extra_body")
+        or (model.kwargs.get("extra_body") if isinstance(model, RunnableBinding) else None)
+        or getattr(_chat_model_in(model), "extra_body", None)
+        or {}
+    )
+    if "grammar" not in extra:
+        kwargs["extra_body"] = {**extra, "grammar": grammar}
+
+
 # asked once more when a forcing tool_choice got an answer without a call
 _INSIST = (
     "Answer with a call to one of the tools, written exactly in the format described "
@@ -851,6 +970,11 @@ class _StreamState:
                 self._call(out, {**c, "id": self.ids.assign(c.get("id"))})
             if not self.calls and not self.unreadable:
                 self._fitted_late(out)
+            if self.call.json_answer and not self.calls:
+                fixed = repaired_json("".join(self.shown))
+                if fixed is not None and fixed != "".join(self.shown):
+                    kept = out["additional_kwargs"].setdefault(READ_REPLY_KEY, {})
+                    kept["content"] = fixed
         elif self.inner is not None:
             self._read_native(out, meta)
         return AIMessageChunk(**out, response_metadata=meta, chunk_position="last")
