@@ -13,7 +13,9 @@ import pytest
 from langchain_core.callbacks import BaseCallbackHandler
 from langchain_core.exceptions import OutputParserException
 from langchain_core.messages import AIMessage, AIMessageChunk, HumanMessage, SystemMessage
+from langchain_core.runnables import RunnableLambda
 from langchain_core.tools import tool
+from pydantic import BaseModel
 
 from fncall_graph.adapters import get_dialect, with_dialect
 from fncall_graph.adapters.models.chat_model import (
@@ -376,3 +378,130 @@ def test_strict_holds_a_prompt_dialect_to_its_grammar_where_the_server_takes_one
     plain = ReplayChatModel(["好的。"])  # no grammar: nothing is sent
     with_dialect(plain, "hermes").bind_tools(TOOLS, strict=True).invoke("q")
     assert "extra_body" not in plain.calls[0] and "strict" not in plain.calls[0]
+
+
+# -- structured output
+
+
+class Forecast(BaseModel):
+    city: str
+    days: int
+
+
+@pytest.mark.parametrize("dialect", ["hermes", "qwen", "react", "native"])
+def test_json_schema_output_asks_for_the_schema_and_reads_repaired_json(dialect: str) -> None:
+    inner = ReplayChatModel(['```json\n{"city": "北京", "days": 3,}\n```'])
+    model = with_dialect(inner, dialect).with_structured_output(Forecast, method="json_schema")
+    assert model.invoke([SystemMessage("你是助手"), HumanMessage("北京?")]) == Forecast(
+        city="北京", days=3
+    )
+    system = inner.inputs[0][0].content
+    assert system.startswith("你是助手") and '"required": ["city", "days"]' in system
+    assert "tools" not in inner.calls[0] and "<tool_call>" not in system  # no tools offered
+
+
+def test_json_mode_asks_for_an_object_and_checks_it_against_the_schema() -> None:
+    inner = ReplayChatModel(['{"city": "x", "days": 1}', '{"city": "x"}'])
+    model = with_dialect(inner, "hermes").with_structured_output(Forecast, method="json_mode")
+    assert model.invoke("hi") == Forecast(city="x", days=1)
+    assert "JSON object, and nothing else" in inner.inputs[0][0].content
+    assert '"days"' not in inner.inputs[0][0].content  # json_mode: the schema is not sent
+    with pytest.raises(OutputParserException, match="does not follow Forecast"):
+        model.invoke("hi")
+
+
+def test_structured_output_failures_raise_or_go_to_parsing_error() -> None:
+    schema = Forecast.model_json_schema()
+    inner = ReplayChatModel(["Sunny all week.", '{"city": "x"}', "[1, 2]"])
+    model = with_dialect(inner, "qwen")
+    raw = model.with_structured_output(schema, method="json_schema", include_raw=True)
+    out = raw.invoke("hi")
+    assert out["parsed"] is None and out["raw"].content == "Sunny all week."
+    assert isinstance(out["parsing_error"], OutputParserException)
+    assert "lacks the required 'days'" in str(raw.invoke("hi")["parsing_error"])
+    with pytest.raises(OutputParserException, match="not an object"):
+        model.with_structured_output(schema, method="json_schema").invoke("hi")
+
+
+def test_json_output_is_held_to_the_schemas_grammar_where_the_server_takes_one() -> None:
+    from fncall_graph.adapters.formats.grammar import schema_to_gbnf
+
+    inner = GrammarReplay(['{"city": "x", "days": 2}'] * 3)
+    model = with_dialect(inner.bind(extra_body={"n_probs": 1}), "hermes")
+    schema = model.with_structured_output(Forecast, method="json_schema")
+    assert schema.invoke("hi") == Forecast(city="x", days=2)
+    sent = inner.calls[0]["extra_body"]
+    assert sent == {"n_probs": 1, "grammar": schema_to_gbnf(Forecast.model_json_schema())}
+    assert "".join(str(c) for c in schema.stream("hi")) == str(Forecast(city="x", days=2))
+    model.with_structured_output(Forecast, method="json_mode").invoke("hi")
+    assert inner.calls[2]["extra_body"]["grammar"] == schema_to_gbnf({"type": "object"})
+
+
+class OwnStructuredOutput(GrammarReplay):
+    """A replayed model with structured output of its own, as OpenAI's or Ollama's."""
+
+    accepts_grammar: bool = False
+
+    def with_structured_output(self, schema, *, include_raw=False, **kwargs):  # type: ignore[override]
+        return RunnableLambda(lambda _: f"own {kwargs['method']} strict={kwargs.get('strict')}")
+
+
+def test_json_output_uses_the_wrapped_models_own_where_it_has_it() -> None:
+    inner = OwnStructuredOutput([])
+    for dialect in ("native", "hermes"):
+        own = with_dialect(inner, dialect).with_structured_output(
+            Forecast, method="json_schema", strict=True
+        )
+        assert own.invoke("hi") == "own json_schema strict=True"
+    # where the server takes a grammar, a prompt dialect holds the reply to the schema itself
+    held = OwnStructuredOutput(['{"city": "x", "days": 2}'], accepts_grammar=True)
+    model = with_dialect(held, "hermes").with_structured_output(Forecast, method="json_mode")
+    assert model.invoke("hi") == Forecast(city="x", days=2)
+
+
+def test_function_calling_output_passes_strict_to_the_tool_specs() -> None:
+    inner = ReplayChatModel([hermes_call("Forecast", city="x", days="2")])
+    model = with_dialect(inner, "hermes")
+    structured = model.with_structured_output(Forecast, strict=True)
+    assert structured.invoke("hi") == Forecast(city="x", days=2)
+    assert structured.first.kwargs["tools"][0]["function"]["strict"] is True
+    with pytest.raises(ValueError, match="method must be"):
+        model.with_structured_output(Forecast, method="xml")  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="unexpected arguments"):
+        model.with_structured_output(Forecast, tool_name="f")
+
+
+def test_create_agent_asks_a_grammar_server_for_json_by_response_format() -> None:
+    # where the server takes a grammar, the wrapper has structured output of its own:
+    # create_agent sends response_format, which becomes the JSON request and the grammar
+    from langchain.agents import create_agent
+
+    from fncall_graph.adapters.formats.grammar import schema_to_gbnf
+
+    inner = GrammarReplay(['{"city": "北京", "days": 2}'])
+    model = with_dialect(inner, "hermes")
+    assert model.profile == {"structured_output": True}
+    agent = create_agent(model, [], response_format=Forecast)
+    result = agent.invoke({"messages": [("user", "北京?")]})
+    assert result["structured_response"] == Forecast(city="北京", days=2)
+    assert "response_format" not in inner.calls[0]  # not a field this server reads
+    grammar = inner.calls[0]["extra_body"]["grammar"]
+    assert grammar == schema_to_gbnf(Forecast.model_json_schema())
+    assert '"required": ["city", "days"]' in inner.inputs[0][0].content
+
+
+@pytest.mark.parametrize("chunk_size", [None, 3])
+def test_an_answer_asked_for_by_response_format_is_repaired_json(chunk_size) -> None:
+    fenced = '```json\n{"city": "x", "days": 2,}\n```'
+    inner = GrammarReplay([fenced, fenced], chunk_size=chunk_size)
+    asked = {"type": "json_schema", "json_schema": {"name": "F", "schema": {"type": "object"}}}
+    model = with_dialect(inner, "qwen").bind(response_format=asked)
+    assert model.invoke("hi").content == '{"city": "x", "days": 2}'
+    assert restore_read_reply(_sum(list(model.stream("hi")))).content == (
+        '{"city": "x", "days": 2}'
+    )
+    # a model with structured output of its own and no grammar gets the field itself
+    own = OwnStructuredOutput(["{}"])
+    with_dialect(own, "hermes").bind(response_format=asked).invoke("hi")
+    assert own.calls[0]["response_format"] == asked
+    assert with_dialect(own, "hermes").profile is None

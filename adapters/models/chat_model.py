@@ -15,7 +15,8 @@ import json
 import re
 from collections.abc import AsyncIterator, Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from functools import partial
+from typing import Any, Literal
 
 from langchain_core.callbacks import (
     AsyncCallbackManager,
@@ -27,6 +28,7 @@ from langchain_core.exceptions import OutputParserException
 from langchain_core.language_models import LanguageModelInput
 from langchain_core.language_models.base import LangSmithParams
 from langchain_core.language_models.chat_models import BaseChatModel
+from langchain_core.load.serializable import SerializedConstructor, SerializedNotImplemented
 from langchain_core.messages import AIMessage, AIMessageChunk, BaseMessage, HumanMessage
 from langchain_core.messages.tool import (
     InvalidToolCall,
@@ -34,13 +36,16 @@ from langchain_core.messages.tool import (
     invalid_tool_call,
     tool_call_chunk,
 )
+from langchain_core.output_parsers.openai_tools import JsonOutputKeyToolsParser, PydanticToolsParser
 from langchain_core.outputs import ChatGeneration, ChatGenerationChunk, ChatResult
-from langchain_core.runnables import Runnable, RunnableConfig
+from langchain_core.runnables import Runnable, RunnableBinding, RunnableConfig, RunnableLambda
+from langchain_core.runnables.configurable import DynamicRunnable
 from langchain_core.tools import BaseTool
-from langchain_core.utils.function_calling import convert_to_openai_tool
+from langchain_core.utils.function_calling import convert_to_json_schema, convert_to_openai_tool
 from langchain_core.utils.json import parse_partial_json
+from langchain_core.utils.pydantic import is_basemodel_subclass
 from langgraph.constants import TAG_NOSTREAM
-from pydantic import PrivateAttr, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, PrivateAttr, field_validator, model_validator
 
 from ..formats.arg_types import tool_schemas, typed_call
 from ..formats.base import (
@@ -53,6 +58,7 @@ from ..formats.base import (
     StreamParser,
     text_of,
 )
+from ..formats.grammar import schema_to_gbnf
 from ..formats.normalize import (
     MARKUP_FORMAT_KEY,
     CallIds,
@@ -66,6 +72,14 @@ from ..formats.readers import AUTO
 from ..formats.readers.whole_reply import OPENERS, may_be_calls_only
 from ..formats.registry import get_dialect
 from .capabilities import accepts_grammar
+from .structured_output import (
+    JSON_OUTPUT_KEY,
+    asking_for_json,
+    parse_json_reply,
+    parsed_or_error,
+    repaired_json,
+    requested_json,
+)
 
 __all__ = [
     "MARKUP_FORMAT_KEY",
@@ -108,6 +122,7 @@ class _Call:
     one_call: bool = False  # a prompt dialect bound with parallel_tool_calls=False
     # the tools' parameter schemas by name, made when a call first needs them
     schemas: dict[str, Any] | None = None
+    json_answer: bool = False  # an answer asked for as JSON by ``response_format``
 
     def read(self, reply: BaseMessage) -> AIMessage:
         """The reply as the graph keeps it: calls from the field and the text merged,
@@ -120,6 +135,10 @@ class _Call:
         else:
             message = normalize(reply, self.dialect, taken_ids=self.taken, tools=self.tools)
         message = self.dialect.fit_to_tools(message, self.tools)
+        if self.json_answer and not message.tool_calls:
+            fixed = repaired_json(text_of(message.content))
+            if fixed is not None:  # read with json.loads by the caller: repaired here
+                message = message.model_copy(update={"content": fixed})
         if self.one_call and len(message.tool_calls) > 1:
             first, *rest = message.tool_calls
             extra = [self.not_run(c) for c in rest]
@@ -166,11 +185,18 @@ class DialectChatModel(BaseChatModel):
       (calls a server left as ``<tool_call>`` markup in ``content`` are read too).
 
     Attributes:
-        model: the wrapped chat model.
+        model: the wrapped chat model; it may be bound (``ChatOpenAI(...).bind(...)``, its
+            arguments go with every call) or configurable (``configurable_fields``).
         dialect: the dialect used at the model boundary.
+
+    ``temperature``, ``max_tokens``, ``stop``, ``timeout``, ``max_retries`` and
+    ``streaming`` given to the constructor are set on the wrapped model, which must
+    have that parameter; any other keyword is refused.
     """
 
-    model: BaseChatModel
+    model_config = ConfigDict(extra="forbid")
+
+    model: Runnable
     dialect: Dialect
     # native: the inner model bound to the tools, per bound tool list (the same list on
     # every call of one binding); binding converts every tool's schema again
@@ -178,27 +204,88 @@ class DialectChatModel(BaseChatModel):
         PrivateAttr(default_factory=dict)
     )
 
+    @model_validator(mode="before")
+    @classmethod
+    def _params_to_the_model(cls, data: Any) -> Any:
+        # LangChain's standard constructor parameters belong to the wrapped model
+        if not isinstance(data, dict) or not _MODEL_PARAMS.intersection(data):
+            return data
+        data = dict(data)
+        params = {k: data.pop(k) for k in _MODEL_PARAMS if k in data}
+        data["model"] = _with_params(data.get("model"), params)
+        return data
+
+    @field_validator("model", mode="before")
+    @classmethod
+    def _a_chat_model(cls, value: Any) -> Any:
+        _chat_model_in(value)  # raises for anything else
+        return value
+
     @field_validator("dialect", mode="before")
     @classmethod
     def _dialect(cls, value: Any) -> Dialect:
+        if isinstance(value, Mapping):  # as serialized (``lc_attributes``)
+            options = dict(value)
+            return get_dialect(options.pop("name", None), **options)
         return get_dialect(value)
 
     @model_validator(mode="after")
     def _profile_of_the_model(self) -> DialectChatModel:
         # what the wrapped model can do (context window, modalities) is what this one can
-        if self.profile is None and self.model.profile is not None:
-            self.profile = self.model.profile
+        if self.profile is None and self.chat_model.profile is not None:
+            self.profile = self.chat_model.profile
+        if self._json_by_prompt and not self.dialect.native and accepts_grammar(self.chat_model):
+            # JSON held to the schema by the server's grammar: structured output of its own
+            # (create_agent then asks for it by ``response_format``, see ``_prepare``)
+            self.profile = {**(self.profile or {}), "structured_output": True}
         return self
+
+    @property
+    def chat_model(self) -> BaseChatModel:
+        """The chat model inside :attr:`model` (the model itself unless bound or
+        configurable; a configurable one's default)."""
+        return _chat_model_in(self.model)
+
+    @property
+    def _json_by_prompt(self) -> bool:
+        # JSON output from the prompt (and a grammar where the server takes one), unless
+        # the wrapped model has its own and no grammar of the dialect's is to be preferred
+        chat = self.chat_model
+        own = type(chat).with_structured_output is not BaseChatModel.with_structured_output
+        return not (own and (self.dialect.native or not accepts_grammar(chat)))
 
     @property
     def model_name(self) -> str:
         """The wrapped model's name, e.g. ``"gpt-4o-mini"`` or ``"qwen3"`` (its class name
         when it has none): what LangChain's agents read to choose a strategy."""
         for attr in ("model_name", "model", "model_id"):
-            value = getattr(self.model, attr, None)
+            value = getattr(self.chat_model, attr, None)
             if isinstance(value, str) and value:
                 return value
-        return self.model.get_name()
+        return self.chat_model.get_name()
+
+    # ------------------------------------------------------------------ identity
+
+    @classmethod
+    def is_lc_serializable(cls) -> bool:
+        """Serializable (``dumpd``/``loads``) when the wrapped model is (see :meth:`to_json`)."""
+        return True
+
+    @property
+    def lc_attributes(self) -> dict[str, Any]:
+        # the dialect as its registry name and options, which the validator reads back
+        return {"dialect": _dialect_spec(self.dialect)}
+
+    def to_json(self) -> SerializedConstructor | SerializedNotImplemented:
+        """LangChain's serialized form: the wrapped model's and the dialect's, or "not
+        implemented" when either cannot be rebuilt from it (a replay, a custom dialect)."""
+        if self.chat_model.is_lc_serializable() and _dialect_spec(self.dialect) is not None:
+            return super().to_json()
+        unserializable: dict[str, Any] = dict(self.to_json_not_implemented())
+        # LangChain's cache keys a model by this form (less its repr): say which model
+        # is wrapped, so that wrappers of two models never share a cached reply
+        unserializable["identifying_params"] = self._identifying_params
+        return unserializable  # type: ignore[return-value]
 
     @property
     def _llm_type(self) -> str:
@@ -208,11 +295,14 @@ class DialectChatModel(BaseChatModel):
     def _identifying_params(self) -> dict[str, Any]:
         # the wrapped model's own parameters, so wrappers of two models never share a
         # cache entry (read only when a LangChain cache is set)
-        return {"dialect": repr(self.dialect), "model": self.model.dict()}
+        params: dict[str, Any] = {"dialect": repr(self.dialect), "model": self.chat_model.asdict()}
+        if isinstance(self.model, RunnableBinding):  # its arguments go with every call
+            params["bound"] = repr(sorted(self.model.kwargs.items()))
+        return params
 
     def _get_ls_params(self, stop: list[str] | None = None, **kwargs: Any) -> LangSmithParams:
         """Tracing parameters of the wrapped model, seen through the dialect."""
-        provider = type(self.model).__name__
+        provider = type(self.chat_model).__name__
         provider = provider[4:] if provider.startswith("Chat") else provider.removesuffix("Chat")
         model = kwargs.get("model")
         params = LangSmithParams(
@@ -221,7 +311,7 @@ class DialectChatModel(BaseChatModel):
             ls_model_type="chat",
         )
         for name, key in (("temperature", "ls_temperature"), ("max_tokens", "ls_max_tokens")):
-            value = kwargs.get(name, getattr(self.model, name, None))
+            value = kwargs.get(name, getattr(self.chat_model, name, None))
             if isinstance(value, int | float) and not isinstance(value, bool):
                 params[key] = value  # type: ignore[literal-required]
         if stop:
@@ -231,7 +321,7 @@ class DialectChatModel(BaseChatModel):
     def __repr_args__(self) -> Any:
         # LangChain puts a model's repr in every run's start event; the wrapped model's
         # full repr (a long replay, say) would be rebuilt on every call
-        return [("model", self.model.get_name()), ("dialect", self.dialect)]
+        return [("model", self.chat_model.get_name()), ("dialect", self.dialect)]
 
     # ------------------------------------------------------------------ tools
 
@@ -278,6 +368,68 @@ class DialectChatModel(BaseChatModel):
         # the dialect renders the tools as given (an MCP tool's schema as its server wrote it)
         return self.bind(tools=formatted, **{_GIVEN_TOOLS: list(tools)}, **kwargs)
 
+    def with_structured_output(
+        self,
+        schema: dict[str, Any] | type,
+        *,
+        method: Literal["function_calling", "json_schema", "json_mode"] = "function_calling",
+        include_raw: bool = False,
+        strict: bool | None = None,
+        **kwargs: Any,
+    ) -> Runnable[LanguageModelInput, dict[str, Any] | BaseModel]:
+        """Replies as ``schema``: a pydantic model, a ``TypedDict`` or a JSON schema.
+
+        Args:
+            schema: what to return; a pydantic model's instance, else a dict.
+            method: ``"function_calling"``: a forced call of a tool made from ``schema``,
+                through the dialect (see :meth:`bind_tools`: held to the dialect's
+                calls-only grammar where the server takes one, else asked once more).
+                ``"json_schema"`` / ``"json_mode"``: JSON, by the wrapped model's own
+                structured output where it has it (the native dialect, or a model with
+                its own ``with_structured_output`` whose server takes no grammar);
+                else the prompt asks for JSON (following the schema, for
+                ``"json_schema"``), held to a grammar made from the schema where the
+                server takes one, and the reply is repaired and checked against the schema.
+            include_raw: return ``{"raw", "parsed", "parsing_error"}``; a reply that
+                cannot be read as ``schema`` then sets ``parsing_error`` instead of raising.
+            strict: hold the reply to the schema: passed to the wrapped model's structured
+                output or to :meth:`bind_tools`; on the prompt path a grammar already does.
+            **kwargs: refused (a clear error rather than silently ignored).
+
+        Raises:
+            ValueError: for an unknown ``method`` or unexpected keyword arguments.
+            OutputParserException: at call time, for a reply that is not ``schema``
+                (without ``include_raw``).
+        """
+        if kwargs:
+            raise ValueError(f"with_structured_output: unexpected arguments {sorted(kwargs)}")
+        if method not in ("function_calling", "json_schema", "json_mode"):
+            raise ValueError(
+                f"with_structured_output: method must be 'function_calling', 'json_schema' "
+                f"or 'json_mode', got {method!r}"
+            )
+        shape = {"kwargs": {"method": method, "strict": strict}, "schema": schema}
+        if method == "function_calling":
+            name = convert_to_openai_tool(schema)["function"]["name"]
+            llm = self.bind_tools(
+                [schema], tool_choice=name, strict=strict, ls_structured_output_format=shape
+            )
+            parser: Runnable[Any, Any] = (
+                PydanticToolsParser(tools=[schema], first_tool_only=True)
+                if isinstance(schema, type) and is_basemodel_subclass(schema)
+                else JsonOutputKeyToolsParser(key_name=name, first_tool_only=True)
+            )
+            return parsed_or_error(llm, parser, include_raw=include_raw)
+        if not self._json_by_prompt:
+            extra = {} if strict is None else {"strict": strict}
+            return self.model.with_structured_output(
+                schema, method=method, include_raw=include_raw, **extra
+            )
+        wanted = convert_to_json_schema(schema) if method == "json_schema" else None
+        llm = self.bind(**{JSON_OUTPUT_KEY: {"schema": wanted}}, ls_structured_output_format=shape)
+        read = RunnableLambda(partial(parse_json_reply, schema=schema))
+        return parsed_or_error(llm, read, include_raw=include_raw)
+
     # ------------------------------------------------------------------ calls
 
     def _prepare(
@@ -293,6 +445,21 @@ class DialectChatModel(BaseChatModel):
         tools = kwargs.pop(_GIVEN_TOOLS, None) or formatted
         tool_choice = kwargs.pop("tool_choice", None)
         options: dict[str, Any] = kwargs.pop(_TOOL_OPTIONS, None) or {}
+        json_output = kwargs.pop(JSON_OUTPUT_KEY, None)
+        json_answer = False
+        if json_output is not None:
+            # with_structured_output: the answer is to be JSON, no tools offered
+            formatted = tools = None
+        elif self._json_by_prompt and (wanted := requested_json(kwargs.get("response_format"))):
+            # an OpenAI ``response_format`` (create_agent's provider strategy) this model
+            # cannot take as a request field: asked for in the prompt instead
+            del kwargs["response_format"]
+            json_output, json_answer = wanted, True
+        if json_output is not None:
+            messages = asking_for_json(messages, json_output["schema"])
+            if not tools and accepts_grammar(self.chat_model):
+                grammar = schema_to_gbnf(json_output["schema"] or {"type": "object"})
+                _with_grammar(kwargs, grammar, self.model)
         inner: Runnable[LanguageModelInput, BaseMessage] = self.model
         names = None
         forced = False
@@ -307,14 +474,13 @@ class DialectChatModel(BaseChatModel):
             forced = bool(tools) and _forces_a_call(tool_choice)
             if (
                 (forced or options.get("strict"))
-                and accepts_grammar(self.model)
+                and accepts_grammar(self.chat_model)
                 and "grammar" not in (kwargs.get("extra_body") or {})
             ):
                 # the server can hold the reply to the chosen tools' calls and schemas
                 grammar = self.dialect.grammar(tools, require_call=forced)
                 if grammar is not None:
-                    extra = kwargs.get("extra_body") or getattr(self.model, "extra_body", None)
-                    kwargs["extra_body"] = {**(extra or {}), "grammar": grammar}
+                    _with_grammar(kwargs, grammar, self.model)
         merged = list(dict.fromkeys([*self.dialect.stop, *(stop or [])]))
         if merged:
             kwargs["stop"] = merged
@@ -328,6 +494,7 @@ class DialectChatModel(BaseChatModel):
         call = _Call(self.dialect, inner, rendered, kwargs, tools, names, taken)
         call.forced = not self.dialect.native and forced
         call.one_call = not self.dialect.native and options.get("parallel_tool_calls") is False
+        call.json_answer = json_answer
         return call
 
     def _bound_to(
@@ -336,11 +503,23 @@ class DialectChatModel(BaseChatModel):
         key = (id(tools), repr(tool_choice), repr(sorted(options.items())))
         held = self._bound.get(key)
         if held is None or held[0] is not tools:  # the list is kept, so its id stays its own
-            held = (tools, self.model.bind_tools(tools, tool_choice=tool_choice, **options))
+            bound = self.chat_model.bind_tools(tools, tool_choice=tool_choice, **options)
+            if isinstance(self.model, RunnableBinding):  # the model's own bound arguments
+                bound = RunnableBinding(
+                    bound=bound, kwargs=self.model.kwargs, config=self.model.config
+                )
+            held = (tools, bound)
             self._bound[key] = held
             if len(self._bound) > 8:  # callers that bind anew for every call never hit
                 del self._bound[next(iter(self._bound))]
         return held[1]
+
+    def _configured(self, config: RunnableConfig | None) -> DialectChatModel:
+        """This wrapper with a configurable model resolved for ``config``."""
+        if not (config and isinstance(self.model, DynamicRunnable)):
+            return self
+        model, _ = self.model.prepare(config)
+        return type(self)(model=model, dialect=self.dialect, profile=self.profile)
 
     def invoke(
         self,
@@ -352,6 +531,8 @@ class DialectChatModel(BaseChatModel):
     ) -> AIMessage:
         """LangChain's ``invoke``; a reply it added up from a stream gets its unreadable
         calls' errors back (:func:`restore_read_reply`)."""
+        if (model := self._configured(config)) is not self:
+            return model.invoke(input, config, stop=stop, **kwargs)
         reply = super().invoke(input, config, stop=stop, **kwargs)
         return restore_read_reply(reply)  # type: ignore[return-value]
 
@@ -364,8 +545,39 @@ class DialectChatModel(BaseChatModel):
         **kwargs: Any,
     ) -> AIMessage:
         """As :meth:`invoke`."""
+        if (model := self._configured(config)) is not self:
+            return await model.ainvoke(input, config, stop=stop, **kwargs)
         reply = await super().ainvoke(input, config, stop=stop, **kwargs)
         return restore_read_reply(reply)  # type: ignore[return-value]
+
+    def stream(
+        self,
+        input: LanguageModelInput,
+        config: RunnableConfig | None = None,
+        *,
+        stop: list[str] | None = None,
+        **kwargs: Any,
+    ) -> Iterator[AIMessageChunk]:
+        """LangChain's ``stream``, a configurable model resolved for ``config`` first."""
+        model = self._configured(config)
+        if model is not self:
+            yield from model.stream(input, config, stop=stop, **kwargs)
+        else:
+            yield from super().stream(input, config, stop=stop, **kwargs)
+
+    async def astream(
+        self,
+        input: LanguageModelInput,
+        config: RunnableConfig | None = None,
+        *,
+        stop: list[str] | None = None,
+        **kwargs: Any,
+    ) -> AsyncIterator[AIMessageChunk]:
+        """As :meth:`stream`."""
+        model = self._configured(config)
+        stream = model.astream if model is not self else super().astream
+        async for chunk in stream(input, config, stop=stop, **kwargs):
+            yield chunk
 
     def _generate(
         self,
@@ -426,7 +638,9 @@ class DialectChatModel(BaseChatModel):
         yield ChatGenerationChunk(message=state.close())
 
 
-def with_dialect(model: BaseChatModel, dialect: str | Dialect) -> DialectChatModel:
+def with_dialect(
+    model: BaseChatModel | Runnable[LanguageModelInput, BaseMessage], dialect: str | Dialect
+) -> DialectChatModel:
     """Give ``model`` tool calling through ``dialect``.
 
     The result is a LangChain chat model: ``bind_tools``, ``invoke``, ``stream``,
@@ -435,7 +649,8 @@ def with_dialect(model: BaseChatModel, dialect: str | Dialect) -> DialectChatMod
 
     Args:
         model: any LangChain chat model, e.g. ``ChatOllama(model="qwen2.5:0.5b")`` or
-            ``ChatOpenAI(base_url=...)`` on a server without a tool parser.
+            ``ChatOpenAI(base_url=...)`` on a server without a tool parser; bound
+            (``.bind(...)``) or configurable (``.configurable_fields(...)``) too.
         dialect: ``"hermes"`` (alias ``"nous"``), ``"qwen"``, ``"react"``, ``"native"``,
             or a :class:`~fncall_graph.adapters.formats.base.Dialect` instance (e.g.
             ``get_dialect("qwen", lang="zh")``).
@@ -489,6 +704,91 @@ def _child(
     manager.add_metadata(run_manager.inheritable_metadata)
     manager.add_tags([TAG_NOSTREAM], inherit=False)
     return manager
+
+
+#: LangChain's standard chat-model constructor parameters, set on the wrapped model
+_MODEL_PARAMS = frozenset(
+    {"temperature", "max_tokens", "stop", "timeout", "max_retries", "streaming"}
+)
+
+
+def _chat_model_in(model: Any) -> BaseChatModel:
+    """The chat model a runnable wraps: itself, a binding's, a configurable one's default."""
+    inner = model
+    while not isinstance(inner, BaseChatModel):
+        if isinstance(inner, RunnableBinding):
+            inner = inner.bound
+        elif isinstance(inner, DynamicRunnable):
+            inner = inner.default
+        else:
+            raise TypeError(
+                "with_dialect: model must be a chat model (or one bound with .bind(...) or "
+                f"made configurable), got {type(model).__name__}"
+            )
+    return inner
+
+
+def _with_params(model: Any, params: dict[str, Any]) -> BaseChatModel:
+    """``model`` rebuilt with LangChain's standard ``params`` set, each by its field's
+    name or alias (``timeout`` is ``ChatOpenAI``'s ``request_timeout``); rebuilt, not
+    copied, so that clients made from them (timeouts, retries) are made again."""
+    if not isinstance(model, BaseChatModel):
+        raise TypeError(
+            f"with_dialect: {', '.join(sorted(params))} can be set here only on a chat model; "
+            f"set them on the model before binding or making it configurable "
+            f"(got {type(model).__name__})"
+        )
+    fields = type(model).model_fields
+    by_name = bool(
+        model.model_config.get("populate_by_name") or model.model_config.get("validate_by_name")
+    )
+
+    def key(name: str) -> str:
+        field = fields[name]
+        return name if by_name or field.alias is None else field.alias
+
+    named: dict[str, str] = {}
+    for param in params:
+        found = next(
+            (n for n, f in fields.items() if param in (n, f.alias) and not f.exclude), None
+        )
+        if found is None:
+            raise ValueError(
+                f"with_dialect: {type(model).__name__} has no {param!r} parameter; the "
+                "wrapper passes it to the wrapped model and has none of its own"
+            )
+        named[param] = found
+    # what was given when it was made, less runtime state (clients are excluded fields)
+    kept = {
+        key(n): getattr(model, n)
+        for n in model.model_fields_set
+        if n in fields and not fields[n].exclude and n not in named.values()
+    }
+    return type(model)(**kept, **{key(named[p]): v for p, v in params.items()})
+
+
+def _dialect_spec(dialect: Dialect) -> dict[str, Any] | None:
+    """``dialect`` as its registry name and options, or ``None`` when those do not make
+    the same dialect again (a custom dialect)."""
+    options = {k: v for k, v in vars(dialect).items() if not k.startswith("_")}
+    try:
+        again = get_dialect(dialect.name, **options)
+    except (TypeError, ValueError):
+        return None
+    return {"name": dialect.name, **options} if repr(again) == repr(dialect) else None
+
+
+def _with_grammar(kwargs: dict[str, Any], grammar: str, model: Runnable) -> None:
+    """Put ``grammar`` in the request's ``extra_body`` unless the caller sent one; the
+    model's own ``extra_body`` (bound, or its field) is kept."""
+    extra = (
+        kwargs.get("extra_body")
+        or (model.kwargs.get("extra_body") if isinstance(model, RunnableBinding) else None)
+        or getattr(_chat_model_in(model), "extra_body", None)
+        or {}
+    )
+    if "grammar" not in extra:
+        kwargs["extra_body"] = {**extra, "grammar": grammar}
 
 
 # asked once more when a forcing tool_choice got an answer without a call
@@ -670,6 +970,11 @@ class _StreamState:
                 self._call(out, {**c, "id": self.ids.assign(c.get("id"))})
             if not self.calls and not self.unreadable:
                 self._fitted_late(out)
+            if self.call.json_answer and not self.calls:
+                fixed = repaired_json("".join(self.shown))
+                if fixed is not None and fixed != "".join(self.shown):
+                    kept = out["additional_kwargs"].setdefault(READ_REPLY_KEY, {})
+                    kept["content"] = fixed
         elif self.inner is not None:
             self._read_native(out, meta)
         return AIMessageChunk(**out, response_metadata=meta, chunk_position="last")

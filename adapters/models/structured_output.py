@@ -1,0 +1,140 @@
+"""Structured output as JSON for a model with no support of its own.
+
+:meth:`DialectChatModel.with_structured_output
+<fncall_graph.adapters.models.chat_model.DialectChatModel.with_structured_output>` asks
+for JSON in the prompt (with the schema for ``method="json_schema"``), holds the reply to
+it with a grammar where the server takes one, then reads the reply here: JSON repaired
+as a model writes it, then checked against the schema.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Mapping
+from operator import itemgetter
+from typing import Any
+
+from langchain_core.exceptions import OutputParserException
+from langchain_core.language_models import LanguageModelInput
+from langchain_core.messages import BaseMessage, SystemMessage
+from langchain_core.runnables import Runnable, RunnableMap, RunnablePassthrough
+from langchain_core.utils.function_calling import convert_to_json_schema
+from langchain_core.utils.pydantic import is_basemodel_subclass
+from pydantic import ValidationError
+
+from ..formats.base import loads_lenient, text_of
+
+__all__ = [
+    "JSON_OUTPUT_KEY",
+    "asking_for_json",
+    "parse_json_reply",
+    "parsed_or_error",
+    "repaired_json",
+    "requested_json",
+]
+
+#: bound keyword argument of a call whose reply is to be JSON: ``{"schema": ...}``
+#: (a JSON schema, or ``None`` for any object)
+JSON_OUTPUT_KEY = "dialect_json_output"
+
+_ASK_SCHEMA = (
+    "Answer with one JSON object that follows this JSON schema, and nothing else: no "
+    "prose, no code fence.\n{schema}"
+)
+_ASK_OBJECT = "Answer with one JSON object, and nothing else: no prose, no code fence."
+_FENCE = re.compile(r"^\s*```[a-zA-Z]*\s*\n?(.*?)\n?\s*```\s*$", re.DOTALL)
+
+
+def asking_for_json(
+    messages: list[BaseMessage], schema: Mapping[str, Any] | None
+) -> list[BaseMessage]:
+    """``messages`` with the request for JSON (following ``schema``) in the system message."""
+    ask = (
+        _ASK_SCHEMA.format(schema=json.dumps(schema, ensure_ascii=False)) if schema else _ASK_OBJECT
+    )
+    if messages and isinstance(messages[0], SystemMessage):
+        first = text_of(messages[0].content)
+        return [SystemMessage(f"{first}\n\n{ask}" if first else ask), *messages[1:]]
+    return [SystemMessage(ask), *messages]
+
+
+def requested_json(response_format: Any) -> dict[str, Any] | None:
+    """What an OpenAI ``response_format`` asks for, as ``{"schema": ...}`` (``None`` for
+    any object), or ``None`` when it asks for no JSON (or is not OpenAI's)."""
+    if not isinstance(response_format, Mapping):
+        return None
+    kind = response_format.get("type")
+    if kind == "json_object":
+        return {"schema": None}
+    spec = response_format.get("json_schema")
+    if kind == "json_schema" and isinstance(spec, Mapping):
+        return {"schema": spec.get("schema")}
+    return None
+
+
+def repaired_json(text: str) -> str | None:
+    """The JSON object ``text`` holds (fenced, or as a model breaks it) as plain JSON,
+    or ``None`` when it holds none."""
+    fenced = _FENCE.match(text)
+    try:
+        value = loads_lenient(fenced.group(1) if fenced else text)
+    except ValueError:
+        return None
+    return json.dumps(value, ensure_ascii=False) if isinstance(value, dict) else None
+
+
+def parse_json_reply(message: BaseMessage, schema: Mapping[str, Any] | type | None) -> Any:
+    """The JSON object a reply holds, checked against ``schema``.
+
+    Returns:
+        an instance of ``schema`` when it is a pydantic model, else the object.
+
+    Raises:
+        OutputParserException: when the reply holds no JSON object, or one that does not
+            follow ``schema`` (a pydantic model's validation; a JSON schema's required keys).
+    """
+    text = text_of(message.content)
+    fenced = _FENCE.match(text)
+    try:
+        value = loads_lenient(fenced.group(1) if fenced else text)
+    except ValueError as exc:
+        raise OutputParserException(
+            f"the reply holds no JSON object ({exc}): {text[:200]!r}", llm_output=text
+        ) from exc
+    if not isinstance(value, dict):
+        raise OutputParserException(
+            f"the reply's JSON is a {type(value).__name__}, not an object: {text[:200]!r}",
+            llm_output=text,
+        )
+    if isinstance(schema, type) and is_basemodel_subclass(schema):
+        try:
+            return schema.model_validate(value)
+        except ValidationError as exc:
+            raise OutputParserException(
+                f"the reply's JSON does not follow {schema.__name__}: {exc}", llm_output=text
+            ) from exc
+    if schema is not None:
+        required = convert_to_json_schema(schema).get("required") or []
+        missing = [k for k in required if k not in value]
+        if missing:
+            raise OutputParserException(
+                f"the reply's JSON lacks the required {', '.join(map(repr, missing))}: "
+                f"{text[:200]!r}",
+                llm_output=text,
+            )
+    return value
+
+
+def parsed_or_error(
+    llm: Runnable[LanguageModelInput, Any], parser: Runnable[Any, Any], *, include_raw: bool
+) -> Runnable[LanguageModelInput, Any]:
+    """``llm | parser``; with ``include_raw``, ``{"raw", "parsed", "parsing_error"}`` as
+    LangChain's own ``with_structured_output`` returns it."""
+    if not include_raw:
+        return llm | parser
+    parsed = RunnablePassthrough.assign(
+        parsed=itemgetter("raw") | parser, parsing_error=lambda _: None
+    )
+    unparsed = RunnablePassthrough.assign(parsed=lambda _: None)
+    return RunnableMap(raw=llm) | parsed.with_fallbacks([unparsed], exception_key="parsing_error")
