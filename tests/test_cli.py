@@ -211,6 +211,8 @@ def test_demo_plays_the_recording_then_the_live_model(tmp_path: Path) -> None:
         assert escaped not in out
     assert "Database error executing" not in out
     assert "mcp-servers.log" in done.stderr
+    # a turn stopped by max_iterations says so once, as its answer, not again as a note
+    assert "(I stopped after" not in done.stderr
 
 
 def write_then_answers(tmp_path: Path) -> Path:

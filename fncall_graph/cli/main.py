@@ -378,7 +378,7 @@ def _demo_session(
             for number, question in enumerate(example.QUESTIONS, 1):
                 ui.heading(f"Q{number}> {question}")
                 outcome = session.ask(question)
-                if outcome.stopped:
+                if outcome.stopped and outcome.answer is None:  # a stop message was shown
                     ui.note(f"({outcome.stopped})")
         now = example.table_rows(db)
         ui.heading(
