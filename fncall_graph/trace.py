@@ -81,6 +81,7 @@ class RawOutputRecorder(BaseCallbackHandler):
 
     # inline: the records must be complete when the model node's update is streamed
     run_inline = True
+    fncall_sees_wrapped_run = True  # SEES_WRAPPED_RUN: the wrapped model's own run too
 
     def __init__(self) -> None:
         self._lock = threading.Lock()

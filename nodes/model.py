@@ -103,6 +103,7 @@ class _SentInput(BaseCallbackHandler):
     """
 
     run_inline = True
+    fncall_sees_wrapped_run = True  # SEES_WRAPPED_RUN: the wrapped model's own run too
 
     def __init__(self) -> None:
         self.wrapper: UUID | None = None

@@ -505,3 +505,40 @@ def test_an_answer_asked_for_by_response_format_is_repaired_json(chunk_size) -> 
     with_dialect(own, "hermes").bind(response_format=asked).invoke("hi")
     assert own.calls[0]["response_format"] == asked
     assert with_dialect(own, "hermes").profile is None
+
+
+@pytest.mark.parametrize("dialect", ["native", "hermes"])
+def test_callbacks_see_one_run_per_call_and_its_usage_once(dialect: str) -> None:
+    """The wrapped model's own run is seen only by handlers that ask for it: a usage
+    counter counts a call once, invoke and stream alike, and sees one chat-model run."""
+    from langchain_core.callbacks import UsageMetadataCallbackHandler
+
+    usage = {"input_tokens": 10, "output_tokens": 5, "total_tokens": 15}
+
+    class Starts(BaseCallbackHandler):
+        def __init__(self) -> None:
+            self.starts = 0
+
+        def on_chat_model_start(self, serialized, messages, **kwargs) -> None:  # type: ignore[no-untyped-def]
+            self.starts += 1
+
+    class SeesInner(Starts):
+        fncall_sees_wrapped_run = True
+
+    for way in ("invoke", "stream"):
+        out = {
+            "content": "Sunny.",
+            "usage_metadata": usage,
+            "response_metadata": {"model_name": "m"},
+        }
+        model = with_dialect(ReplayChatModel([out]), dialect)
+        counted, plain, opted = UsageMetadataCallbackHandler(), Starts(), SeesInner()
+        config = {"callbacks": [counted, plain, opted]}
+        if way == "invoke":
+            reply = model.invoke("Weather?", config)
+        else:
+            reply = _sum(list(model.stream("Weather?", config)))
+        assert reply.usage_metadata["total_tokens"] == 15, way
+        assert counted.usage_metadata == {"m": usage}, way
+        assert plain.starts == 1, way
+        assert opted.starts == (2 if way == "invoke" else 1), way

@@ -39,6 +39,7 @@ from langchain_core.messages.tool import (
 from langchain_core.output_parsers.openai_tools import JsonOutputKeyToolsParser, PydanticToolsParser
 from langchain_core.outputs import ChatGeneration, ChatGenerationChunk, ChatResult
 from langchain_core.runnables import Runnable, RunnableBinding, RunnableConfig, RunnableLambda
+from langchain_core.runnables.config import ensure_config, get_callback_manager_for_config
 from langchain_core.runnables.configurable import DynamicRunnable
 from langchain_core.tools import BaseTool
 from langchain_core.utils.function_calling import convert_to_json_schema, convert_to_openai_tool
@@ -84,6 +85,7 @@ from .structured_output import (
 __all__ = [
     "MARKUP_FORMAT_KEY",
     "READ_REPLY_KEY",
+    "SEES_WRAPPED_RUN",
     "DialectChatModel",
     "restore_read_reply",
     "with_dialect",
@@ -96,6 +98,12 @@ _HOLD = sorted(
 _HOLD_MARKERS = re.compile("|".join(map(re.escape, _HOLD)))
 _LONGEST = max(map(len, _HOLD)) - 1
 _MARKER_PREFIXES = frozenset(m[:j] for m in _HOLD for j in range(1, len(m)))
+
+#: A callback handler with this attribute set to ``True`` also sees the wrapped model's
+#: own run (the rendered prompt it was sent, its reply before reading). Every other
+#: handler (usage counters, tracers, ``astream_events``) sees one chat-model run per
+#: call, the wrapper's, with its input, its read reply and the usage once.
+SEES_WRAPPED_RUN = "fncall_sees_wrapped_run"
 
 # bound with the tools: the tools as given to bind_tools, before conversion
 _GIVEN_TOOLS = "dialect_tools"
@@ -484,12 +492,7 @@ class DialectChatModel(BaseChatModel):
         merged = list(dict.fromkeys([*self.dialect.stop, *(stop or [])]))
         if merged:
             kwargs["stop"] = merged
-        # BaseChatModel hands ``_stream`` no run manager: then the inner run falls back
-        # to the caller's context config and only needs the tag.
-        config: RunnableConfig = {"tags": [TAG_NOSTREAM]}
-        if run_manager is not None:
-            config = {"callbacks": _child(run_manager)}
-        kwargs["config"] = config
+        kwargs["config"] = {"callbacks": _child(run_manager)}
         taken = used_call_ids(messages)
         call = _Call(self.dialect, inner, rendered, kwargs, tools, names, taken)
         call.forced = not self.dialect.native and forced
@@ -690,18 +693,30 @@ def with_dialect(
 
 
 def _child(
-    run_manager: CallbackManagerForLLMRun | AsyncCallbackManagerForLLMRun,
+    run_manager: CallbackManagerForLLMRun | AsyncCallbackManagerForLLMRun | None,
 ) -> CallbackManager | AsyncCallbackManager:
-    """Callbacks for the inner call: traced under this run, kept out of message streams."""
-    cls = (
-        AsyncCallbackManager
-        if isinstance(run_manager, AsyncCallbackManagerForLLMRun)
-        else CallbackManager
-    )
-    manager = cls(handlers=[], parent_run_id=run_manager.run_id)
-    manager.set_handlers(run_manager.inheritable_handlers)
-    manager.add_tags(run_manager.inheritable_tags)
-    manager.add_metadata(run_manager.inheritable_metadata)
+    """Callbacks for the inner call: the handlers that ask to see it (``SEES_WRAPPED_RUN``),
+    under this run, kept out of message streams."""
+    if run_manager is None:
+        # BaseChatModel.stream hands ``_stream`` no run manager: the caller's config's
+        manager: CallbackManager | AsyncCallbackManager = get_callback_manager_for_config(
+            ensure_config()
+        )
+        parent, handlers = manager.parent_run_id, manager.inheritable_handlers
+        tags, metadata = manager.inheritable_tags, manager.inheritable_metadata
+        cls: type[CallbackManager] | type[AsyncCallbackManager] = CallbackManager
+    else:
+        parent, handlers = run_manager.run_id, run_manager.inheritable_handlers
+        tags, metadata = run_manager.inheritable_tags, run_manager.inheritable_metadata
+        cls = (
+            AsyncCallbackManager
+            if isinstance(run_manager, AsyncCallbackManagerForLLMRun)
+            else CallbackManager
+        )
+    manager = cls(handlers=[], parent_run_id=parent)
+    manager.set_handlers([h for h in handlers if getattr(h, SEES_WRAPPED_RUN, False)])
+    manager.add_tags(tags)
+    manager.add_metadata(metadata)
     manager.add_tags([TAG_NOSTREAM], inherit=False)
     return manager
 

@@ -246,6 +246,8 @@ class _CancelOnInterrupt(BaseCallbackHandler):
 
     raise_error = True
     run_inline = True
+    # the wrapped model's own tokens: its generation stops at once, not at its end
+    fncall_sees_wrapped_run = True  # SEES_WRAPPED_RUN
 
     def __init__(self) -> None:
         self.interrupted = threading.Event()
