@@ -31,6 +31,11 @@ from mcp.client.auth.extensions.client_credentials import (
 from mcp.shared.auth import OAuthClientInformationFull, OAuthClientMetadata, OAuthToken
 from pydantic import AnyUrl
 
+try:  # mcp 2.x: the authorization callback answers with a model
+    from mcp.shared.auth import AuthorizationCodeResult
+except ImportError:  # mcp 1.x: with a (code, state) pair
+    AuthorizationCodeResult = None
+
 from fncall_graph import MCPToolkit, create_fncall_graph
 from fncall_graph.testing import ReplayChatModel
 
@@ -78,10 +83,13 @@ class Browser:
             raise RuntimeError(f"authorization refused: {location}")
         self.code = (query["code"][0], (query.get("state") or [None])[0])
 
-    async def callback(self) -> tuple[str, str | None]:
+    async def callback(self) -> Any:
+        """The code and state, in the shape the installed MCP SDK takes them."""
         assert self.code is not None, "no authorization code: the page was not opened"
-        code, self.code = self.code, None
-        return code
+        (code, state), self.code = self.code, None
+        if AuthorizationCodeResult is not None:
+            return AuthorizationCodeResult(code=code, state=state)
+        return code, state
 
 
 async def oauth(url: str, scenario: str, context: dict[str, Any]) -> httpx.Auth:
