@@ -14,7 +14,12 @@ from mcp.types import InitializeResult
 if TYPE_CHECKING:
     from .stack import Handlers
 
-__all__ = ["MCPError", "http", "open_session"]
+__all__ = ["MCPError", "http", "http_refusal", "open_session"]
+
+
+def http_refusal(session: Any) -> None:
+    """mcp 1.x raises an HTTP refusal itself: the session ends on it."""
+    return None
 
 
 @asynccontextmanager

@@ -17,7 +17,20 @@ from mcp.types import Implementation, InitializeResult
 if TYPE_CHECKING:
     from .stack import Handlers
 
-__all__ = ["MCPError", "http", "open_session"]
+__all__ = ["MCPError", "http", "http_refusal", "open_session"]
+
+
+class _Client(Client):
+    """mcp 2.x's ``Client``, keeping the HTTP refusal of the latest request it sent: the
+    SDK answers a refused request with a bare "Server returned an error response"."""
+
+    refused: http.HTTPStatusError | None = None
+
+
+def http_refusal(session: Any) -> http.HTTPStatusError | None:
+    """The HTTP 401/403 the latest request of ``session`` was refused with, if it was."""
+    return getattr(session, "refused", None)
+
 
 # Connection keys with no counterpart in mcp 2.x, said when used rather than ignored
 _NO_TRANSPORT = "the websocket transport is not in mcp 2.x; use streamable_http"
@@ -29,7 +42,9 @@ def _seconds(value: float | timedelta | None, default: float) -> float:
     return value.total_seconds() if isinstance(value, timedelta) else float(value)
 
 
-async def _http_client(connection: Mapping[str, Any], stack: AsyncExitStack) -> http.AsyncClient:
+async def _http_client(
+    connection: Mapping[str, Any], stack: AsyncExitStack, noted: list[_Client]
+) -> http.AsyncClient:
     headers = connection.get("headers")
     timeout = http.Timeout(
         _seconds(connection.get("timeout"), 30.0),
@@ -42,6 +57,18 @@ async def _http_client(connection: Mapping[str, Any], stack: AsyncExitStack) -> 
         client = http.AsyncClient(
             headers=headers, timeout=timeout, auth=connection.get("auth"), follow_redirects=True
         )
+
+    async def note(response: http.Response) -> None:
+        # an auth flow may retry after a refusal: the latest response is what counts
+        if noted:
+            refused = response.status_code in (401, 403)
+            noted[0].refused = (
+                http.HTTPStatusError("refused", request=response.request, response=response)
+                if refused
+                else None
+            )
+
+    client.event_hooks["response"] = [*client.event_hooks["response"], note]
     return await stack.enter_async_context(client)
 
 
@@ -53,6 +80,7 @@ async def open_session(
     the server said at the start, as an ``InitializeResult``."""
     transport = connection["transport"]
     async with AsyncExitStack() as stack:
+        noted: list[_Client] = []  # the client, once made, for the HTTP client's hook
         server: Any
         if transport == "stdio":
             server = StdioServerParameters(
@@ -66,7 +94,7 @@ async def open_session(
         elif transport in ("streamable_http", "streamable-http", "http"):
             server = streamable_http_client(
                 connection["url"],
-                http_client=await _http_client(connection, stack),
+                http_client=await _http_client(connection, stack, noted),
                 terminate_on_close=connection.get("terminate_on_close", True),
             )
         elif transport == "sse":
@@ -79,7 +107,7 @@ async def open_session(
             )
         else:
             raise ValueError(_NO_TRANSPORT if transport == "websocket" else transport)
-        client = Client(
+        client = _Client(
             server,
             logging_callback=handlers.logging,
             # the server decides what to send, as on a 2025-11-25 session
@@ -89,6 +117,7 @@ async def open_session(
             list_roots_callback=handlers.list_roots,
             **(connection.get("session_kwargs") or {}),
         )
+        noted.append(client)
         await stack.enter_async_context(client)
         init = InitializeResult(
             protocolVersion=client.protocol_version,

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 import anyio
+import pydantic
 from langchain_core.tools import ToolException
 from mcp.types import (
     CONNECTION_CLOSED,
@@ -37,7 +38,7 @@ from .errors import (
     MCPServerError,
     MCPToolTimeoutError,
 )
-from .stack import Handlers, MCPError, http, open_session, wire
+from .stack import Handlers, MCPError, http, http_refusal, open_session, wire
 
 __all__ = ["CallHooks", "Link", "Server", "callable_tools", "log_server_message", "paginate"]
 
@@ -346,9 +347,18 @@ class Server:
 
     async def list_tools(self) -> list[dict[str, Any]]:
         """The server's tools (every page) that this client can call."""
-        listed: list[dict[str, Any]] = await self.request(
-            "tools/list", lambda s: paginate(lambda c: s.list_tools(cursor=c), "tools")
-        )
+        try:
+            listed: list[dict[str, Any]] = await self.request(
+                "tools/list", lambda s: paginate(lambda c: s.list_tools(cursor=c), "tools")
+            )
+        except pydantic.ValidationError as exc:  # mcp 2.x checks every tool of a page
+            first = exc.errors()[0]
+            where = ".".join(str(part) for part in first["loc"])
+            raise MCPServerError(
+                self.name,
+                f"its tools/list answer does not follow the MCP schema, and this MCP SDK "
+                f"refuses it whole: {where}: {first['msg']}",
+            ) from exc
         return callable_tools(self.name, listed)
 
     async def call_tool(
@@ -527,6 +537,9 @@ class Server:
         except MCPError as exc:
             if exc.error.code == CONNECTION_CLOSED:
                 raise Disconnected(exc) from exc
+            refused = auth_refusal(http_refusal(link.session))
+            if refused is not None:
+                raise MCPAuthError(self.name, f"{what} refused the credentials: {refused}") from exc
             raise ToolException(
                 f"MCP server {self.name!r}: {what} failed: {exc.error.message}"
             ) from exc
