@@ -199,11 +199,19 @@ SESSION_TESTS = [
     "test_progress_streams_as_custom_events_and_logs_go_to_python_logging",
     "test_weather_over_streamable_http",
 ]
+# and of test_mcp_faults.py: the fault reports that mean the same on both stacks (mcp
+# 2.x refuses a whole tools/list page over one bad tool, said as an MCPServerError)
+FAULT_TESTS = [
+    "test_a_ref_the_client_cannot_follow_leaves_the_tool_and_the_toolkit_working",
+    "test_a_servers_questions_are_answered_into_the_same_call",
+    "test_refused_credentials_are_reported_as_such_not_as_a_lost_connection",
+    "test_a_question_whose_process_ended_is_answered_when_the_call_runs_again",
+]
 
 if GENERATION == 1:
 
     def test_the_mcp_tests_pass_on_the_mcp2_stack() -> None:
-        """This module, the server-everything suite and the session tests, on mcp 2.x."""
+        """This module, the server-everything suite, the session and fault tests, on mcp 2.x."""
         python = python_for("mcp2")
         tests = Path(__file__).parent
         done = subprocess.run(
@@ -217,6 +225,7 @@ if GENERATION == 1:
                 str(Path(__file__)),
                 str(tests / "test_server_everything.py"),
                 *(f"{tests / 'test_mcp.py'}::{name}" for name in SESSION_TESTS),
+                *(f"{tests / 'test_mcp_faults.py'}::{name}" for name in FAULT_TESTS),
             ],
             cwd=ROOT,
             # the mcp 1.x test servers run on this environment's Python (mcp-server-sqlite
