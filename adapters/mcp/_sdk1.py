@@ -12,7 +12,7 @@ from mcp import McpError as MCPError
 from mcp.types import InitializeResult
 
 if TYPE_CHECKING:
-    from .stack import Handlers
+    from .handlers import Handlers
 
 __all__ = ["MCPError", "http", "http_refusal", "open_session"]
 

@@ -15,7 +15,7 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp.types import Implementation, InitializeResult
 
 if TYPE_CHECKING:
-    from .stack import Handlers
+    from .handlers import Handlers
 
 __all__ = ["MCPError", "http", "http_refusal", "open_session"]
 

@@ -22,12 +22,13 @@ them with ``mcp.types`` constructors by protocol field names, which both accept.
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Mapping
-from dataclasses import dataclass
+from collections.abc import Mapping
 from importlib.metadata import version
 from typing import Any
 
 import pydantic
+
+from .handlers import Handlers
 
 __all__ = [
     "GENERATION",
@@ -45,19 +46,6 @@ MCP_VERSION = version("mcp")
 
 GENERATION = 2 if int(MCP_VERSION.split(".", 1)[0]) >= 2 else 1
 """Which SDK generation the toolkit runs on: 1 (mcp 1.x) or 2 (mcp 2.x)."""
-
-
-@dataclass(frozen=True)
-class Handlers:
-    """What answers a server's requests and notifications, in the SDKs' callback shapes
-    (the same in both): ``logging(params)``, ``elicitation(context, params)``,
-    ``sampling(context, params)`` and ``list_roots(context)``; a capability whose
-    handler is ``None`` is not announced."""
-
-    logging: Callable[[Any], Awaitable[None]]
-    elicitation: Callable[[Any, Any], Awaitable[Any]]
-    sampling: Callable[[Any, Any], Awaitable[Any]] | None = None
-    list_roots: Callable[[Any], Awaitable[Any]] | None = None
 
 
 def wire(obj: Any) -> dict[str, Any]:
