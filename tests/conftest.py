@@ -36,8 +36,10 @@ def weather_http() -> Iterator[str]:
     The server is stateless, so one process serves every test of the session.
     """
     port = free_port()
+    # on mcp 1.x: a run on the mcp 2.x stack names the main environment's Python for it
+    python = os.environ.get("FNCALL_TEST_MCP1_PYTHON") or sys.executable
     proc = subprocess.Popen(
-        [sys.executable, str(WEATHER_SERVER), "--port", str(port)],
+        [python, str(WEATHER_SERVER), "--port", str(port)],
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
         text=True,

@@ -31,6 +31,15 @@ from mcp.client.auth.extensions.client_credentials import (
 from mcp.shared.auth import OAuthClientInformationFull, OAuthClientMetadata, OAuthToken
 from pydantic import AnyUrl
 
+try:  # mcp 2.x: the authorization callback answers with a model
+    from mcp.shared.auth import AuthorizationCodeResult
+except ImportError:  # mcp 1.x: with a (code, state) pair
+    AuthorizationCodeResult = None
+try:  # mcp 2.x: enterprise-managed authorization (SEP-990)
+    from mcp.client.auth.extensions.identity_assertion import IdentityAssertionOAuthProvider
+except ImportError:  # not in mcp 1.x
+    IdentityAssertionOAuthProvider = None
+
 from fncall_graph import MCPToolkit, create_fncall_graph
 from fncall_graph.testing import ReplayChatModel
 
@@ -78,10 +87,13 @@ class Browser:
             raise RuntimeError(f"authorization refused: {location}")
         self.code = (query["code"][0], (query.get("state") or [None])[0])
 
-    async def callback(self) -> tuple[str, str | None]:
+    async def callback(self) -> Any:
+        """The code and state, in the shape the installed MCP SDK takes them."""
         assert self.code is not None, "no authorization code: the page was not opened"
-        code, self.code = self.code, None
-        return code
+        (code, state), self.code = self.code, None
+        if AuthorizationCodeResult is not None:
+            return AuthorizationCodeResult(code=code, state=state)
+        return code, state
 
 
 async def oauth(url: str, scenario: str, context: dict[str, Any]) -> httpx.Auth:
@@ -103,6 +115,8 @@ async def oauth(url: str, scenario: str, context: dict[str, Any]) -> httpx.Auth:
         return PrivateKeyJWTOAuthProvider(
             url, tokens, context["client_id"], key.create_assertion_provider()
         )
+    if context.get("idp_id_token") and IdentityAssertionOAuthProvider is not None:
+        return await enterprise(url, tokens, context)
     if context.get("client_id"):
         secret = context.get("client_secret")
         tokens.client = OAuthClientInformationFull(
@@ -123,6 +137,44 @@ async def oauth(url: str, scenario: str, context: dict[str, Any]) -> httpx.Auth:
         redirect_handler=browser.open,
         callback_handler=browser.callback,
         client_metadata_url="https://conformance-test.local/client-metadata.json",
+    )
+
+
+async def enterprise(url: str, tokens: TokenStorage, context: dict[str, Any]) -> Any:
+    """SEP-990: the person's identity token from the enterprise's identity provider is
+    exchanged there for an identity assertion grant (RFC 8693), which the MCP server's
+    authorization server takes for an access token (RFC 7523, by the SDK). The
+    application is configured with that authorization server: the one the server's
+    protected-resource metadata names."""
+    parts = urlsplit(url)
+    metadata = f"{parts.scheme}://{parts.netloc}/.well-known/oauth-protected-resource{parts.path}"
+    async with httpx.AsyncClient() as client:
+        issuer = (await client.get(metadata)).raise_for_status().json()["authorization_servers"][0]
+
+    async def grant(audience: str, resource: str) -> str:
+        async with httpx.AsyncClient() as client:
+            response = await client.post(
+                context["idp_token_endpoint"],
+                data={
+                    "grant_type": "urn:ietf:params:oauth:grant-type:token-exchange",
+                    "subject_token": context["idp_id_token"],
+                    "subject_token_type": "urn:ietf:params:oauth:token-type:id_token",
+                    "requested_token_type": "urn:ietf:params:oauth:token-type:id-jag",
+                    "audience": audience,
+                    "resource": resource,
+                    "client_id": context["idp_client_id"],
+                },
+            )
+        return response.raise_for_status().json()["access_token"]
+
+    return IdentityAssertionOAuthProvider(
+        url,
+        tokens,
+        context["client_id"],
+        context["client_secret"],
+        issuer=issuer,
+        assertion_provider=grant,
+        token_endpoint_auth_method="client_secret_basic",
     )
 
 

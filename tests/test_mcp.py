@@ -32,6 +32,7 @@ from fncall_graph.adapters.mcp import (
     load_mcp_tools,
     parse_mcp_config,
 )
+from fncall_graph.adapters.mcp.stack import wire
 
 sys.path.insert(0, str(Path(__file__).parent))
 from seed_db import SEED_LIST_TABLES, make_database, sqlite_config
@@ -39,6 +40,9 @@ from seed_db import SEED_LIST_TABLES, make_database, sqlite_config
 pytestmark = pytest.mark.slow
 
 WEATHER_SERVER = Path(__file__).parent / "servers" / "weather_server.py"
+# The test servers are built on mcp 1.x: a run on the mcp 2.x stack (test_mcp_stacks.py)
+# names the main environment's Python for them
+SERVER_PYTHON = os.environ.get("FNCALL_TEST_MCP1_PYTHON") or sys.executable
 
 # The six tools of seed 000, as its pre-processed system prompt lists them.
 SEED_TOOL_LINES = [
@@ -92,7 +96,7 @@ def call(tool_name: str, args: dict[str, Any], call_id: str = "call_1") -> dict[
 def weather_stdio_config(**extra: Any) -> dict[str, Any]:
     return {
         "mcpServers": {
-            "weather": {"command": sys.executable, "args": [str(WEATHER_SERVER)], **extra}
+            "weather": {"command": SERVER_PYTHON, "args": [str(WEATHER_SERVER)], **extra}
         }
     }
 
@@ -559,7 +563,7 @@ async def test_unknown_server_and_tool(seed_db: Path) -> None:
         with pytest.raises(KeyError, match="sqlite-drop_table"):
             toolkit.get_tool("sqlite-drop_table")
         assert toolkit.servers == ["sqlite"]
-        assert toolkit.server_info("sqlite").serverInfo.name == "sqlite"
+        assert wire(toolkit.server_info("sqlite"))["serverInfo"]["name"] == "sqlite"
 
 
 async def test_separator_and_load_mcp_tools(seed_db: Path) -> None:
@@ -847,7 +851,7 @@ def test_a_servers_question_pauses_the_thread_until_a_person_answers(mode, answe
 
 async def test_resource_tools_only_where_the_server_lists_resources() -> None:
     server = Path(__file__).parent / "servers" / "tools_only_server.py"
-    config = {"mcpServers": {"plain": {"command": sys.executable, "args": [str(server)]}}}
+    config = {"mcpServers": {"plain": {"command": SERVER_PYTHON, "args": [str(server)]}}}
     async with MCPToolkit.from_config(config) as toolkit:
         assert [t.name for t in toolkit.tools] == ["plain-echo"]
         # the server's annotations, as metadata (read by the at-most-once rule)
@@ -1004,7 +1008,7 @@ def test_each_tool_result_is_converted_once(mode, monkeypatch) -> None:
 
         failed = run("weather-broken_tool", {"reason": "维护中"})
         assert failed.status == "error" and "weather service unavailable: 维护中" in failed.content
-        assert len(converted) == 3 and converted[2].isError
+        assert len(converted) == 3 and wire(converted[2])["isError"]
 
 
 # --------------------------------------------------------------------------- faults: honest outcomes
@@ -1015,7 +1019,7 @@ FAULTY_SERVER = Path(__file__).parent / "servers" / "faulty_server.py"
 def faulty_config(effects: Path) -> dict[str, Any]:
     return {
         "mcpServers": {
-            "faulty": {"command": sys.executable, "args": [str(FAULTY_SERVER), str(effects)]}
+            "faulty": {"command": SERVER_PYTHON, "args": [str(FAULTY_SERVER), str(effects)]}
         }
     }
 

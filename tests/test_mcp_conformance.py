@@ -5,6 +5,11 @@ For each client scenario the suite starts its mock server and runs
 scenario passes when the suite's checks all pass and the client exits cleanly. Installed
 from npm by ``make test`` into ``.mcp-conformance/`` with the Node it needs (the test
 FAILS if it is missing: run ``make .mcp-conformance/node_modules/.bin/conformance``).
+
+The client runs on each MCP stack: every scenario on the main environment's (mcp 1.x),
+and the core ones and two auth ones on mcp 2.x, in ``.venv-mcp2`` (``make
+install-mcp2``). The suite's scenarios are those of 2025-11-25 and before: on mcp 2.x the
+client first asks each mock for 2026-07-28 (``server/discover``) and falls back.
 """
 
 from __future__ import annotations
@@ -22,6 +27,7 @@ pytestmark = pytest.mark.slow
 ROOT = Path(__file__).parent.parent
 BIN = ROOT / ".mcp-conformance" / "node_modules" / ".bin"
 CLIENT = Path(__file__).parent / "mcp_conformance_client.py"
+MCP2_PYTHON = ROOT / ".venv-mcp2" / "bin" / "python"
 
 
 # The scenarios expected to fail, with what the suite says when they do: a failure that
@@ -80,6 +86,19 @@ SCENARIOS = [
 ]
 
 
+# On mcp 2.x: the core scenarios, one auth one and enterprise auth (each scenario starts a
+# Python with LangGraph and the suite's servers, over 15 s under load, so not all of them
+# twice; all but the metadata-backcompat one pass there too when run)
+MCP2_SCENARIOS = [
+    "initialize",
+    "tools_call",
+    "elicitation-sep1034-client-defaults",
+    "sse-retry",
+    "auth/client-credentials-basic",
+    "auth/cross-app-access-complete-flow",  # SEP-990: in mcp 2.x, not in 1.x
+]
+
+
 def conformance() -> Path:
     tool = BIN / "conformance"
     if not tool.exists():
@@ -92,13 +111,26 @@ def conformance() -> Path:
 
 @pytest.mark.parametrize("scenario", SCENARIOS)
 def test_client_scenario(scenario: str, tmp_path: Path) -> None:
+    run_scenario(sys.executable, scenario, tmp_path, EXPECTED.get(scenario))
+
+
+@pytest.mark.parametrize("scenario", MCP2_SCENARIOS)
+def test_client_scenario_on_mcp2(scenario: str, tmp_path: Path) -> None:
+    if not MCP2_PYTHON.exists():
+        pytest.fail(f"{MCP2_PYTHON} is missing: `make install-mcp2` builds it")
+    run_scenario(str(MCP2_PYTHON), scenario, tmp_path, None)
+
+
+def run_scenario(python: str, scenario: str, tmp_path: Path, expected: str | None) -> None:
+    """Run one scenario with the client on ``python``; fail with the suite's words, or,
+    for an ``expected`` failure, when the suite does not say it."""
     env = {**os.environ, "PATH": f"{BIN}{os.pathsep}{os.environ['PATH']}"}
     done = subprocess.run(
         [
             str(conformance()),
             "client",
             "--command",
-            f"{sys.executable} {CLIENT}",
+            f"{python} {CLIENT}",
             "--scenario",
             scenario,
             "--timeout",
@@ -115,7 +147,7 @@ def test_client_scenario(scenario: str, tmp_path: Path) -> None:
     report = re.sub(r"\x1b\[[0-9;]*m", "", done.stdout + done.stderr)
     failed = [line for line in report.splitlines() if "FAILURE" in line]
     client_log = "".join(p.read_text() for p in tmp_path.rglob("stderr.txt"))
-    if scenario in EXPECTED and EXPECTED[scenario] not in report:
-        pytest.fail(f"expected the suite to say {EXPECTED[scenario]!r}; it said:\n{report[-3000:]}")
+    if expected is not None and expected not in report:
+        pytest.fail(f"expected the suite to say {expected!r}; it said:\n{report[-3000:]}")
     assert done.returncode == 0, "\n".join(failed) or report[-3000:] + client_log[-3000:]
     assert "OVERALL: PASSED" in report

@@ -60,10 +60,15 @@ mcp.run()
 """
 
 
+# The servers here are built on mcp 1.x: a run on the mcp 2.x stack (test_mcp_stacks.py)
+# names the main environment's Python for them
+SERVER_PYTHON = os.environ.get("FNCALL_TEST_MCP1_PYTHON") or sys.executable
+
+
 def stdio(tmp_path: Path, name: str, source: str) -> dict[str, Any]:
     script = tmp_path / f"{name}.py"
     script.write_text(textwrap.dedent(source))
-    return {"mcpServers": {name: {"command": sys.executable, "args": [str(script)]}}}
+    return {"mcpServers": {name: {"command": SERVER_PYTHON, "args": [str(script)]}}}
 
 
 async def test_a_ref_the_client_cannot_follow_leaves_the_tool_and_the_toolkit_working(
@@ -286,7 +291,7 @@ def guarded_url(tmp_path: Path) -> Iterator[str]:
     script.write_text(textwrap.dedent(DENYING_SERVER))
     port = free_port()
     proc = subprocess.Popen(
-        [sys.executable, str(script), str(port)],
+        [SERVER_PYTHON, str(script), str(port)],
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
         text=True,

@@ -21,15 +21,15 @@ from typing import Any, TypeVar
 from urllib.parse import urlsplit
 
 import pydantic
-from langchain_mcp_adapters.sessions import (
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from .connections import (
     Connection,
     SSEConnection,
     StdioConnection,
     StreamableHttpConnection,
     WebsocketConnection,
 )
-from pydantic import BaseModel, ConfigDict, Field, field_validator
-
 from .errors import MCPConfigError
 
 __all__ = [

@@ -17,6 +17,7 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, System
 from mcp.types import CreateMessageRequestParams, CreateMessageResult, ErrorData, TextContent
 
 from .config import SamplingSettings
+from .stack import wire
 
 __all__ = ["sampler"]
 
@@ -31,18 +32,20 @@ def sampler(
     async def sample(
         context: Any, params: CreateMessageRequestParams
     ) -> CreateMessageResult | ErrorData:
+        asked = wire(params)
         messages: list[BaseMessage] = []
-        if params.systemPrompt:
-            messages.append(SystemMessage(params.systemPrompt))
-        for m in params.messages:
-            text = m.content.text if isinstance(m.content, TextContent) else None
-            if text is None:
+        if asked.get("systemPrompt"):
+            messages.append(SystemMessage(asked["systemPrompt"]))
+        for m in asked["messages"]:
+            parts = m["content"] if isinstance(m["content"], list) else [m["content"]]
+            if any(p.get("type") != "text" for p in parts):
+                kinds = ", ".join(sorted({str(p.get("type")) for p in parts} - {"text"}))
                 return ErrorData(
-                    code=-32602,
-                    message=f"only text can be sampled here, got {m.content.type} content",
+                    code=-32602, message=f"only text can be sampled here, got {kinds} content"
                 )
-            messages.append(HumanMessage(text) if m.role == "user" else AIMessage(text))
-        limit = min(params.maxTokens, settings.max_tokens)
+            text = "".join(p["text"] for p in parts)
+            messages.append(HumanMessage(text) if m["role"] == "user" else AIMessage(text))
+        limit = min(asked["maxTokens"], settings.max_tokens)
         try:
             reply = await model.bind(max_tokens=limit).ainvoke(messages)
         except Exception as exc:  # the server gets the reason, the call goes on

@@ -18,14 +18,8 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 import anyio
-import httpx
+import pydantic
 from langchain_core.tools import ToolException
-from langchain_mcp_adapters.callbacks import CallbackContext, Callbacks
-from langchain_mcp_adapters.sessions import (
-    Connection,
-    create_session,
-)
-from mcp import ClientSession, McpError
 from mcp.types import (
     CONNECTION_CLOSED,
     CallToolResult,
@@ -34,9 +28,9 @@ from mcp.types import (
     InitializeResult,
     ListRootsResult,
     Root,
-    Tool,
 )
 
+from .connections import Connection
 from .errors import (
     Disconnected,
     MCPAuthError,
@@ -44,6 +38,7 @@ from .errors import (
     MCPServerError,
     MCPToolTimeoutError,
 )
+from .stack import Handlers, MCPError, http, http_refusal, open_session, wire
 
 __all__ = ["CallHooks", "Link", "Server", "callable_tools", "log_server_message", "paginate"]
 
@@ -64,12 +59,12 @@ _DISCONNECT_ERRORS: tuple[type[BaseException], ...] = (
     anyio.ClosedResourceError,
     anyio.BrokenResourceError,
     anyio.EndOfStream,
-    httpx.TransportError,
+    http.TransportError,
     ConnectionError,
 )
 
 # Raised by the session's send of a request on a closed stream: the request never left
-# this process (a session that ends with requests in flight fails them with an McpError
+# this process (a session that ends with requests in flight fails them with an MCPError
 # instead), so it is safe to send again after a restart. The one later request of a
 # call, the output-schema lookup after a result, is kept from happening by listing the
 # tools of every new session (see `Server._restart`).
@@ -83,7 +78,7 @@ def auth_refusal(exc: BaseException | None) -> str | None:
     """What an HTTP 401/403 refusal among ``exc``'s errors says (its ``WWW-Authenticate``
     challenge), or ``None`` when the session did not end on one."""
     for err in _leaf_errors(exc) if exc is not None else ():
-        if isinstance(err, httpx.HTTPStatusError) and err.response.status_code in (401, 403):
+        if isinstance(err, http.HTTPStatusError) and err.response.status_code in (401, 403):
             code = err.response.status_code
             challenge = dict(
                 re.findall(r'(\w+)="([^"]*)"', err.response.headers.get("www-authenticate", ""))
@@ -111,7 +106,7 @@ def _startup_cause(exc: BaseException, connection: Mapping[str, Any]) -> str:
         return f"failed to start: command {command!r} not found"
     if isinstance(err, PermissionError) and command:
         return f"failed to start: command {command!r} is not executable"
-    closed = isinstance(err, McpError) and err.error.code == CONNECTION_CLOSED
+    closed = isinstance(err, MCPError) and err.error.code == CONNECTION_CLOSED
     # a process that exits at once may also break the pipe before the SDK sees it close
     if closed or isinstance(
         err, anyio.BrokenResourceError | anyio.ClosedResourceError | anyio.EndOfStream
@@ -122,12 +117,12 @@ def _startup_cause(exc: BaseException, connection: Mapping[str, Any]) -> str:
                 "(the process exited or is not an MCP server; see its stderr)"
             )
         return f"failed to start: {url} closed the connection during initialization"
-    if isinstance(err, httpx.ConnectError):
+    if isinstance(err, http.ConnectError):
         return f"failed to start: cannot connect to {url}: {err}"
     refused = auth_refusal(err)
     if refused is not None:
         return f"failed to start: {url} refused the credentials: {refused}"
-    if isinstance(err, httpx.HTTPStatusError):
+    if isinstance(err, http.HTTPStatusError):
         return f"failed to start: HTTP {err.response.status_code} from {url}"
     return f"failed to start: {type(err).__name__}: {err}"
 
@@ -137,7 +132,7 @@ class Link:
 
     def __init__(
         self,
-        session: ClientSession,
+        session: Any,
         init: InitializeResult,
         owner: asyncio.Task[None],
         stop: asyncio.Event,
@@ -218,17 +213,25 @@ class Server:
             await asyncio.gather(owner, return_exceptions=True)
             raise
 
-    def _callbacks(self) -> Any:
+    def _handlers(self) -> Handlers:
         """What the server may send unasked: its log messages go to Python logging; an
-        elicitation request goes to the person through the running call's thread."""
-        return Callbacks(
-            on_logging_message=log_server_message, on_elicitation=self._elicit
-        ).to_mcp_format(context=CallbackContext(server_name=self.name))
+        elicitation request goes to the person through the running call's thread;
+        sampling and roots only where allowed."""
+
+        async def log(params: Any) -> None:
+            log_server_message(self.name, params)
+
+        return Handlers(
+            logging=log,
+            elicitation=self._elicit,
+            sampling=self.sample,
+            list_roots=self._list_roots if self.roots is not None else None,
+        )
 
     async def _list_roots(self, context: Any) -> ListRootsResult:
         return ListRootsResult(roots=[Root(**r) for r in self.roots or ()])  # type: ignore[arg-type]
 
-    async def _elicit(self, mcp_context: Any, params: ElicitRequestParams, context: Any) -> Any:
+    async def _elicit(self, context: Any, params: ElicitRequestParams) -> Any:
         # MCP does not say which running call a request belongs to: the latest one
         call = next((c for c in reversed(self.active) if c.hooks.elicit is not None), None)
         if call is None or call.hooks.elicit is None:
@@ -245,17 +248,7 @@ class Server:
         """The owner task: open the session, hand it out, close it when told."""
         link: Link | None = None
         try:
-            connection: Any = dict(self.connection)
-            extra: dict[str, Any] = {}
-            if self.sample is not None:
-                extra["sampling_callback"] = self.sample
-            if self.roots is not None:
-                extra["list_roots_callback"] = self._list_roots
-            if extra:
-                kwargs = dict(connection.get("session_kwargs") or {})
-                connection["session_kwargs"] = {**kwargs, **extra}
-            async with create_session(connection, mcp_callbacks=self._callbacks()) as session:
-                init = await session.initialize()
+            async with open_session(self.connection, self._handlers()) as (session, init):
                 link = Link(session, init, asyncio.current_task(), asyncio.Event())  # type: ignore[arg-type]
                 ready.set_result(link)
                 await link.stop.wait()
@@ -335,7 +328,7 @@ class Server:
     # -- calls
 
     async def request(
-        self, what: str, op: Callable[[ClientSession], Awaitable[T]], *, retry: bool = True
+        self, what: str, op: Callable[[Any], Awaitable[T]], *, retry: bool = True
     ) -> T:
         """Run `op(session)` on the owner loop, with timeout and one restart.
 
@@ -352,11 +345,20 @@ class Server:
             asyncio.run_coroutine_threadsafe(self._request(what, op, retry), loop)
         )
 
-    async def list_tools(self) -> list[Tool]:
+    async def list_tools(self) -> list[dict[str, Any]]:
         """The server's tools (every page) that this client can call."""
-        listed: list[Tool] = await self.request(
-            "tools/list", lambda s: paginate(lambda c: s.list_tools(cursor=c), "tools")
-        )
+        try:
+            listed: list[dict[str, Any]] = await self.request(
+                "tools/list", lambda s: paginate(lambda c: s.list_tools(cursor=c), "tools")
+            )
+        except pydantic.ValidationError as exc:  # mcp 2.x checks every tool of a page
+            first = exc.errors()[0]
+            where = ".".join(str(part) for part in first["loc"])
+            raise MCPServerError(
+                self.name,
+                f"its tools/list answer does not follow the MCP schema, and this MCP SDK "
+                f"refuses it whole: {where}: {first['msg']}",
+            ) from exc
         return callable_tools(self.name, listed)
 
     async def call_tool(
@@ -448,7 +450,7 @@ class Server:
     async def _request(
         self,
         what: str,
-        op: Callable[[ClientSession], Awaitable[T]],
+        op: Callable[[Any], Awaitable[T]],
         retry: bool,
         call: _KeptCall | None = None,
     ) -> T:
@@ -490,7 +492,7 @@ class Server:
         try:
             async with asyncio.timeout(wait):
                 await link.session.send_ping()
-        except (TimeoutError, McpError, *_DISCONNECT_ERRORS) as exc:
+        except (TimeoutError, MCPError, *_DISCONNECT_ERRORS) as exc:
             logger.warning(
                 "MCP server %r: no answer to a ping within %g s after a call timed out; "
                 "restarting it",
@@ -512,7 +514,7 @@ class Server:
         self,
         link: Link,
         what: str,
-        op: Callable[[ClientSession], Awaitable[T]],
+        op: Callable[[Any], Awaitable[T]],
         call: _KeptCall | None = None,
     ) -> T:
         timeout = asyncio.timeout(self.call_timeout)
@@ -532,9 +534,12 @@ class Server:
                 link.suspect = True  # checked before the next call
                 raise MCPToolTimeoutError(self.name, what, self.call_timeout) from None
             raise
-        except McpError as exc:
+        except MCPError as exc:
             if exc.error.code == CONNECTION_CLOSED:
                 raise Disconnected(exc) from exc
+            refused = auth_refusal(http_refusal(link.session))
+            if refused is not None:
+                raise MCPAuthError(self.name, f"{what} refused the credentials: {refused}") from exc
             raise ToolException(
                 f"MCP server {self.name!r}: {what} failed: {exc.error.message}"
             ) from exc
@@ -623,43 +628,47 @@ _LEVELS = {
 }
 
 
-async def log_server_message(params: Any, context: CallbackContext) -> None:
+def log_server_message(server: str, params: Any) -> None:
     """An MCP ``notifications/message`` as a record of the ``fncall_graph.mcp.<server>``
     logger (the server's own logger name, if it gives one, is kept in the text)."""
     data = params.data
     text = data if isinstance(data, str) else json.dumps(data, ensure_ascii=False, default=str)
     if params.logger:
         text = f"{params.logger}: {text}"
-    logging.getLogger(f"fncall_graph.mcp.{context.server_name}").log(
+    logging.getLogger(f"fncall_graph.mcp.{server}").log(
         _LEVELS.get(str(params.level), logging.INFO), "%s", text
     )
 
 
-def callable_tools(server: str, tools: list[Tool]) -> list[Tool]:
-    """``tools`` without those the server runs only as tasks, which this client cannot
-    run (each one left out is logged)."""
+def callable_tools(server: str, tools: list[T]) -> list[T]:
+    """``tools`` (SDK objects or their :func:`~.stack.wire` form) without those the server
+    runs only as tasks, which this client cannot run (each one left out is logged)."""
     kept = []
     for tool in tools:
-        execution = getattr(tool, "execution", None)
-        if getattr(execution, "taskSupport", None) == "required":
+        listed = wire(tool)
+        if (listed.get("execution") or {}).get("taskSupport") == "required":
             logger.info(
                 "MCP server %r: tool %r runs only as a task, which this client does not "
                 "support; left out",
                 server,
-                tool.name,
+                listed["name"],
             )
         else:
             kept.append(tool)
     return kept
 
 
-async def paginate(fetch: Callable[[str | None], Awaitable[Any]], field: str) -> list[Any]:
-    items: list[Any] = []
+async def paginate(
+    fetch: Callable[[str | None], Awaitable[Any]], field: str
+) -> list[dict[str, Any]]:
+    """Every page's ``field`` (its protocol name: ``tools``, ``resourceTemplates``), as
+    :func:`~.stack.wire` dicts."""
+    items: list[dict[str, Any]] = []
     cursor: str | None = None
     for _ in range(1000):
-        page = await fetch(cursor)
-        items.extend(getattr(page, field) or [])
-        cursor = page.nextCursor
+        page = wire(await fetch(cursor))
+        items.extend(page.get(field) or [])
+        cursor = page.get("nextCursor")
         if not cursor:
             break
     return items

@@ -2,8 +2,9 @@
 
 This module turns the MCP servers of a config file into LangChain tools that any
 chat model (and any LangGraph node) can call. It is built on
-`langchain-mcp-adapters`: sessions come from its `create_session`, prompts from its
-`load_mcp_prompt`; the tools are built here, one per tool the server lists, each
+either generation of the MCP SDK (mcp 1.x with langchain-mcp-adapters' sessions, or
+mcp 2.x's own client; see :mod:`.stack`); the tools are built here, one per tool the
+server lists, each
 calling the open session and turning the MCP result into the `ToolMessage`'s
 content and artifact once (:func:`result_for_model`). They add what a dependable
 agent needs:
@@ -63,19 +64,11 @@ from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, HumanMessage
 from langchain_core.messages.content import create_file_block, create_image_block
 from langchain_core.tools import BaseTool, StructuredTool, ToolException
-from langchain_mcp_adapters.prompts import load_mcp_prompt
-from langchain_mcp_adapters.sessions import (
-    Connection,
-)
-from mcp import ClientSession, McpError
 from mcp.types import (
-    BlobResourceContents,
     CallToolResult,
     ElicitRequestParams,
     ElicitResult,
     InitializeResult,
-    TextResourceContents,
-    Tool,
 )
 
 from ..formats.schema import clean_schema
@@ -87,9 +80,11 @@ from .config import (
     root_settings,
     sampling_settings,
 )
+from .connections import Connection
 from .errors import MCPConfigError, MCPServerError
 from .sampling import sampler
 from .sessions import CallHooks, Server, paginate
+from .stack import MCPError, wire
 
 __all__ = [
     "CALL_HOOKS",
@@ -159,31 +154,33 @@ def _blocks_for_model(blocks: Sequence[Mapping[str, Any]]) -> tuple[str, MCPArti
     return content, ({"content": others} if others else None)
 
 
-def _block_and_text(block: Any) -> tuple[dict[str, Any], str]:
-    """An MCP content block as a LangChain block, and the text that stands for it."""
-    kind = getattr(block, "type", "")
+def _block_and_text(block: Mapping[str, Any]) -> tuple[dict[str, Any], str]:
+    """An MCP content block (protocol form) as a LangChain block, and the text that
+    stands for it."""
+    kind = block.get("type", "")
     if kind == "text":
-        return {"type": "text", "text": block.text}, block.text
+        return {"type": "text", "text": block["text"]}, block["text"]
     if kind in ("image", "audio"):
-        lc = {"type": kind, "base64": block.data, "mime_type": block.mimeType}
+        lc = {"type": kind, "base64": block["data"], "mime_type": block.get("mimeType")}
         return lc, _describe_block(lc)
     if kind == "resource_link":
-        lc = {"type": "file", "url": str(block.uri), "mime_type": block.mimeType}
-        return lc, f"[link: {block.name} {unquote(str(block.uri))}]"
+        lc = {"type": "file", "url": block["uri"], "mime_type": block.get("mimeType")}
+        return lc, f"[link: {block.get('name')} {unquote(block['uri'])}]"
     if kind == "resource":
-        res = block.resource
-        if getattr(res, "text", None) is not None:
+        res = block["resource"]
+        uri, mime = res["uri"], res.get("mimeType")
+        if res.get("text") is not None:
             return {
                 "type": "text",
-                "text": res.text,
-            }, f"[resource {unquote(str(res.uri))}]\n{res.text}"
-        lc = {"type": "file", "base64": res.blob, "mime_type": res.mimeType, "url": str(res.uri)}
-        mime = res.mimeType or "application/octet-stream"
-        return lc, f"[file: {unquote(str(res.uri))}, {mime}, {_b64_size(res.blob)} bytes]"
-    return {"type": "text", "text": str(block)}, f"[{kind or 'unknown'} content]"
+                "text": res["text"],
+            }, f"[resource {unquote(uri)}]\n{res['text']}"
+        lc = {"type": "file", "base64": res["blob"], "mime_type": mime, "url": uri}
+        size = _b64_size(res["blob"])
+        return lc, f"[file: {unquote(uri)}, {mime or 'application/octet-stream'}, {size} bytes]"
+    return {"type": "text", "text": json.dumps(block)}, f"[{kind or 'unknown'} content]"
 
 
-def result_for_model(result: CallToolResult) -> tuple[str, MCPArtifact | None]:
+def result_for_model(result: CallToolResult | Mapping[str, Any]) -> tuple[str, MCPArtifact | None]:
     """A tool's MCP result as the model's text and the message's artifact.
 
     The text follows the server's order of parts; a part for the person only
@@ -191,28 +188,24 @@ def result_for_model(result: CallToolResult) -> tuple[str, MCPArtifact | None]:
     non-text parts are described in the text and kept whole in ``artifact["content"]``;
     embedded resources and links keep their uri and name.
     """
+    result = wire(result)
     texts: list[str] = []
     artifact: MCPArtifact = {}
-    for block in result.content:
+    for block in result.get("content") or ():
         lc, text = _block_and_text(block)
-        annotations = getattr(block, "annotations", None)
-        audience = getattr(annotations, "audience", None) if annotations else None
+        audience = (block.get("annotations") or {}).get("audience")
         if audience is not None and "assistant" not in audience:
             artifact.setdefault("for_user", []).append(lc)
             continue
         texts.append(text)
         if lc["type"] != "text":
             artifact.setdefault("content", []).append(lc)
-        if block.type in ("resource", "resource_link"):
-            res = block.resource if block.type == "resource" else block
-            ref = {
-                "uri": str(res.uri),
-                "name": getattr(res, "name", None),
-                "mime_type": res.mimeType,
-            }
+        if block["type"] in ("resource", "resource_link"):
+            res = block["resource"] if block["type"] == "resource" else block
+            ref = {"uri": res["uri"], "name": res.get("name"), "mime_type": res.get("mimeType")}
             artifact.setdefault("resource_refs", []).append(ref)
-    if result.structuredContent is not None:
-        artifact["structured_content"] = dict(result.structuredContent)
+    if result.get("structuredContent") is not None:
+        artifact["structured_content"] = dict(result["structuredContent"])
     content = "\n\n".join(texts)
     if not content and artifact.get("for_user"):
         content = "[the result is addressed to the user; it was shown to them, not to you]"
@@ -289,16 +282,17 @@ def _call_hooks(tool: str, input: Any) -> CallHooks | None:
         context.run(writer, {"mcp_progress": {**event, "total": total, "message": message}})
 
     def question(params: ElicitRequestParams) -> dict[str, Any]:
-        schema = getattr(params, "requestedSchema", None)
+        asked = wire(params)
+        schema = asked.get("requestedSchema")
         return {
             "mcp_elicitation": {
                 "tool_call_id": call_id,
                 "tool": tool,
-                "message": params.message,
-                "mode": getattr(params, "mode", None) or "form",
+                "message": asked["message"],
+                "mode": asked.get("mode") or "form",
                 "requested_schema": schema,
                 "defaults": schema_defaults(schema),
-                "url": getattr(params, "url", None),  # url mode: where the person should go
+                "url": asked.get("url"),  # url mode: where the person should go
             }
         }
 
@@ -315,7 +309,7 @@ def _call_hooks(tool: str, input: Any) -> CallHooks | None:
         except GraphInterrupt as paused:
             hooks.paused = paused
             return None  # the thread pauses; the server's request waits for the answer
-        return elicit_result(answer, getattr(params, "requestedSchema", None))
+        return elicit_result(answer, wire(params).get("requestedSchema"))
 
     def answer(asked: list[ElicitRequestParams]) -> ElicitResult | None:
         # the run's interrupts are counted: the questions asked before the last one
@@ -391,14 +385,14 @@ async def call_tool(
     """
     result = await server.call_tool(name, arguments, hooks, retry=retry)
     content, artifact = result_for_model(result)
-    if result.isError:
+    if wire(result).get("isError"):
         raise ToolException(
             content or f"MCP server {server.name!r}: tool {name!r} failed without saying why"
         )
     return content, artifact
 
 
-def _input_schema(server: str, tool: Tool) -> dict[str, Any] | None:
+def _input_schema(server: str, tool: Mapping[str, Any]) -> dict[str, Any] | None:
     """The tool's input schema, cleaned for prompt dialects and model APIs.
 
     A ``$ref`` this client cannot follow (to another document, or to nothing) is left
@@ -406,18 +400,18 @@ def _input_schema(server: str, tool: Tool) -> dict[str, Any] | None:
     server's other tools, or the toolkit, from starting. ``None`` (the tool is left out,
     logged) when even that does not give a usable schema."""
     try:
-        return clean_schema(tool.inputSchema)
+        return clean_schema(tool["inputSchema"])
     except (ValueError, KeyError, TypeError, RecursionError) as exc:
         cause = exc
     dropped: list[str] = []
-    schema = _local_refs_only(tool.inputSchema, tool.inputSchema, dropped)
+    schema = _local_refs_only(tool["inputSchema"], tool["inputSchema"], dropped)
     try:
         cleaned = clean_schema(schema)
     except (ValueError, KeyError, TypeError, RecursionError) as exc:
         logger.warning(
             "MCP server %r: tool %r left out: its input schema cannot be read (%s)",
             server,
-            tool.name,
+            tool["name"],
             exc,
         )
         return None
@@ -425,7 +419,7 @@ def _input_schema(server: str, tool: Tool) -> dict[str, Any] | None:
         "MCP server %r: tool %r: its input schema refers to %s, which this client cannot "
         "follow (%s); the tool is kept without those references",
         server,
-        tool.name,
+        tool["name"],
         ", ".join(dropped),
         cause,
     )
@@ -460,6 +454,18 @@ def _resolves(root: Mapping[str, Any], ref: str) -> bool:
         else:
             return False
     return True
+
+
+def _prompt_message(prompt: str, message: Mapping[str, Any]) -> HumanMessage | AIMessage:
+    """One message of an MCP prompt (protocol form) as a LangChain message."""
+    content = message["content"]
+    if content.get("type") != "text":
+        raise ValueError(
+            f"MCP prompt {prompt!r}: a {content.get('type')!r} part cannot be a chat message"
+        )
+    if message["role"] == "assistant":
+        return AIMessage(content=content["text"])
+    return HumanMessage(content=content["text"])
 
 
 @dataclass(frozen=True)
@@ -728,7 +734,7 @@ class MCPToolkit:
     async def aget_prompt(
         self, name: str, arguments: Mapping[str, Any] | None = None
     ) -> list[HumanMessage | AIMessage]:
-        """Async :meth:`get_prompt` (langchain-mcp-adapters' ``load_mcp_prompt``)."""
+        """Async :meth:`get_prompt`."""
         self._started_tools()
         prompt = self._prompts.get(name)
         if prompt is None:
@@ -746,25 +752,25 @@ class MCPToolkit:
             k: v if isinstance(v, str) else json.dumps(v, ensure_ascii=False)
             for k, v in given.items()
         }
-        return await server.request(
-            f"prompt {prompt.prompt!r}",
-            lambda session: load_mcp_prompt(session, prompt.prompt, arguments=values),
+        result = await server.request(
+            f"prompt {prompt.prompt!r}", lambda session: session.get_prompt(prompt.prompt, values)
         )
+        return [_prompt_message(name, m) for m in wire(result)["messages"]]
 
     async def _list_prompts(self, server: Server) -> list[MCPPrompt]:
         link = server.link
-        if link is None or link.init.capabilities.prompts is None:
+        if link is None or wire(link.init)["capabilities"].get("prompts") is None:
             return []
         found: list[Any] = await server.request(
             "prompts/list", lambda s: paginate(lambda c: s.list_prompts(cursor=c), "prompts")
         )
         return [
             MCPPrompt(
-                name=f"{server.name}{self.separator}{p.name}",
+                name=f"{server.name}{self.separator}{p['name']}",
                 server=server.name,
-                prompt=p.name,
-                description=p.description or "",
-                arguments=tuple(a.model_dump(exclude_none=True) for a in p.arguments or ()),
+                prompt=p["name"],
+                description=p.get("description") or "",
+                arguments=tuple(p.get("arguments") or ()),
             )
             for p in found
         ]
@@ -934,7 +940,7 @@ class MCPToolkit:
         if (
             self.include_resources
             and link is not None
-            and link.init.capabilities.resources is not None
+            and wire(link.init)["capabilities"].get("resources") is not None
             and await self._lists_resources(server)
         ):
             taken = {t.name for t in tools}
@@ -951,12 +957,12 @@ class MCPToolkit:
         """Whether a server that declares resources lists any (or any template): the
         resource tools of one that lists none could only ever answer "none"."""
 
-        async def op(session: ClientSession) -> bool:
-            if (await session.list_resources()).resources:
+        async def op(session: Any) -> bool:
+            if wire(await session.list_resources()).get("resources"):
                 return True
             try:
-                return bool((await session.list_resource_templates()).resourceTemplates)
-            except McpError:  # templates are optional for a server
+                return bool(wire(await session.list_resource_templates()).get("resourceTemplates"))
+            except MCPError:  # templates are optional for a server
                 return False
 
         if await server.request("resources/list", op):
@@ -966,14 +972,14 @@ class MCPToolkit:
         )
         return False
 
-    def _mcp_tool(self, server: Server, tool: Tool) -> StructuredTool | None:
+    def _mcp_tool(self, server: Server, tool: Mapping[str, Any]) -> StructuredTool | None:
         # metadata as the adapters give it: the annotations' fields (readOnlyHint, ...)
         # and the tool's `_meta`
-        metadata = tool.annotations.model_dump() if tool.annotations is not None else {}
-        if tool.meta is not None:
-            metadata["_meta"] = tool.meta
+        metadata = dict(tool.get("annotations") or {})
+        if tool.get("_meta") is not None:
+            metadata["_meta"] = tool["_meta"]
 
-        name = f"{server.name}{self.separator}{tool.name}"
+        name = f"{server.name}{self.separator}{tool['name']}"
         schema = _input_schema(server.name, tool)
         if schema is None:
             return None
@@ -988,14 +994,14 @@ class MCPToolkit:
         ) -> Coroutine[Any, Any, tuple[str, MCPArtifact | None]]:
             # read at call time: a user may mark the tool idempotent after it was made
             retry = declared or (made.metadata or {}).get("idempotent") is True
-            return call_tool(server, tool.name, arguments, hooks, retry=retry)
+            return call_tool(server, tool["name"], arguments, hooks, retry=retry)
 
         made = self._make_tool(
             name,
-            tool.description or "",
+            tool.get("description") or "",
             schema,
             run,
-            {**metadata, "mcp_server": server.name, "mcp_tool": tool.name},
+            {**metadata, "mcp_server": server.name, "mcp_tool": tool["name"]},
         )
         return made
 
@@ -1003,7 +1009,7 @@ class MCPToolkit:
         sep, name = self.separator, server.name
 
         async def list_resources() -> tuple[str, MCPArtifact]:
-            async def op(session: ClientSession) -> dict[str, Any]:
+            async def op(session: Any) -> dict[str, Any]:
                 resources: list[Any] = await paginate(
                     lambda c: session.list_resources(cursor=c), "resources"
                 )
@@ -1011,12 +1017,11 @@ class MCPToolkit:
                     templates: list[Any] = await paginate(
                         lambda c: session.list_resource_templates(cursor=c), "resourceTemplates"
                     )
-                except McpError:  # templates are optional for a server
+                except MCPError:  # templates are optional for a server
                     templates = []
-                dump = {"mode": "json", "by_alias": True, "exclude_none": True}
                 return {
-                    "resources": [r.model_dump(**dump) for r in resources],
-                    "resource_templates": [t.model_dump(**dump) for t in templates],
+                    "resources": resources,
+                    "resource_templates": templates,
                 }
 
             payload = await server.request("resources/list", op)
@@ -1028,14 +1033,14 @@ class MCPToolkit:
             except pydantic.ValidationError as exc:
                 raise ToolException(f"MCP server {name!r}: invalid resource URI {uri!r}") from exc
             blocks: list[dict[str, Any]] = []
-            for part in result.contents:
-                if isinstance(part, TextResourceContents):
-                    blocks.append({"type": "text", "text": part.text})
-                elif isinstance(part, BlobResourceContents):
-                    mime = part.mimeType or "application/octet-stream"
+            for part in wire(result)["contents"]:
+                if part.get("text") is not None:
+                    blocks.append({"type": "text", "text": part["text"]})
+                elif part.get("blob") is not None:
+                    mime = part.get("mimeType") or "application/octet-stream"
                     make = create_image_block if mime.startswith("image/") else create_file_block
-                    block = dict(make(base64=part.blob, mime_type=mime))
-                    block["uri"] = str(part.uri)
+                    block = dict(make(base64=part["blob"], mime_type=mime))
+                    block["uri"] = part["uri"]
                     blocks.append(block)
             return _blocks_for_model(blocks)
 

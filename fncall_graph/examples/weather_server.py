@@ -18,7 +18,10 @@ import argparse
 import logging
 from collections.abc import Sequence
 
-from mcp.server.fastmcp import FastMCP
+try:  # mcp 2.x, where FastMCP is called MCPServer
+    from mcp.server.mcpserver import MCPServer as FastMCP
+except ImportError:  # mcp 1.x
+    from mcp.server.fastmcp import FastMCP  # type: ignore[no-redef]
 
 __all__ = ["CITIES", "get_weather", "main", "mcp", "weather_report"]
 
@@ -68,10 +71,12 @@ def main(argv: Sequence[str] | None = None, server: FastMCP = mcp) -> None:
         logging.getLogger().setLevel(logging.WARNING)
         server.settings.log_level = "WARNING"
         server.run("stdio")
-    else:
+    elif hasattr(server.settings, "port"):  # mcp 1.x: the address is a setting
         server.settings.host = args.host
         server.settings.port = args.port
         server.run("streamable-http")
+    else:  # mcp 2.x: an argument of run
+        server.run("streamable-http", host=args.host, port=args.port)
 
 
 if __name__ == "__main__":

@@ -14,6 +14,7 @@ Over HTTP the MCP endpoint is `http://127.0.0.1:<port>/mcp`; the server logs
 from __future__ import annotations
 
 import asyncio
+import os
 import struct
 import zlib
 
@@ -100,6 +101,9 @@ class Booking(BaseModel):
 @mcp.tool()
 async def book_hotel(city: str, ctx: Context) -> str:
     """预订酒店:先请用户确认并给出晚数"""
+    if os.environ.get("EFFECTS_FILE"):  # each run of the tool, to be counted
+        with open(os.environ["EFFECTS_FILE"], "a", encoding="utf-8") as effects:
+            effects.write(f"book_hotel {city}\n")
     answer = await ctx.elicit(f"在{city}订酒店吗?", schema=Booking)
     if answer.action == "accept" and answer.data.confirm:
         return f"已在{city}预订 {answer.data.nights} 晚"

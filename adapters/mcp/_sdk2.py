@@ -1,0 +1,129 @@
+"""The seam (:mod:`.stack`) on mcp 2.x: the SDK's own ``Client``, which negotiates
+2026-07-28 (``server/discover``) and falls back to the 2025-11-25 handshake."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Mapping
+from contextlib import AsyncExitStack, asynccontextmanager
+from datetime import timedelta
+from typing import TYPE_CHECKING, Any
+
+import httpx2 as http
+from mcp import Client, MCPError, StdioServerParameters
+from mcp.client.sse import sse_client
+from mcp.client.streamable_http import streamable_http_client
+from mcp.types import Implementation, InitializeResult
+
+if TYPE_CHECKING:
+    from .handlers import Handlers
+
+__all__ = ["MCPError", "http", "http_refusal", "open_session"]
+
+
+class _Client(Client):
+    """mcp 2.x's ``Client``, keeping the HTTP refusal of the latest request it sent: the
+    SDK answers a refused request with a bare "Server returned an error response"."""
+
+    refused: http.HTTPStatusError | None = None
+
+
+def http_refusal(session: Any) -> http.HTTPStatusError | None:
+    """The HTTP 401/403 the latest request of ``session`` was refused with, if it was."""
+    return getattr(session, "refused", None)
+
+
+# Connection keys with no counterpart in mcp 2.x, said when used rather than ignored
+_NO_TRANSPORT = "the websocket transport is not in mcp 2.x; use streamable_http"
+
+
+def _seconds(value: float | timedelta | None, default: float) -> float:
+    if value is None:
+        return default
+    return value.total_seconds() if isinstance(value, timedelta) else float(value)
+
+
+async def _http_client(
+    connection: Mapping[str, Any], stack: AsyncExitStack, noted: list[_Client]
+) -> http.AsyncClient:
+    headers = connection.get("headers")
+    timeout = http.Timeout(
+        _seconds(connection.get("timeout"), 30.0),
+        read=_seconds(connection.get("sse_read_timeout"), 300.0),
+    )
+    factory = connection.get("httpx_client_factory")
+    if factory is not None:
+        client = factory(headers=headers, timeout=timeout, auth=connection.get("auth"))
+    else:
+        client = http.AsyncClient(
+            headers=headers, timeout=timeout, auth=connection.get("auth"), follow_redirects=True
+        )
+
+    async def note(response: http.Response) -> None:
+        # an auth flow may retry after a refusal: the latest response is what counts
+        if noted:
+            refused = response.status_code in (401, 403)
+            noted[0].refused = (
+                http.HTTPStatusError("refused", request=response.request, response=response)
+                if refused
+                else None
+            )
+
+    client.event_hooks["response"] = [*client.event_hooks["response"], note]
+    return await stack.enter_async_context(client)
+
+
+@asynccontextmanager
+async def open_session(
+    connection: Mapping[str, Any], handlers: Handlers
+) -> AsyncIterator[tuple[Client, InitializeResult]]:
+    """An open ``Client`` of ``connection`` (a connection dict as for mcp 1.x), and what
+    the server said at the start, as an ``InitializeResult``."""
+    transport = connection["transport"]
+    async with AsyncExitStack() as stack:
+        noted: list[_Client] = []  # the client, once made, for the HTTP client's hook
+        server: Any
+        if transport == "stdio":
+            server = StdioServerParameters(
+                command=connection["command"],
+                args=list(connection.get("args") or ()),
+                env=connection.get("env"),
+                cwd=connection.get("cwd"),
+                encoding=connection.get("encoding") or "utf-8",
+                encoding_error_handler=connection.get("encoding_error_handler") or "strict",
+            )
+        elif transport in ("streamable_http", "streamable-http", "http"):
+            server = streamable_http_client(
+                connection["url"],
+                http_client=await _http_client(connection, stack, noted),
+                terminate_on_close=connection.get("terminate_on_close", True),
+            )
+        elif transport == "sse":
+            server = sse_client(
+                connection["url"],
+                headers=connection.get("headers"),
+                timeout=_seconds(connection.get("timeout"), 5.0),
+                sse_read_timeout=_seconds(connection.get("sse_read_timeout"), 300.0),
+                auth=connection.get("auth"),
+            )
+        else:
+            raise ValueError(_NO_TRANSPORT if transport == "websocket" else transport)
+        client = _Client(
+            server,
+            logging_callback=handlers.logging,
+            # the server decides what to send, as on a 2025-11-25 session
+            log_level="debug",
+            elicitation_callback=handlers.elicitation,
+            sampling_callback=handlers.sampling,
+            list_roots_callback=handlers.list_roots,
+            **(connection.get("session_kwargs") or {}),
+        )
+        noted.append(client)
+        await stack.enter_async_context(client)
+        init = InitializeResult(
+            protocolVersion=client.protocol_version,
+            capabilities=client.server_capabilities,
+            # a 2026-07-28 server need not name itself
+            serverInfo=client.server_info or Implementation(name="", version=""),
+            instructions=client.instructions,
+        )
+        yield client, init
