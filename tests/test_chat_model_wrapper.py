@@ -380,6 +380,24 @@ def test_strict_holds_a_prompt_dialect_to_its_grammar_where_the_server_takes_one
     assert "extra_body" not in plain.calls[0] and "strict" not in plain.calls[0]
 
 
+@pytest.mark.parametrize("dialect", ["hermes", "qwen"])
+def test_parallel_tool_calls_false_holds_a_reply_to_one_call_where_the_server_takes_a_grammar(
+    dialect: str,
+) -> None:
+    from fncall_graph.adapters.formats.grammar import grammar_max_bytes
+
+    inner = GrammarReplay(["好的。", "好的。"])
+    with_dialect(inner, dialect).bind_tools(TOOLS, parallel_tool_calls=False).invoke("q")
+    one = inner.calls[0]["extra_body"]["grammar"]
+    assert one == get_dialect(dialect).grammar(TOOLS, one_call=True)
+    assert one != get_dialect(dialect).grammar(TOOLS)
+    # one call at most: calls-only replies are shorter than where several are admitted
+    only = get_dialect(dialect).grammar(TOOLS, require_call=True, one_call=True)
+    several = get_dialect(dialect).grammar(TOOLS, require_call=True)
+    assert grammar_max_bytes(only) < grammar_max_bytes(several)
+    assert "parallel_tool_calls" not in inner.calls[0]
+
+
 # -- structured output
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import html
 import importlib.util
+import itertools
 import json
 import urllib.error
 import urllib.request
@@ -236,8 +237,10 @@ def test_server_compiles_every_dialect_grammar(server, name):
     from fncall_graph.adapters.formats.registry import get_dialect
 
     messages = [{"role": "user", "content": QUESTION}]
-    for require_call in (False, True):
-        grammar = get_dialect(name).grammar(SQLITE_TOOLS, require_call=require_call)
+    for require_call, one_call in itertools.product((False, True), (False, True)):
+        grammar = get_dialect(name).grammar(
+            SQLITE_TOOLS, require_call=require_call, one_call=one_call
+        )
         reply = _post(
             server,
             "/v1/chat/completions",

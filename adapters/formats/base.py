@@ -333,11 +333,16 @@ class Dialect(ABC):
         return message
 
     def grammar(
-        self, tools: Sequence[ToolLike] | None, *, require_call: bool = False
+        self,
+        tools: Sequence[ToolLike] | None,
+        *,
+        require_call: bool = False,
+        one_call: bool = False,
     ) -> str | None:
         """A GBNF grammar constraining replies to this dialect's call format, if it has one.
 
-        With ``require_call`` the grammar admits tool calls only, no plain answer.
+        With ``require_call`` the grammar admits tool calls only, no plain answer; with
+        ``one_call`` at most one call per reply (``parallel_tool_calls=False``).
         """
         return None
 

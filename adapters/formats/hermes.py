@@ -133,13 +133,17 @@ class HermesDialect(PromptDialect):
         return f"HermesDialect(lang={self.lang!r})"
 
     def grammar(
-        self, tools: Sequence[ToolLike] | None, *, require_call: bool = False
+        self,
+        tools: Sequence[ToolLike] | None,
+        *,
+        require_call: bool = False,
+        one_call: bool = False,
     ) -> str | None:
         """GBNF for a plain answer, or ``<tool_call>`` blocks naming one of ``tools``.
 
         Each call's arguments follow that tool's schema; several calls may follow one
-        another, one per line. ``require_call`` leaves out the plain answer. ``None``
-        without tools.
+        another, one per line (one at most with ``one_call``). ``require_call`` leaves out
+        the plain answer. ``None`` without tools.
         """
         if not tools:
             return None
@@ -149,7 +153,7 @@ class HermesDialect(PromptDialect):
             tools,
             before="<tool_call>\n",
             after="\n</tool_call>",
-            max_calls=None,
+            max_calls=1 if one_call else None,
             allow_text=not require_call,
         )
 

@@ -377,20 +377,26 @@ class QwenDialect(PromptDialect):
         return f"QwenDialect(lang={self.lang!r}, parallel={self.parallel})"
 
     def grammar(
-        self, tools: Sequence[ToolLike] | None, *, require_call: bool = False
+        self,
+        tools: Sequence[ToolLike] | None,
+        *,
+        require_call: bool = False,
+        one_call: bool = False,
     ) -> str | None:
         """GBNF for a plain answer, or ``✿FUNCTION✿``/``✿ARGS✿`` calls naming one of ``tools``.
 
         Each call's arguments follow that tool's schema; ``parallel=False`` admits one
-        call per reply. ``require_call`` leaves out the plain answer. ``None`` without
-        tools.
+        call per reply, as does ``one_call``. ``require_call`` leaves out the plain answer.
+        ``None`` without tools.
         """
         if not tools:
             return None
         from .grammar import qwen_call_grammar
 
         return qwen_call_grammar(
-            tools, max_calls=None if self.parallel else 1, allow_text=not require_call
+            tools,
+            max_calls=None if self.parallel and not one_call else 1,
+            allow_text=not require_call,
         )
 
     # -- rendering

@@ -209,7 +209,11 @@ class ReActDialect(PromptDialect):
     )
 
     def grammar(
-        self, tools: Sequence[ToolLike] | None, *, require_call: bool = False
+        self,
+        tools: Sequence[ToolLike] | None,
+        *,
+        require_call: bool = False,
+        one_call: bool = False,  # one Action per reply already
     ) -> str | None:
         """GBNF for a ``Thought:`` line and one ``Action:`` blob, or a ``Final Answer:``.
 

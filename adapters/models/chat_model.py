@@ -480,13 +480,14 @@ class DialectChatModel(BaseChatModel):
             tools = _chosen(tools, tool_choice)
             rendered = self.dialect.render(messages, tools)
             forced = bool(tools) and _forces_a_call(tool_choice)
+            one_call = options.get("parallel_tool_calls") is False
             if (
-                (forced or options.get("strict"))
+                (forced or one_call or options.get("strict"))
                 and accepts_grammar(self.chat_model)
                 and "grammar" not in (kwargs.get("extra_body") or {})
             ):
                 # the server can hold the reply to the chosen tools' calls and schemas
-                grammar = self.dialect.grammar(tools, require_call=forced)
+                grammar = self.dialect.grammar(tools, require_call=forced, one_call=one_call)
                 if grammar is not None:
                     _with_grammar(kwargs, grammar, self.model)
         merged = list(dict.fromkeys([*self.dialect.stop, *(stop or [])]))
