@@ -31,8 +31,9 @@ async def open_session(
         from langchain_mcp_adapters.sessions import create_session
     except ImportError as exc:  # mcp 1.x installed without the extra that brings it
         raise RuntimeError(
-            "MCP on mcp 1.x needs langchain-mcp-adapters: pip install 'fncall-graph[mcp1]' "
-            "(or 'fncall-graph[mcp2]' for the mcp 2.x stack)"
+            "MCP on mcp 1.x needs langchain-mcp-adapters (fncall-graph's mcp1 extra): "
+            "pip install 'langchain-mcp-adapters>=0.3.2,<0.4', or 'mcp>=2.3,<3' for the "
+            "mcp 2.x stack"
         ) from exc
     kwargs: dict[str, Any] = {
         **(connection.get("session_kwargs") or {}),
