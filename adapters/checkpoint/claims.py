@@ -298,6 +298,9 @@ def _heart() -> None:
         for beat in beats:
             if beat.due > now:
                 continue
+            with _ACTIVE_LOCK:  # its call may have ended since (and its saver closed)
+                if all(b is not beat for b in _ACTIVE.values()):
+                    continue
             beat.due = now + beat.every
             renew = _Renew(beat.key, beat.owner, time.time())
             try:

@@ -31,7 +31,7 @@ import logging
 import sqlite3
 import threading
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Sequence
-from contextlib import asynccontextmanager, contextmanager
+from contextlib import asynccontextmanager, contextmanager, nullcontext
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -178,6 +178,15 @@ class _WriteGuard:
                 "invoke(None, config) once the database takes writes again."
             ) from failed[1]
 
+    def unsaved(self, config: RunnableConfig, exc: BaseException) -> CheckpointWriteError:
+        """The error of a checkpoint that could not be saved: the run stops there."""
+        step = str((config.get("configurable") or {}).get("checkpoint_id"))
+        return CheckpointWriteError(
+            f"thread {self.key(config)[0]!r}: the checkpoint after {step} could not be saved "
+            f"({exc}); the run stopped. Run invoke(None, config) once the database takes "
+            "writes again."
+        )
+
     @staticmethod
     def retried(what: str, write: Callable[[], T]) -> T:
         for attempt in range(1, WRITE_ATTEMPTS):
@@ -228,10 +237,15 @@ class DurableSqliteSaver(_ForgetsClaims, SqliteSaver):
         new_versions: ChannelVersions,
     ) -> RunnableConfig:
         self.guard.check(config)
-        return self.guard.retried(
-            "save",
-            lambda: super(DurableSqliteSaver, self).put(config, checkpoint, metadata, new_versions),
-        )
+        try:
+            return self.guard.retried(
+                "save",
+                lambda: super(DurableSqliteSaver, self).put(
+                    config, checkpoint, metadata, new_versions
+                ),
+            )
+        except sqlite3.OperationalError as exc:  # locked through every attempt
+            raise self.guard.unsaved(config, exc) from exc
 
     def put_writes(
         self,
@@ -265,12 +279,15 @@ class DurableAsyncSqliteSaver(_ForgetsClaims, AsyncSqliteSaver):
     ) -> RunnableConfig:
         # the writes in flight run on this loop: wait for them off it
         await asyncio.to_thread(self.guard.check, config)
-        return await self.guard.aretried(
-            "save",
-            lambda: super(DurableAsyncSqliteSaver, self).aput(
-                config, checkpoint, metadata, new_versions
-            ),
-        )
+        try:
+            return await self.guard.aretried(
+                "save",
+                lambda: super(DurableAsyncSqliteSaver, self).aput(
+                    config, checkpoint, metadata, new_versions
+                ),
+            )
+        except sqlite3.OperationalError as exc:  # locked through every attempt
+            raise self.guard.unsaved(config, exc) from exc
 
     async def aput_writes(
         self,
@@ -310,12 +327,16 @@ def sqlite_saver(
         True
     """
     conn = sqlite3.connect(_file(path), check_same_thread=False, timeout=busy_timeout)
+    saver: DurableSqliteSaver | None = None
     try:
         saver = DurableSqliteSaver(conn)
         saver.setup()
         yield saver
     finally:
-        conn.close()
+        # behind the saver's lock: a claim's heartbeat thread may be writing on the
+        # connection, and sqlite3 closed under a running statement crashes the process
+        with saver.lock if saver is not None else nullcontext():
+            conn.close()
 
 
 @asynccontextmanager
