@@ -102,8 +102,12 @@ def run_under_lock(
 
     def turn() -> None:
         try:
+            # sync: each checkpoint is saved before the next step starts, so the lock
+            # meets the step the test means (async lets a late save overlap the next step)
             outcome["value"] = graph.invoke(
-                {"messages": [("user", "go")]}, {**cfg, "callbacks": callbacks}
+                {"messages": [("user", "go")]},
+                {**cfg, "callbacks": callbacks},
+                durability="sync",
             )
         except BaseException as exc:
             outcome["error"] = exc

@@ -155,6 +155,8 @@ class _WriteGuard:
             with self._cond:
                 step = str((config.get("configurable") or {}).get("checkpoint_id"))
                 self._failed[key] = (step, exc)
+            if isinstance(exc, sqlite3.OperationalError):  # this error may surface first
+                raise _step_unsaved(key, step, exc) from exc
             raise
         finally:
             with self._cond:
@@ -172,11 +174,7 @@ class _WriteGuard:
             failed = self._failed.pop(key, None)
         step = str((config.get("configurable") or {}).get("checkpoint_id"))
         if failed is not None and failed[0] == step:
-            raise CheckpointWriteError(
-                f"thread {key[0]!r}: a write of the step after checkpoint {step} could not be "
-                f"saved ({failed[1]}); the run stopped before its next step. Run "
-                "invoke(None, config) once the database takes writes again."
-            ) from failed[1]
+            raise _step_unsaved(key, step, failed[1]) from failed[1]
 
     def unsaved(self, config: RunnableConfig, exc: BaseException) -> CheckpointWriteError:
         """The error of a checkpoint that could not be saved: the run stops there."""
@@ -204,6 +202,14 @@ class _WriteGuard:
             except sqlite3.OperationalError as exc:
                 _try_again(what, exc, attempt)
         return await write()
+
+
+def _step_unsaved(key: tuple[str, str], step: str, exc: BaseException) -> CheckpointWriteError:
+    return CheckpointWriteError(
+        f"thread {key[0]!r}: a write of the step after checkpoint {step} could not be "
+        f"saved ({exc}); the run stopped before its next step. Run "
+        "invoke(None, config) once the database takes writes again."
+    )
 
 
 def _try_again(what: str, exc: sqlite3.OperationalError, attempt: int) -> None:
