@@ -654,7 +654,7 @@ def _held_from(text: str, pos: int, table: _MarkerTable) -> int:
     first = table.first(text, start)
     while first is not None:
         at = first.start()
-        if text[at:] in table.prefixes:
+        if text[at:] in table.growing:  # (a whole marker there would have been found)
             return at
         first = table.first(text, at + 1)
     return n
@@ -669,14 +669,12 @@ class _MarkerTable:
             (alternatives are tried longest first); ``None`` for no markers.
         first: ``first(text, pos)`` finds the next character a marker starts with.
         longest: the longest marker's length minus one (the most text ever held back).
-        prefixes: every prefix of a marker up to ``longest`` characters.
         growing: every proper prefix of a marker (text that may still become one).
     """
 
     search: Callable[[str, int], re.Match[str] | None] | None
     first: Callable[[str, int], re.Match[str] | None] | None
     longest: int
-    prefixes: frozenset[str]
     growing: frozenset[str]
 
 
@@ -687,9 +685,8 @@ def _marker_table(markers: tuple[str, ...]) -> _MarkerTable:
     firsts = sorted({m[0] for m in markers if m})
     first = re.compile("|".join(map(re.escape, firsts))).search if firsts else None
     longest = max((len(m) for m in markers), default=1) - 1
-    prefixes = frozenset(m[:j] for m in markers for j in range(1, min(len(m), longest) + 1))
     growing = frozenset(m[:j] for m in markers for j in range(1, len(m)))
-    return _MarkerTable(search, first, longest, prefixes, growing)
+    return _MarkerTable(search, first, longest, growing)
 
 
 class PromptDialect(Dialect):
