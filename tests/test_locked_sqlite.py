@@ -74,9 +74,12 @@ def seen() -> Any:
         logger.removeHandler(handler)
 
 
-def graph_on(saver: Any, *, model_steps_again: bool = True) -> tuple[Any, list[str]]:
+def graph_on(
+    saver: Any, *, model_steps_again: bool = True, replies: list[Any] | None = None
+) -> tuple[Any, list[str]]:
     """A turn of one tool call, on ``saver``; the list of the tool's runs.
-    ``model_steps_again``: the model's step is not saved, so its call is made again."""
+    ``model_steps_again``: the model's step is not saved, so its call is made again;
+    ``replies``: the model's replies after its call of the tool, if not ``["done"]``."""
     runs: list[str] = []
 
     @tool
@@ -87,7 +90,8 @@ def graph_on(saver: Any, *, model_steps_again: bool = True) -> tuple[Any, list[s
 
     reply = AIMessage(content="", tool_calls=[{"name": "send", "args": {"text": "hi"}, "id": "c1"}])
     # twice: a step that was not saved runs again on resume, its model call too
-    model = ReplayChatModel([reply, reply, "done"] if model_steps_again else [reply, "done"])
+    calls = [reply, reply] if model_steps_again else [reply]
+    model = ReplayChatModel([*calls, *(replies or ["done"])])
     return create_fncall_graph(model, [send], dialect="native", checkpointer=saver), runs
 
 
@@ -162,7 +166,9 @@ def test_a_result_stored_before_its_step_s_write_failed_is_used_by_the_next_run(
     process exits), and the tool does not run again."""
     db = tmp_path / "c.db"
     with sqlite_saver(db, busy_timeout=0.2) as saver:
-        graph, runs = graph_on(saver, model_steps_again=False)
+        # a write waiting in LangGraph's queue can start after its step's checkpoint
+        # was saved: the run then stops a step later, and that model call runs again
+        graph, runs = graph_on(saver, model_steps_again=False, replies=["done", "done"])
         locker = Locker(db)
         put_writes = saver.put_writes
 
@@ -176,6 +182,71 @@ def test_a_result_stored_before_its_step_s_write_failed_is_used_by_the_next_run(
         assert isinstance(outcome.get("error"), CheckpointWriteError), outcome
         assert runs == ["hi"]
         saver.put_writes = put_writes  # type: ignore[method-assign]
+        out = graph.invoke(None, CFG)
+    assert runs == ["hi"]
+    assert [m.content for m in out["messages"] if isinstance(m, ToolMessage)] == ["sent"]
+    assert out["messages"][-1].content == "done"
+
+
+def test_a_write_that_fails_after_its_step_s_checkpoint_was_saved_stops_the_next_step(
+    tmp_path, seen
+):
+    """The tool step's write starts only once the step's checkpoint was saved (it waited
+    in LangGraph's queue), then fails: the model step that follows runs, but its
+    checkpoint is not saved, so the thread stays before that step and a resume takes
+    the step's saved writes."""
+    db = tmp_path / "c.db"
+    failed = seen("checkpoint write failed")
+    released = threading.Event()
+    with sqlite_saver(db, busy_timeout=0.2) as saver:
+        graph, runs = graph_on(saver, model_steps_again=False)
+        locker = Locker(db)
+        put, put_writes = saver.put, saver.put_writes
+        tool_step_saved = threading.Event()
+
+        def put_then_tell(*args: Any, **kwargs: Any) -> Any:
+            saved = put(*args, **kwargs)
+            if runs:
+                tool_step_saved.set()
+            return saved
+
+        def late_locked_write(*args: Any, **kwargs: Any) -> Any:
+            if runs and not released.is_set():  # the tool step's write
+                assert tool_step_saved.wait(60), "the tool step's checkpoint was never saved"
+                locker.lock()
+            return put_writes(*args, **kwargs)
+
+        class ModelWaitsForTheRelease(BaseCallbackHandler):
+            def on_chat_model_start(self, *args: Any, **kwargs: Any) -> None:
+                if runs:  # the model's step after the tool's: its writes find no lock
+                    assert released.wait(60), "the lock was never released"
+
+        saver.put, saver.put_writes = put_then_tell, late_locked_write  # type: ignore[method-assign]
+        outcome: dict[str, Any] = {}
+
+        def turn() -> None:
+            try:
+                graph.invoke(
+                    {"messages": [("user", "go")]},
+                    {**CFG, "callbacks": [ModelWaitsForTheRelease()]},
+                    durability="sync",
+                )
+            except BaseException as exc:
+                outcome["error"] = exc
+
+        thread = threading.Thread(target=turn, daemon=True)
+        thread.start()
+        assert failed.event.wait(60), "the tool step's write never failed"
+        locker.release()
+        released.set()
+        thread.join(60)  # a bound against a hung suite, not a synchronisation
+        assert not thread.is_alive()
+        locker.db.close()
+        assert isinstance(outcome.get("error"), CheckpointWriteError), outcome
+        # saved: the input, the start, the model's and the tools' steps; not the
+        # checkpoint that would end the model's second step
+        assert [c.metadata["step"] for c in saver.list(CFG)] == [2, 1, 0, -1]
+        saver.put, saver.put_writes = put, put_writes  # type: ignore[method-assign]
         out = graph.invoke(None, CFG)
     assert runs == ["hi"]
     assert [m.content for m in out["messages"] if isinstance(m, ToolMessage)] == ["sent"]

@@ -71,7 +71,8 @@ WRITE_ATTEMPTS = 3
 
 
 class CheckpointWriteError(RuntimeError):
-    """A step's writes could not be saved: the run stopped before its next step.
+    """A step's writes could not be saved: the run stopped before its next step (or
+    after it, when the write started only once the step's checkpoint was saved).
 
     The thread is as its last saved checkpoint left it; once the database takes writes
     again, ``invoke(None, config)`` runs the unsaved step again (a tool call in it that
@@ -129,12 +130,18 @@ class _WriteGuard:
     their error only when the run ends, but it waits for each step's checkpoint before
     the next step starts (``durability="sync"``); failing that checkpoint stops the run
     there, before another task (and its side effects) starts.
+
+    A write waiting in the executor's queue is not yet counted, so the step's checkpoint
+    can be saved before it starts and fails: the next step's checkpoint fails then (the
+    run stops one step later, and that step runs again on resume).
     """
 
     def __init__(self) -> None:
         self._cond = threading.Condition()
         self._pending: dict[tuple[str, str], int] = {}
         self._failed: dict[tuple[str, str], tuple[str, BaseException]] = {}
+        # per thread: the last checkpoint saved and the one it followed
+        self._saved: dict[tuple[str, str], tuple[str, str]] = {}
 
     @staticmethod
     def key(config: RunnableConfig) -> tuple[str, str]:
@@ -169,12 +176,22 @@ class _WriteGuard:
         """Before a checkpoint is saved: wait for the thread's writes in flight, and
         raise if a write of the step this checkpoint ends failed."""
         key = self.key(config)
+        step = str((config.get("configurable") or {}).get("checkpoint_id"))
         with self._cond:
             self._cond.wait_for(lambda: key not in self._pending)
             failed = self._failed.pop(key, None)
+            saved, after = self._saved.get(key, ("", ""))
+        # this step's write, or the step before's (it started after that step's
+        # checkpoint was saved)
+        earlier = after if saved == step else None
+        if failed is not None and failed[0] in (step, earlier):
+            raise _step_unsaved(key, failed[0], failed[1]) from failed[1]
+
+    def saved(self, config: RunnableConfig, checkpoint: Checkpoint) -> None:
+        """After a checkpoint was saved: remember it and the checkpoint it followed."""
         step = str((config.get("configurable") or {}).get("checkpoint_id"))
-        if failed is not None and failed[0] == step:
-            raise _step_unsaved(key, step, failed[1]) from failed[1]
+        with self._cond:
+            self._saved[self.key(config)] = (str(checkpoint["id"]), step)
 
     def unsaved(self, config: RunnableConfig, exc: BaseException) -> CheckpointWriteError:
         """The error of a checkpoint that could not be saved: the run stops there."""
@@ -207,7 +224,7 @@ class _WriteGuard:
 def _step_unsaved(key: tuple[str, str], step: str, exc: BaseException) -> CheckpointWriteError:
     return CheckpointWriteError(
         f"thread {key[0]!r}: a write of the step after checkpoint {step} could not be "
-        f"saved ({exc}); the run stopped before its next step. Run "
+        f"saved ({exc}); the run stopped before saving another checkpoint. Run "
         "invoke(None, config) once the database takes writes again."
     )
 
@@ -244,7 +261,7 @@ class DurableSqliteSaver(_ForgetsClaims, SqliteSaver):
     ) -> RunnableConfig:
         self.guard.check(config)
         try:
-            return self.guard.retried(
+            saved = self.guard.retried(
                 "save",
                 lambda: super(DurableSqliteSaver, self).put(
                     config, checkpoint, metadata, new_versions
@@ -252,6 +269,8 @@ class DurableSqliteSaver(_ForgetsClaims, SqliteSaver):
             )
         except sqlite3.OperationalError as exc:  # locked through every attempt
             raise self.guard.unsaved(config, exc) from exc
+        self.guard.saved(config, checkpoint)
+        return saved
 
     def put_writes(
         self,
@@ -286,7 +305,7 @@ class DurableAsyncSqliteSaver(_ForgetsClaims, AsyncSqliteSaver):
         # the writes in flight run on this loop: wait for them off it
         await asyncio.to_thread(self.guard.check, config)
         try:
-            return await self.guard.aretried(
+            saved = await self.guard.aretried(
                 "save",
                 lambda: super(DurableAsyncSqliteSaver, self).aput(
                     config, checkpoint, metadata, new_versions
@@ -294,6 +313,8 @@ class DurableAsyncSqliteSaver(_ForgetsClaims, AsyncSqliteSaver):
             )
         except sqlite3.OperationalError as exc:  # locked through every attempt
             raise self.guard.unsaved(config, exc) from exc
+        self.guard.saved(config, checkpoint)
+        return saved
 
     async def aput_writes(
         self,
