@@ -3,8 +3,10 @@
 ``@modelcontextprotocol/conformance`` starts a mock server for a scenario and runs this
 script with the server's URL as the last argument (and the scenario's name in
 ``MCP_CONFORMANCE_SCENARIO``, its data in ``MCP_CONFORMANCE_CONTEXT``). The script does
-what an application would: it opens an :class:`MCPToolkit` on the server (streamable
-HTTP, with OAuth when the server asks for it), has a graph call each tool the server
+what an application would: it opens an :class:`MCPToolkit` on the server from an
+``mcpServers`` entry (streamable HTTP, with the entry's ``oauth`` when the server asks
+for it; the two grants that entry does not offer, a signed key and an enterprise
+identity, as the connection's own ``auth``), has a graph call each tool the server
 lists, and answers a server's question (elicitation) as a person accepting the form as
 offered, defaults included. It exits non-zero when something failed.
 """
@@ -14,133 +16,88 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import socket
 import sys
+import tempfile
 from typing import Any
-from urllib.parse import parse_qs, urlsplit
+from urllib.parse import urlsplit
 
 import httpx
 from langchain_core.messages import AIMessage, ToolMessage
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.types import Command
-from mcp.client.auth import OAuthClientProvider, TokenStorage
 from mcp.client.auth.extensions.client_credentials import (
-    ClientCredentialsOAuthProvider,
     PrivateKeyJWTOAuthProvider,
     SignedJWTParameters,
 )
-from mcp.shared.auth import OAuthClientInformationFull, OAuthClientMetadata, OAuthToken
-from pydantic import AnyUrl
 
-try:  # mcp 2.x: the authorization callback answers with a model
-    from mcp.shared.auth import AuthorizationCodeResult
-except ImportError:  # mcp 1.x: with a (code, state) pair
-    AuthorizationCodeResult = None
 try:  # mcp 2.x: enterprise-managed authorization (SEP-990)
     from mcp.client.auth.extensions.identity_assertion import IdentityAssertionOAuthProvider
 except ImportError:  # not in mcp 1.x
     IdentityAssertionOAuthProvider = None
 
 from fncall_graph import MCPToolkit, create_fncall_graph
+from fncall_graph.adapters.mcp.oauth import TokenCache
 from fncall_graph.testing import ReplayChatModel
 
 # What the application asks of each tool it knows; a tool not listed is called with {}.
 ARGUMENTS: dict[str, dict[str, Any]] = {"add_numbers": {"a": 5, "b": 3}}
 
-REDIRECT_URI = "http://localhost:3000/callback"
-
-
-class MemoryTokens(TokenStorage):
-    """The tokens and client registration of one run, kept in memory."""
-
-    def __init__(self) -> None:
-        self.tokens: OAuthToken | None = None
-        self.client: OAuthClientInformationFull | None = None
-
-    async def get_tokens(self) -> OAuthToken | None:
-        return self.tokens
-
-    async def set_tokens(self, tokens: OAuthToken) -> None:
-        self.tokens = tokens
-
-    async def get_client_info(self) -> OAuthClientInformationFull | None:
-        return self.client
-
-    async def set_client_info(self, client_info: OAuthClientInformationFull) -> None:
-        self.client = client_info
-
 
 class Browser:
     """The person's browser: opens the authorization page (which approves at once on
-    the suite's authorization server) and hands back the code from the redirect."""
+    the suite's authorization server) and follows its redirect back to the toolkit."""
 
-    def __init__(self) -> None:
-        self.code: tuple[str, str | None] | None = None
-
-    async def open(self, url: str) -> None:
+    async def open(self, server: str, url: str) -> None:
         async with httpx.AsyncClient() as client:
             response = await client.get(url, follow_redirects=False)
-        location = response.headers.get("location")
-        if location is None:
-            raise RuntimeError(f"authorization page answered {response.status_code}, no redirect")
-        query = parse_qs(urlsplit(location).query)
-        if "code" not in query:
-            raise RuntimeError(f"authorization refused: {location}")
-        self.code = (query["code"][0], (query.get("state") or [None])[0])
-
-    async def callback(self) -> Any:
-        """The code and state, in the shape the installed MCP SDK takes them."""
-        assert self.code is not None, "no authorization code: the page was not opened"
-        (code, state), self.code = self.code, None
-        if AuthorizationCodeResult is not None:
-            return AuthorizationCodeResult(code=code, state=state)
-        return code, state
+            location = response.headers.get("location")
+            if location is None:
+                raise RuntimeError(f"authorization page answered {response.status_code}")
+            (await client.get(location)).raise_for_status()
 
 
-async def oauth(url: str, scenario: str, context: dict[str, Any]) -> httpx.Auth:
-    """OAuth as the MCP SDK does it: the client-credentials grant for a service account
-    (a secret or a signed key), else the authorization code with PKCE, with a
-    pre-registered client when the context gives one."""
-    tokens, browser = MemoryTokens(), Browser()
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+def server_entry(url: str, scenario: str, context: dict[str, Any]) -> dict[str, Any]:
+    """The application's ``mcpServers`` entry for the scenario's server: OAuth with the
+    account the context gives (a service account's secret, a pre-registered client, or
+    none: the client registers itself or names its metadata document)."""
+    oauth: dict[str, Any] = {
+        "callback_port": free_port(),
+        "token_cache": tempfile.mkdtemp(prefix="mcp-oauth-"),
+        "client_name": "fncall-graph conformance client",
+    }
     if scenario == "auth/client-credentials-basic":
-        return ClientCredentialsOAuthProvider(
-            url, tokens, context["client_id"], context["client_secret"]
-        )
-    if scenario == "auth/client-credentials-jwt":
-        key = SignedJWTParameters(
-            issuer=context["client_id"],
-            subject=context["client_id"],
-            signing_algorithm=context.get("signing_algorithm", "ES256"),
-            signing_key=context["private_key_pem"],
-        )
-        return PrivateKeyJWTOAuthProvider(
-            url, tokens, context["client_id"], key.create_assertion_provider()
-        )
-    if context.get("idp_id_token") and IdentityAssertionOAuthProvider is not None:
-        return await enterprise(url, tokens, context)
+        oauth["grant"] = "client_credentials"
     if context.get("client_id"):
-        secret = context.get("client_secret")
-        tokens.client = OAuthClientInformationFull(
-            client_id=context["client_id"],
-            client_secret=secret,
-            redirect_uris=[AnyUrl(REDIRECT_URI)],
-            token_endpoint_auth_method="client_secret_basic" if secret else "none",
-        )
-    return OAuthClientProvider(
-        server_url=url,
-        client_metadata=OAuthClientMetadata(
-            client_name="fncall-graph conformance client",
-            redirect_uris=[AnyUrl(REDIRECT_URI)],
-            grant_types=["authorization_code", "refresh_token"],
-            response_types=["code"],
-        ),
-        storage=tokens,
-        redirect_handler=browser.open,
-        callback_handler=browser.callback,
-        client_metadata_url="https://conformance-test.local/client-metadata.json",
+        oauth["client_id"] = context["client_id"]
+        if context.get("client_secret"):
+            oauth["client_secret"] = context["client_secret"]
+    else:
+        oauth["client_metadata_url"] = "https://conformance-test.local/client-metadata.json"
+    return {"url": url, "oauth": oauth}
+
+
+def signed_key_auth(url: str, context: dict[str, Any]) -> httpx.Auth:
+    """The client-credentials grant with a signed key (RFC 7523), which the ``oauth``
+    entry does not offer: built as an application would, as the connection's ``auth``."""
+    key = SignedJWTParameters(
+        issuer=context["client_id"],
+        subject=context["client_id"],
+        signing_algorithm=context.get("signing_algorithm", "ES256"),
+        signing_key=context["private_key_pem"],
+    )
+    return PrivateKeyJWTOAuthProvider(
+        url, TokenCache("server", None), context["client_id"], key.create_assertion_provider()
     )
 
 
-async def enterprise(url: str, tokens: TokenStorage, context: dict[str, Any]) -> Any:
+async def enterprise(url: str, tokens: TokenCache, context: dict[str, Any]) -> Any:
     """SEP-990: the person's identity token from the enterprise's identity provider is
     exchanged there for an identity assertion grant (RFC 8693), which the MCP server's
     authorization server takes for an access token (RFC 7523, by the SDK). The
@@ -214,12 +171,24 @@ async def call_each_tool(toolkit: MCPToolkit) -> None:
 
 async def main(url: str) -> None:
     context = json.loads(os.environ.get("MCP_CONFORMANCE_CONTEXT") or "{}")
-    # the application's account for this server; the SDK's OAuth acts only when the
-    # server asks (HTTP 401)
     scenario = os.environ.get("MCP_CONFORMANCE_SCENARIO", "")
-    auth = await oauth(url, scenario, context)
-    connection = {"transport": "streamable_http", "url": url, "auth": auth}
-    async with MCPToolkit({"server": connection}, call_timeout=20) as toolkit:
+    # the application's account for this server; OAuth acts only when the server asks
+    # (HTTP 401)
+    if scenario == "auth/client-credentials-jwt":
+        connection = {
+            "transport": "streamable_http",
+            "url": url,
+            "auth": signed_key_auth(url, context),
+        }
+        toolkit = MCPToolkit({"server": connection}, call_timeout=20)
+    elif context.get("idp_id_token") and IdentityAssertionOAuthProvider is not None:
+        auth = await enterprise(url, TokenCache("server", None), context)
+        connection = {"transport": "streamable_http", "url": url, "auth": auth}
+        toolkit = MCPToolkit({"server": connection}, call_timeout=20)
+    else:
+        config = {"mcpServers": {"server": server_entry(url, scenario, context)}}
+        toolkit = MCPToolkit.from_config(config, call_timeout=20, authorize=Browser().open)
+    async with toolkit:
         await call_each_tool(toolkit)
 
 

@@ -7,7 +7,7 @@ from npm by ``make test`` into ``.mcp-conformance/`` with the Node it needs (the
 FAILS if it is missing: run ``make .mcp-conformance/node_modules/.bin/conformance``).
 
 The client runs on each MCP stack: every scenario on the main environment's (mcp 1.x),
-and the core ones and two auth ones on mcp 2.x, in ``.venv-mcp2`` (``make
+and the core ones and three auth ones on mcp 2.x, in ``.venv-mcp2`` (``make
 install-mcp2``). The suite's scenarios are those of 2025-11-25 and before: on mcp 2.x the
 client first asks each mock for 2026-07-28 (``server/discover``) and falls back.
 """
@@ -86,7 +86,7 @@ SCENARIOS = [
 ]
 
 
-# On mcp 2.x: the core scenarios, one auth one and enterprise auth (each scenario starts a
+# On mcp 2.x: the core scenarios, two auth ones and enterprise auth (each scenario starts a
 # Python with LangGraph and the suite's servers, over 15 s under load, so not all of them
 # twice; all but the metadata-backcompat one pass there too when run)
 MCP2_SCENARIOS = [
@@ -94,6 +94,7 @@ MCP2_SCENARIOS = [
     "tools_call",
     "elicitation-sep1034-client-defaults",
     "sse-retry",
+    "auth/metadata-default",  # the oauth entry's browser flow: the SDK's callback type
     "auth/client-credentials-basic",
     "auth/cross-app-access-complete-flow",  # SEP-990: in mcp 2.x, not in 1.x
 ]

@@ -3,6 +3,7 @@
 - :mod:`.config`: ``{"mcpServers": {...}}`` and connection dicts, checked up front;
 - :mod:`.sessions`: one persistent session per server, restarted when it dies;
 - :mod:`.toolkit`: :class:`MCPToolkit` and :func:`load_mcp_tools`, the tools themselves;
+- :mod:`.oauth`: the ``oauth`` key of a remote server's entry, and its token cache;
 - :mod:`.errors`: what goes wrong, said with the server and field.
 """
 
@@ -15,6 +16,7 @@ from .errors import (
     MCPServerError,
     MCPToolTimeoutError,
 )
+from .oauth import OAuthSettings, open_in_browser
 from .toolkit import MCPArtifact, MCPPrompt, MCPToolkit, load_mcp_tools
 
 __all__ = [
@@ -27,9 +29,11 @@ __all__ = [
     "MCPServerError",
     "MCPToolTimeoutError",
     "MCPToolkit",
+    "OAuthSettings",
     "RemoteServer",
     "StdioServer",
     "clean_schema",
     "load_mcp_tools",
+    "open_in_browser",
     "parse_mcp_config",
 ]

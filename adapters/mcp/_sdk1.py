@@ -14,7 +14,7 @@ from mcp.types import InitializeResult
 if TYPE_CHECKING:
     from .handlers import Handlers
 
-__all__ = ["MCPError", "http", "http_refusal", "open_session"]
+__all__ = ["MCPError", "authorization_code", "http", "http_refusal", "open_session"]
 
 
 def http_refusal(session: Any) -> None:
@@ -46,3 +46,8 @@ async def open_session(
         kwargs["list_roots_callback"] = handlers.list_roots
     async with create_session({**connection, "session_kwargs": kwargs}) as session:  # type: ignore[arg-type, typeddict-item]
         yield session, await session.initialize()
+
+
+def authorization_code(code: str, state: str | None) -> tuple[str, str | None]:
+    """What an OAuth callback handler returns on mcp 1.x: the pair."""
+    return code, state

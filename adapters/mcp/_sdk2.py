@@ -17,7 +17,7 @@ from mcp.types import Implementation, InitializeResult
 if TYPE_CHECKING:
     from .handlers import Handlers
 
-__all__ = ["MCPError", "http", "http_refusal", "open_session"]
+__all__ = ["MCPError", "authorization_code", "http", "http_refusal", "open_session"]
 
 
 class _Client(Client):
@@ -127,3 +127,10 @@ async def open_session(
             instructions=client.instructions,
         )
         yield client, init
+
+
+def authorization_code(code: str, state: str | None) -> Any:
+    """What an OAuth callback handler returns on mcp 2.x: a model."""
+    from mcp.shared.auth import AuthorizationCodeResult
+
+    return AuthorizationCodeResult(code=code, state=state)

@@ -31,12 +31,14 @@ from .connections import (
     WebsocketConnection,
 )
 from .errors import MCPConfigError
+from .oauth import OAuthSettings
 
 __all__ = [
     "ConfigSource",
     "RemoteServer",
     "SamplingSettings",
     "StdioServer",
+    "oauth_settings",
     "parse_mcp_config",
     "read_config",
     "root_settings",
@@ -145,6 +147,9 @@ def _checked(model: type[M], spec: Mapping[str, Any], where: str) -> M:
     except pydantic.ValidationError as exc:
         error = exc.errors()[0]
         path = where + "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in error["loc"])
+        if error["type"] == "extra_forbidden":
+            known = ", ".join(model.model_fields)
+            raise MCPConfigError(path, f"unknown key; {where} may have {known}") from None
         raise MCPConfigError(path, _problem(error)) from None
 
 
@@ -220,7 +225,7 @@ def _url_connection(spec: Mapping[str, Any], where: str, transport: str) -> dict
 
 
 # Every key an `mcpServers` entry may have: the connection's, and this client's own
-# settings (read by `sampling_settings` and `root_settings`).
+# settings (read by `sampling_settings`, `root_settings` and `oauth_settings`).
 _ENTRY_KEYS = (
     "command",
     "args",
@@ -234,6 +239,7 @@ _ENTRY_KEYS = (
     "sse_read_timeout",
     "sampling",
     "roots",
+    "oauth",
 )
 
 
@@ -469,6 +475,44 @@ def sampling_settings(config: ConfigSource) -> dict[str, SamplingSettings]:
                     where, 'must be an object like {"allow": true, "max_tokens": 512}'
                 )
             out[name] = _checked(SamplingSettings, spec["sampling"], where)
+    return out
+
+
+def oauth_settings(config: ConfigSource) -> dict[str, OAuthSettings]:
+    """The ``oauth`` settings of an ``mcpServers`` config's remote servers (see
+    :class:`~fncall_graph.adapters.mcp.oauth.OAuthSettings`); ``${VAR}`` is expanded.
+
+    Raises:
+        MCPConfigError: an ``oauth`` entry on a stdio or websocket server, an unknown
+            key in it, or a client-credentials grant without its client.
+    """
+    out: dict[str, OAuthSettings] = {}
+    for name, spec in _server_entries(config).items():
+        oauth = spec.get("oauth")
+        if oauth is None:
+            continue
+        where = f"mcpServers.{name}.oauth"
+        if not isinstance(oauth, Mapping):
+            raise MCPConfigError(where, 'must be an object like {"client_id": "..."} or {}')
+        if spec.get("url") is None or spec.get("type", spec.get("transport")) in (
+            "websocket",
+            "ws",
+        ):
+            raise MCPConfigError(where, "is for servers reached over HTTP (a url entry)")
+        settings = _checked(OAuthSettings, oauth, where)
+        for field in ("client_id", "client_secret", "scope"):
+            value = getattr(settings, field)
+            if value is not None:
+                setattr(settings, field, _expand(value, f"{where}.{field}"))
+        if isinstance(settings.token_cache, str):
+            settings.token_cache = _expand(settings.token_cache, f"{where}.token_cache")
+        if settings.grant == "client_credentials" and not (
+            settings.client_id and settings.client_secret
+        ):
+            raise MCPConfigError(
+                where, "the client_credentials grant needs client_id and client_secret"
+            )
+        out[name] = settings
     return out
 
 

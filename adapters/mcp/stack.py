@@ -14,7 +14,9 @@ share (``list_tools``, ``call_tool``, ``list_prompts``, ``get_prompt``,
 ``list_resources``, ``list_resource_templates``, ``read_resource``, ``send_ping``), what
 the server said at the start as an ``InitializeResult``, and the server's requests
 and notifications sent to :class:`Handlers`; ``http_refusal(session)`` is the HTTP
-401/403 behind a request the session saw fail, where the SDK does not raise it itself. Everything above it reads MCP objects
+401/403 behind a request the session saw fail, where the SDK does not raise it itself;
+``authorization_code(code, state)`` is what an OAuth callback handler returns to the
+SDK's ``OAuthClientProvider``. Everything above it reads MCP objects
 through :func:`wire`, their protocol (JSON) form, which is the same in both SDKs (their
 Python attribute names are not: ``mimeType`` in 1.x is ``mime_type`` in 2.x), and builds
 them with ``mcp.types`` constructors by protocol field names, which both accept.
@@ -35,6 +37,7 @@ __all__ = [
     "MCP_VERSION",
     "Handlers",
     "MCPError",
+    "authorization_code",
     "http",
     "http_refusal",
     "open_session",
@@ -59,6 +62,6 @@ def wire(obj: Any) -> dict[str, Any]:
 
 
 if GENERATION >= 2:
-    from ._sdk2 import MCPError, http, http_refusal, open_session
+    from ._sdk2 import MCPError, authorization_code, http, http_refusal, open_session
 else:
-    from ._sdk1 import MCPError, http, http_refusal, open_session
+    from ._sdk1 import MCPError, authorization_code, http, http_refusal, open_session

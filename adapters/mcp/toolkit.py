@@ -75,6 +75,7 @@ from ..formats.schema import clean_schema
 from .config import (
     ConfigSource,
     SamplingSettings,
+    oauth_settings,
     parse_mcp_config,
     read_config,
     root_settings,
@@ -82,6 +83,7 @@ from .config import (
 )
 from .connections import Connection
 from .errors import MCPConfigError, MCPServerError
+from .oauth import AuthorizePage, OAuthSettings, oauth_for, open_in_browser
 from .sampling import sampler
 from .sessions import CallHooks, Server, paginate
 from .stack import MCPError, wire
@@ -559,6 +561,15 @@ class MCPToolkit:
         idempotent_tools: tool names (`f"{server}{separator}{tool}"`) whose calls may
             run again after the server died during them, besides those the server
             annotates read-only or idempotent.
+        oauth: per remote server, `OAuthSettings` (`from_config` reads the config's
+            `oauth` entries): the server's tokens are got by the MCP SDK's OAuth
+            (authorization code with PKCE, or client credentials) when it asks for them,
+            and kept in a token cache only this user can read. A connection dict may
+            instead carry its own `httpx.Auth` as `"auth"`.
+        authorize: shows a server's authorization page to the person, called with
+            the server's name and the page's URL (default `open_in_browser`: printed on
+            stderr and opened in the system's browser); the browser is sent back to a
+            listener on 127.0.0.1 (`oauth.callback_port`).
     """
 
     def __init__(
@@ -573,6 +584,8 @@ class MCPToolkit:
         sampling: Mapping[str, SamplingSettings] | None = None,
         roots: Mapping[str, list[dict[str, str]]] | None = None,
         idempotent_tools: Sequence[str] = (),
+        oauth: Mapping[str, OAuthSettings] | None = None,
+        authorize: AuthorizePage = open_in_browser,
     ) -> None:
         if not isinstance(separator, str) or not separator:
             raise MCPConfigError("separator", "must be a non-empty string")
@@ -582,6 +595,16 @@ class MCPToolkit:
             ):
                 raise MCPConfigError(key, f"must be a positive number of seconds, got {value!r}")
         self._connections = dict(connections)
+        for name, settings in (oauth or {}).items():
+            conn = self._connections.get(name)
+            if conn is None or "url" not in conn or conn.get("transport") == "websocket":
+                raise MCPConfigError(f"oauth.{name}", "names no server reached over HTTP")
+            if conn.get("auth") is not None:
+                raise MCPConfigError(
+                    f"oauth.{name}", "the server's connection has its own auth already"
+                )
+            auth = oauth_for(name, str(conn["url"]), settings, authorize)
+            self._connections[name] = {**conn, "auth": auth}  # type: ignore[typeddict-item]
         self.separator = separator
         self.call_timeout = call_timeout
         self.idempotent_tools = frozenset(idempotent_tools)
@@ -637,6 +660,7 @@ class MCPToolkit:
         startup_timeout: float = 30.0,
         sampling_model: BaseChatModel | str | None = None,
         idempotent_tools: Sequence[str] = (),
+        authorize: AuthorizePage = open_in_browser,
     ) -> MCPToolkit:
         """Build a toolkit from an `mcpServers` config (file path or dict).
 
@@ -660,6 +684,8 @@ class MCPToolkit:
             sampling=sampling_settings(data),
             roots=root_settings(data),
             idempotent_tools=idempotent_tools,
+            oauth=oauth_settings(data),
+            authorize=authorize,
         )
 
     # -- introspection

@@ -1,0 +1,202 @@
+"""The ``oauth`` key of a remote server's ``mcpServers`` entry: checked with the rest of
+the config, tokens kept where only this user can read them, and the browser's way back
+(a loopback listener). The flows themselves run against the conformance suite's
+authorization servers (``tests/test_mcp_conformance.py``: every auth scenario but the
+signed-key and enterprise grants goes through this key)."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import socket
+import stat
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+from mcp.shared.auth import OAuthToken
+
+from fncall_graph.adapters.mcp import MCPAuthError, MCPConfigError, MCPToolkit
+from fncall_graph.adapters.mcp.config import oauth_settings
+from fncall_graph.adapters.mcp.oauth import OAuthSettings, TokenCache, _Redirect, default_token_dir
+
+URL = "http://127.0.0.1:9/mcp"
+
+
+def toolkit(entry: dict[str, Any], **kwargs: Any) -> MCPToolkit:
+    return MCPToolkit.from_config({"mcpServers": {"api": entry}}, **kwargs)
+
+
+@pytest.mark.parametrize(
+    ("entry", "where", "says"),
+    [
+        ({"command": "srv", "oauth": {}}, "mcpServers.api.oauth", "servers reached over HTTP"),
+        (
+            {"url": "ws://127.0.0.1:9/ws", "type": "websocket", "oauth": {}},
+            "mcpServers.api.oauth",
+            "servers reached over HTTP",
+        ),
+        ({"url": URL, "oauth": "yes"}, "mcpServers.api.oauth", "must be an object"),
+        (
+            {"url": URL, "oauth": {"clientID": "x"}},
+            "mcpServers.api.oauth.clientID",
+            "unknown key; mcpServers.api.oauth may have grant, client_id",
+        ),
+        (
+            {"url": URL, "oauth": {"grant": "client_credentials", "client_id": "svc"}},
+            "mcpServers.api.oauth",
+            "needs client_id and client_secret",
+        ),
+        ({"url": URL, "oauth": {"grant": "password"}}, "mcpServers.api.oauth.grant", ""),
+        ({"url": URL, "oauth": {"callback_port": 0}}, "mcpServers.api.oauth.callback_port", ""),
+        (
+            {"url": URL, "oauth": {"client_secret": "${NO_SUCH_SECRET_VAR}"}},
+            "mcpServers.api.oauth.client_secret",
+            "NO_SUCH_SECRET_VAR",
+        ),
+    ],
+)
+def test_a_bad_oauth_entry_is_refused_naming_the_field(
+    entry: dict[str, Any], where: str, says: str
+) -> None:
+    with pytest.raises(MCPConfigError) as err:
+        toolkit(entry)
+    assert err.value.where == where, err.value
+    assert says in str(err.value)
+
+
+def test_the_entry_becomes_the_sdk_s_oauth_on_the_connection(monkeypatch) -> None:
+    monkeypatch.setenv("API_SECRET", "s3cret")
+    entry = {
+        "url": URL,
+        "oauth": {"clientId": "app", "clientSecret": "${API_SECRET}", "callbackPort": 40001},
+    }
+    settings = oauth_settings({"mcpServers": {"api": entry}})["api"]
+    assert (settings.client_id, settings.client_secret) == ("app", "s3cret")
+    assert settings.callback_port == 40001
+    assert type(toolkit(entry).connections["api"]["auth"]).__name__ == "OAuthClientProvider"  # type: ignore[typeddict-item]
+    service = {
+        "url": URL,
+        "oauth": {
+            "grant": "client_credentials",
+            "client_id": "a",
+            "client_secret": "b",
+            "issuer": "https://auth.example",
+        },
+    }
+    auth = toolkit(service).connections["api"]["auth"]  # type: ignore[typeddict-item]
+    assert type(auth).__name__ == "ClientCredentialsOAuthProvider"
+
+
+def test_a_connection_with_its_own_auth_takes_no_oauth_settings() -> None:
+    conn = {"transport": "streamable_http", "url": URL, "auth": httpx.BasicAuth("a", "b")}
+    with pytest.raises(MCPConfigError, match="has its own auth already"):
+        MCPToolkit({"api": conn}, oauth={"api": OAuthSettings()})  # type: ignore[dict-item]
+    with pytest.raises(MCPConfigError, match="names no server"):
+        MCPToolkit({"api": conn}, oauth={"other": OAuthSettings()})  # type: ignore[dict-item]
+
+
+def test_tokens_are_kept_in_a_file_only_this_user_can_read(tmp_path: Path) -> None:
+    path = tmp_path / "cache" / "api.json"
+    cache = TokenCache("api", path)
+    token = OAuthToken(access_token="at", token_type="Bearer", refresh_token="rt")
+    asyncio.run(cache.set_tokens(token))
+    assert stat.S_IMODE(path.stat().st_mode) == 0o600
+    assert stat.S_IMODE(path.parent.stat().st_mode) == 0o700
+    again = asyncio.run(TokenCache("api", path).get_tokens())  # another process's view
+    assert (again.access_token, again.refresh_token) == ("at", "rt")
+    assert [p.name for p in path.parent.iterdir()] == ["api.json"]  # no temporary left
+
+
+def test_a_token_file_others_can_read_is_refused(tmp_path: Path) -> None:
+    path = tmp_path / "api.json"
+    path.write_text('{"tokens": {"access_token": "at", "token_type": "Bearer"}}')
+    os.chmod(path, 0o644)
+    with pytest.raises(MCPAuthError, match=r"may be read by other users \(mode 644\); chmod 600"):
+        asyncio.run(TokenCache("api", path).get_tokens())
+
+
+def test_tokens_go_to_the_user_s_cache_unless_told_otherwise(tmp_path: Path, monkeypatch) -> None:
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    assert default_token_dir() == tmp_path / "fncall-graph" / "mcp-oauth"
+    assert OAuthSettings().token_cache is True
+    memory = TokenCache("api", None)
+    token = OAuthToken(access_token="at", token_type="Bearer")
+    asyncio.run(memory.set_tokens(token))
+    assert asyncio.run(memory.get_tokens()).access_token == "at"
+    assert list(tmp_path.iterdir()) == []
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+def flow(port: int, browser: Any) -> tuple[Any, Any]:
+    """The authorization-code flow's two ends as the SDK calls them (its redirect and
+    callback handlers): show the page, then wait for the browser to come back."""
+    redirect = _Redirect("api", port)
+
+    async def show(page: str) -> None:
+        await redirect.listen()
+        shown = browser("api", page)
+        if shown is not None:
+            await shown
+
+    return show, redirect.code
+
+
+def test_the_browser_comes_back_to_a_loopback_listener() -> None:
+    port = free_port()
+    seen: list[tuple[str, str]] = []
+
+    async def browser(server: str, page: str) -> None:
+        seen.append((server, page))
+        async with httpx.AsyncClient() as client:
+            stray = await client.get(f"http://127.0.0.1:{port}/favicon.ico")
+            assert stray.status_code == 404  # not the redirect: still waiting
+            back = await client.get(f"http://127.0.0.1:{port}/callback?code=c0de&state=s1")
+            assert back.status_code == 200
+
+    show, came_back = flow(port, browser)
+
+    async def run() -> Any:
+        await show("https://auth.example/authorize?x=1")
+        return await came_back()
+
+    assert asyncio.run(run()) == ("c0de", "s1")
+    assert seen == [("api", "https://auth.example/authorize?x=1")]
+
+
+def test_a_refused_authorization_says_what_the_server_said() -> None:
+    port = free_port()
+
+    async def browser(server: str, page: str) -> None:
+        async with httpx.AsyncClient() as client:
+            await client.get(
+                f"http://127.0.0.1:{port}/callback?error=access_denied"
+                "&error_description=the+user+said+no"
+            )
+
+    show, came_back = flow(port, browser)
+
+    async def run() -> Any:
+        await show("https://auth.example/authorize")
+        return await came_back()
+
+    with pytest.raises(
+        MCPAuthError, match="authorization refused: access_denied: the user said no"
+    ):
+        asyncio.run(run())
+
+
+def test_a_busy_callback_port_is_named() -> None:
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        show, _ = flow(port, lambda server, page: None)
+        with pytest.raises(MCPAuthError, match=f"cannot listen on 127.0.0.1:{port}.*callback_port"):
+            asyncio.run(show("https://auth.example/authorize"))
