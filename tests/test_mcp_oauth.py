@@ -7,9 +7,12 @@ signed-key and enterprise grants goes through this key)."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import socket
 import stat
+import subprocess
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -200,3 +203,146 @@ def test_a_busy_callback_port_is_named() -> None:
         show, _ = flow(port, lambda server, page: None)
         with pytest.raises(MCPAuthError, match=f"cannot listen on 127.0.0.1:{port}.*callback_port"):
             asyncio.run(show("https://auth.example/authorize"))
+
+
+# An MCP server behind its own small authorization server: protected-resource and
+# authorization-server metadata, dynamic registration, an authorization page that
+# approves at once, a token endpoint that checks PKCE and counts what it issued.
+PROTECTED_SERVER = r'''
+import base64, hashlib, json, secrets, sys
+from urllib.parse import parse_qs, urlencode
+
+import uvicorn
+from mcp.server.fastmcp import FastMCP
+from starlette.responses import JSONResponse, RedirectResponse
+
+port = int(sys.argv[1])
+base = f"http://127.0.0.1:{port}"
+mcp = FastMCP("crm", stateless_http=True)
+
+
+@mcp.tool()
+def whoami() -> str:
+    """Who the token belongs to."""
+    return "the person who authorized"
+
+
+app = mcp.streamable_http_app()
+codes, tokens, issued = {}, set(), {"code": 0, "refresh": 0}
+
+
+async def read(receive):
+    body, more = b"", True
+    while more:
+        message = await receive()
+        body, more = body + message.get("body", b""), message.get("more_body", False)
+    return body
+
+
+async def server(scope, receive, send):
+    if scope["type"] != "http":
+        return await app(scope, receive, send)
+    path, query = scope["path"], scope["query_string"].decode()
+    if path.startswith("/.well-known/oauth-protected-resource"):
+        answer = JSONResponse({"resource": f"{base}/mcp", "authorization_servers": [base]})
+    elif path.startswith("/.well-known/oauth-authorization-server"):
+        answer = JSONResponse({
+            "issuer": base, "authorization_endpoint": f"{base}/authorize",
+            "token_endpoint": f"{base}/token", "registration_endpoint": f"{base}/register",
+            "response_types_supported": ["code"], "code_challenge_methods_supported": ["S256"],
+            "grant_types_supported": ["authorization_code", "refresh_token"],
+            "token_endpoint_auth_methods_supported": ["none", "client_secret_post"],
+        })
+    elif path == "/register":
+        answer = JSONResponse({**json.loads(await read(receive)), "client_id": "registered"}, 201)
+    elif path == "/authorize":
+        asked = {k: v[0] for k, v in parse_qs(query).items()}
+        code = secrets.token_hex(8)
+        codes[code] = asked["code_challenge"]
+        back = {"code": code, "state": asked.get("state", "")}
+        answer = RedirectResponse(f"{asked['redirect_uri']}?{urlencode(back)}", 302)
+    elif path == "/token":
+        got = {k: v[0] for k, v in parse_qs((await read(receive)).decode()).items()}
+        if got.get("grant_type") == "authorization_code":
+            challenge = codes.pop(got.get("code"), None)
+            verifier = got.get("code_verifier", "").encode()
+            made = base64.urlsafe_b64encode(hashlib.sha256(verifier).digest()).rstrip(b"=")
+            if challenge is None or made.decode() != challenge:
+                answer = JSONResponse({"error": "invalid_grant"}, 400)
+                return await answer(scope, receive, send)
+            issued["code"] += 1
+        else:
+            issued["refresh"] += 1
+        token = secrets.token_hex(8)
+        tokens.add(token)
+        answer = JSONResponse({"access_token": token, "token_type": "Bearer",
+                               "expires_in": 3600, "refresh_token": "r-" + token})
+    elif path == "/issued":
+        answer = JSONResponse(issued)
+    else:
+        header = dict(scope["headers"]).get(b"authorization", b"").decode()
+        if header.removeprefix("Bearer ") in tokens:
+            return await app(scope, receive, send)
+        metadata = f"{base}/.well-known/oauth-protected-resource/mcp"
+        answer = JSONResponse({"error": "invalid_token"}, 401, headers={
+            "WWW-Authenticate": f'Bearer resource_metadata="{metadata}"'})
+    await answer(scope, receive, send)
+
+
+uvicorn.run(server, host="127.0.0.1", port=port, log_level="warning")
+'''
+
+
+@pytest.fixture
+def protected_url(tmp_path: Path) -> Iterator[str]:
+    from ports import free_port as port_for
+    from test_mcp import SERVER_PYTHON
+
+    script = tmp_path / "protected.py"
+    script.write_text(PROTECTED_SERVER)
+    port = port_for()
+    proc = subprocess.Popen([SERVER_PYTHON, str(script), str(port)], stderr=subprocess.PIPE)
+    try:
+        # up when it answers; a server that died says why
+        for _ in range(300):
+            if proc.poll() is not None:
+                raise AssertionError(f"the protected server exited: {proc.stderr.read()!r}")  # type: ignore[union-attr]
+            try:
+                httpx.get(f"http://127.0.0.1:{port}/issued", timeout=0.1)
+                break
+            except httpx.TransportError:
+                with contextlib.suppress(subprocess.TimeoutExpired):
+                    proc.wait(0.1)  # the server's exit, or a tenth of a second
+        yield f"http://127.0.0.1:{port}/mcp"
+    finally:
+        proc.terminate()
+        proc.wait(10)
+
+
+async def test_the_person_authorizes_once_and_the_tokens_serve_the_next_process(
+    protected_url: str, tmp_path: Path
+) -> None:
+    pages: list[str] = []
+
+    async def browser(server: str, page: str) -> None:
+        pages.append(page)
+        async with httpx.AsyncClient() as client:  # the authorization server approves at once
+            answer = await client.get(page)
+            assert answer.status_code == 302
+            (await client.get(answer.headers["location"])).raise_for_status()
+
+    cache = tmp_path / "tokens"
+    entry = {
+        "url": protected_url,
+        "oauth": {"callback_port": free_port(), "token_cache": str(cache)},
+    }
+    config = {"mcpServers": {"crm": entry}}
+    for run in range(2):  # each run is what a new process would do: a new toolkit
+        async with MCPToolkit.from_config(config, authorize=browser) as kit:
+            assert await kit.get_tool("crm-whoami").ainvoke({}) == "the person who authorized"
+        assert len(pages) == 1, f"run {run + 1} showed the page again"
+    issued = httpx.get(protected_url.removesuffix("/mcp") + "/issued").json()
+    assert issued == {"code": 1, "refresh": 0}
+    files = list(cache.iterdir())
+    assert len(files) == 1 and stat.S_IMODE(files[0].stat().st_mode) == 0o600
+    assert "code_challenge_method=S256" in pages[0]

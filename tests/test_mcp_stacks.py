@@ -211,7 +211,8 @@ FAULT_TESTS = [
 if GENERATION == 1:
 
     def test_the_mcp_tests_pass_on_the_mcp2_stack() -> None:
-        """This module, the server-everything suite, the session and fault tests, on mcp 2.x."""
+        """This module, the server-everything suite, the OAuth tests, the session and
+        fault tests, on mcp 2.x."""
         python = python_for("mcp2")
         tests = Path(__file__).parent
         done = subprocess.run(
@@ -224,6 +225,7 @@ if GENERATION == 1:
                 "no:cacheprovider",
                 str(Path(__file__)),
                 str(tests / "test_server_everything.py"),
+                str(tests / "test_mcp_oauth.py"),
                 *(f"{tests / 'test_mcp.py'}::{name}" for name in SESSION_TESTS),
                 *(f"{tests / 'test_mcp_faults.py'}::{name}" for name in FAULT_TESTS),
             ],
