@@ -243,6 +243,7 @@ def expired() -> str:
 
 
 app = mcp.streamable_http_app()
+REFUSE_ALL = sys.argv[2:] == ["all"]  # every request refused: the toolkit cannot start
 CHALLENGE = (
     'Bearer error="insufficient_scope", scope="secrets:read", '
     'error_description="needs secrets:read"'
@@ -257,7 +258,7 @@ async def guarded(scope, receive, send):
     while more:
         message = await receive()
         body, more = body + message.get("body", b""), message.get("more_body", False)
-    if b'"tools/call"' in body and b'"expired"' in body:
+    if REFUSE_ALL or b'"tools/call"' in body and b'"expired"' in body:
         refusal = JSONResponse(
             {"error": "invalid_token"},
             401,
@@ -287,11 +288,20 @@ uvicorn.run(guarded, host="127.0.0.1", port=int(sys.argv[1]))
 
 @pytest.fixture
 def guarded_url(tmp_path: Path) -> Iterator[str]:
+    yield from guarded_server(tmp_path)
+
+
+@pytest.fixture
+def refusing_url(tmp_path: Path) -> Iterator[str]:
+    yield from guarded_server(tmp_path, "all")
+
+
+def guarded_server(tmp_path: Path, *refuse: str) -> Iterator[str]:
     script = tmp_path / "guarded.py"
     script.write_text(textwrap.dedent(DENYING_SERVER))
     port = free_port()
     proc = subprocess.Popen(
-        [SERVER_PYTHON, str(script), str(port)],
+        [SERVER_PYTHON, str(script), str(port), *refuse],
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
         text=True,
@@ -333,6 +343,17 @@ async def test_refused_credentials_are_reported_as_such_not_as_a_lost_connection
         # a token refused outright (HTTP 401) is said as such too
         said = await toolkit.get_tool("guarded-expired").ainvoke({})
         assert "refused the credentials: HTTP 401 invalid_token" in said
+
+
+async def test_credentials_refused_at_the_start_are_said_as_such(refusing_url: str) -> None:
+    config = {"mcpServers": {"guarded": {"url": refusing_url}}}
+    with pytest.raises(MCPAuthError) as refused:
+        async with MCPToolkit.from_config(config):
+            pass
+    assert (
+        f"'guarded': failed to start: {refusing_url} refused the credentials: HTTP 401 invalid_token"
+        in str(refused.value)
+    )
 
 
 def test_a_server_command_is_found_next_to_the_running_python(tmp_path: Path) -> None:

@@ -205,6 +205,7 @@ FAULT_TESTS = [
     "test_a_ref_the_client_cannot_follow_leaves_the_tool_and_the_toolkit_working",
     "test_a_servers_questions_are_answered_into_the_same_call",
     "test_refused_credentials_are_reported_as_such_not_as_a_lost_connection",
+    "test_credentials_refused_at_the_start_are_said_as_such",
     "test_a_question_whose_process_ended_is_answered_when_the_call_runs_again",
 ]
 

@@ -118,7 +118,12 @@ async def open_session(
             **(connection.get("session_kwargs") or {}),
         )
         noted.append(client)
-        await stack.enter_async_context(client)
+        try:
+            await stack.enter_async_context(client)
+        except Exception as exc:
+            if client.refused is not None:  # the bare error hides it: say the refusal
+                raise client.refused from exc
+            raise
         init = InitializeResult(
             protocolVersion=client.protocol_version,
             capabilities=client.server_capabilities,

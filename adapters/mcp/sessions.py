@@ -254,7 +254,8 @@ class Server:
                 await link.stop.wait()
         except Exception as exc:
             if not ready.done():
-                ready.set_exception(MCPServerError(self.name, _startup_cause(exc, self.connection)))
+                error = MCPAuthError if auth_refusal(exc) is not None else MCPServerError
+                ready.set_exception(error(self.name, _startup_cause(exc, self.connection)))
             else:
                 logger.debug("MCP server %r: session ended with %r", self.name, exc)
                 if link is not None:
