@@ -6,8 +6,10 @@ against the dialect's render, and its replies against the dialect's parse.
 
 from __future__ import annotations
 
+import asyncio
 import json
 from functools import reduce
+from typing import Any
 
 import pytest
 from langchain_core.callbacks import BaseCallbackHandler
@@ -560,3 +562,32 @@ def test_callbacks_see_one_run_per_call_and_its_usage_once(dialect: str) -> None
         assert counted.usage_metadata == {"m": usage}, way
         assert plain.starts == 1, way
         assert opted.starts == (2 if way == "invoke" else 1), way
+
+
+@pytest.mark.parametrize("dialect", ["native", "hermes"])
+@pytest.mark.parametrize("way", ["invoke", "stream", "ainvoke", "astream"])
+def test_a_usage_counter_set_in_context_counts_a_call_once(dialect: str, way: str) -> None:
+    """``get_usage_metadata_callback()`` registers its handler for every run started
+    while it is open, the wrapped model's too: it still counts each call once."""
+    from langchain_core.callbacks import get_usage_metadata_callback
+
+    usage = {"input_tokens": 10, "output_tokens": 5, "total_tokens": 15}
+    out = {"content": "Sunny.", "usage_metadata": usage, "response_metadata": {"model_name": "m"}}
+    model = with_dialect(ReplayChatModel([out, out]), dialect)
+
+    async def collect() -> Any:
+        if way == "ainvoke":
+            return await model.ainvoke("Weather?")
+        return _sum([chunk async for chunk in model.astream("Weather?")])
+
+    with get_usage_metadata_callback() as counted:
+        if way == "invoke":
+            reply = model.invoke("Weather?")
+        elif way == "stream":
+            reply = _sum(list(model.stream("Weather?")))
+        else:
+            reply = asyncio.run(collect())
+        assert reply.usage_metadata["total_tokens"] == 15
+        assert counted.usage_metadata == {"m": usage}
+        model.invoke("And tomorrow?")  # still counting after the first call
+        assert counted.usage_metadata["m"]["total_tokens"] == 30

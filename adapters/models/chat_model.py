@@ -11,9 +11,11 @@ the reply back into an ``AIMessage`` with ``tool_calls``; streaming yields
 
 from __future__ import annotations
 
+import contextvars
 import json
 import re
 from collections.abc import AsyncIterator, Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from functools import partial
 from typing import Any, Literal
@@ -21,6 +23,7 @@ from typing import Any, Literal
 from langchain_core.callbacks import (
     AsyncCallbackManager,
     AsyncCallbackManagerForLLMRun,
+    BaseCallbackHandler,
     CallbackManager,
     CallbackManagerForLLMRun,
 )
@@ -131,6 +134,31 @@ class _Call:
     # the tools' parameter schemas by name, made when a call first needs them
     schemas: dict[str, Any] | None = None
     json_answer: bool = False  # an answer asked for as JSON by ``response_format``
+
+    def invoke(self, messages: list[BaseMessage]) -> BaseMessage:
+        with _context_handlers_muted():
+            return self.runnable.invoke(messages, **self.kwargs)
+
+    async def ainvoke(self, messages: list[BaseMessage]) -> BaseMessage:
+        with _context_handlers_muted():
+            return await self.runnable.ainvoke(messages, **self.kwargs)
+
+    def stream(self) -> Iterator[BaseMessage]:
+        pieces = iter(self.runnable.stream(self.rendered, **self.kwargs))
+        with _context_handlers_muted():  # the inner run starts at the first piece
+            first = next(pieces, None)
+        if first is not None:
+            yield first
+            yield from pieces
+
+    async def astream(self) -> AsyncIterator[BaseMessage]:
+        pieces = aiter(self.runnable.astream(self.rendered, **self.kwargs))
+        with _context_handlers_muted():  # the inner run starts at the first piece
+            first = await anext(pieces, None)
+        if first is not None:
+            yield first
+            async for piece in pieces:
+                yield piece
 
     def read(self, reply: BaseMessage) -> AIMessage:
         """The reply as the graph keeps it: calls from the field and the text merged,
@@ -591,10 +619,10 @@ class DialectChatModel(BaseChatModel):
         **kwargs: Any,
     ) -> ChatResult:
         call = self._prepare(messages, stop, run_manager, kwargs)
-        message = call.read(call.runnable.invoke(call.rendered, **call.kwargs))
+        message = call.read(call.invoke(call.rendered))
         if call.forced and not message.tool_calls:
             insist = [*call.rendered, HumanMessage(_INSIST)]
-            message = call.read(call.runnable.invoke(insist, **call.kwargs))
+            message = call.read(call.invoke(insist))
             _require_a_call(message)
         return ChatResult(generations=[ChatGeneration(message=message)])
 
@@ -606,10 +634,10 @@ class DialectChatModel(BaseChatModel):
         **kwargs: Any,
     ) -> ChatResult:
         call = self._prepare(messages, stop, run_manager, kwargs)
-        message = call.read(await call.runnable.ainvoke(call.rendered, **call.kwargs))
+        message = call.read(await call.ainvoke(call.rendered))
         if call.forced and not message.tool_calls:
             insist = [*call.rendered, HumanMessage(_INSIST)]
-            message = call.read(await call.runnable.ainvoke(insist, **call.kwargs))
+            message = call.read(await call.ainvoke(insist))
             _require_a_call(message)
         return ChatResult(generations=[ChatGeneration(message=message)])
 
@@ -622,7 +650,7 @@ class DialectChatModel(BaseChatModel):
     ) -> Iterator[ChatGenerationChunk]:
         call = self._prepare(messages, stop, run_manager, kwargs)
         state = _StreamState(call)
-        for piece in call.runnable.stream(call.rendered, **call.kwargs):
+        for piece in call.stream():
             if (chunk := state.feed(piece)) is not None:
                 yield ChatGenerationChunk(message=chunk)
         yield ChatGenerationChunk(message=state.close())
@@ -636,7 +664,7 @@ class DialectChatModel(BaseChatModel):
     ) -> AsyncIterator[ChatGenerationChunk]:
         call = self._prepare(messages, stop, run_manager, kwargs)
         state = _StreamState(call)
-        async for piece in call.runnable.astream(call.rendered, **call.kwargs):
+        async for piece in call.astream():
             if (chunk := state.feed(piece)) is not None:
                 yield ChatGenerationChunk(message=chunk)
         yield ChatGenerationChunk(message=state.close())
@@ -691,6 +719,24 @@ def with_dialect(
 
 
 # --------------------------------------------------------------------------- helpers
+
+
+@contextmanager
+def _context_handlers_muted() -> Iterator[None]:
+    """While the inner run starts: the callback handlers set in context variables
+    (``get_usage_metadata_callback()`` and the like attach theirs to every run started
+    while they are set) unset, so they see one run per call, as handlers passed with
+    the call do; those with ``SEES_WRAPPED_RUN`` stay."""
+    muted = [
+        (var, var.set(None))
+        for var, value in contextvars.copy_context().items()
+        if isinstance(value, BaseCallbackHandler) and not getattr(value, SEES_WRAPPED_RUN, False)
+    ]
+    try:
+        yield
+    finally:
+        for var, token in reversed(muted):
+            var.reset(token)
 
 
 def _child(
