@@ -446,6 +446,13 @@ def no_check() -> None:
     """No check after a run that needs none."""
 
 
+def _ran_before(state: Any, config: RunnableConfig | None) -> bool:
+    """Did this run (LangGraph Server's ``run_id``) save the thread's last checkpoint?"""
+    run_id = ((config or {}).get("metadata") or {}).get("run_id")
+    saved_by = (getattr(state, "metadata", None) or {}).get("run_id")
+    return run_id is not None and str(run_id) == str(saved_by)
+
+
 def resume_guard(
     state: Any, resume: Any, config: RunnableConfig | None
 ) -> tuple[RunnableConfig | None, Callable[[], None]]:
@@ -470,6 +477,10 @@ def resume_guard(
         # the last run stopped mid-way after its answer was taken (a replica killed, a
         # run cancelled by another; a server retries the same run): go on from there,
         # as invoke(None) would; this answer is not used
+        return config, no_check
+    if not pending and _ran_before(state, config):
+        # this very run took the answer and finished, then a server ran it again (a run
+        # cancelled as it ended is retried): it is done; nothing runs twice
         return config, no_check
     if not pending:
         raise StaleApproval(

@@ -466,6 +466,22 @@ def test_a_late_reject_after_another_approve_is_an_error(tmp_path, saver, bound)
     assert messages(graph)[-1].content == FINAL
 
 
+def test_a_run_retried_after_it_took_its_answer_and_finished_is_done(tmp_path, saver):
+    """LangGraph Server may run a run again that was cancelled as it ended (its run_id
+    the same): the answer was taken by that run, so the retry succeeds and runs
+    nothing; another run's copy of the answer is still stale."""
+    graph, model, tools = build(tmp_path, SERIAL, {"sqlite-write_query": True}, saver)
+    seen = graph.invoke({"messages": [("user", TASK)]}, CFG)["__interrupt__"][0]
+    answer = Command(resume=bind_decisions(seen.value, [{"type": "approve"}]))
+    graph.invoke(answer, {**CFG, "metadata": {"run_id": "run-1"}})
+    done = graph.invoke(answer, {**CFG, "metadata": {"run_id": "run-1"}})
+    assert done["messages"][-1].content == FINAL and "__interrupt__" not in done
+    with pytest.raises(StaleApproval, match="no pending interrupt"):
+        graph.invoke(answer, {**CFG, "metadata": {"run_id": "run-2"}})
+    assert [n for n, _ in ran(tools)] == ["read_query", "write_query"]
+    assert messages(graph)[-1].content == FINAL
+
+
 def test_a_resume_with_nothing_pending_is_an_error(tmp_path, saver):
     graph, model, tools = build(tmp_path, SERIAL, {"sqlite-write_query": True}, saver)
     with pytest.raises(StaleApproval, match="'t' has no pending interrupt"):
