@@ -474,8 +474,10 @@ def test_a_run_retried_after_it_took_its_answer_and_finished_is_done(tmp_path, s
     seen = graph.invoke({"messages": [("user", TASK)]}, CFG)["__interrupt__"][0]
     answer = Command(resume=bind_decisions(seen.value, [{"type": "approve"}]))
     graph.invoke(answer, {**CFG, "metadata": {"run_id": "run-1"}})
+    left = model.remaining
     done = graph.invoke(answer, {**CFG, "metadata": {"run_id": "run-1"}})
     assert done["messages"][-1].content == FINAL and "__interrupt__" not in done
+    assert model.remaining == left  # the model was not asked again
     with pytest.raises(StaleApproval, match="no pending interrupt"):
         graph.invoke(answer, {**CFG, "metadata": {"run_id": "run-2"}})
     assert [n for n, _ in ran(tools)] == ["read_query", "write_query"]
