@@ -301,7 +301,8 @@ class _BundledModelIntegrationTests(integration_tests.ChatModelIntegrationTests)
     def chat_model_params(self) -> dict[str, Any]:
         from fncall_graph.adapters.models.local_server import shared_server
 
-        inner = shared_server().chat_model(seed=0, timeout=300)
+        # greedy and bounded: the same reply each run, and no reply runs on for minutes
+        inner = shared_server().chat_model(seed=0, temperature=0, max_tokens=256, timeout=300)
         return {"model": inner, "dialect": self.dialect}
 
     @property
