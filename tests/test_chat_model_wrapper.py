@@ -565,6 +565,33 @@ def test_callbacks_see_one_run_per_call_and_its_usage_once(dialect: str) -> None
 
 
 @pytest.mark.parametrize("dialect", ["native", "hermes"])
+def test_structured_output_is_one_chat_model_run_as_callbacks_see_it(dialect: str) -> None:
+    """Inside ``with_structured_output``'s chain a bound inner model would merge the
+    chain step's callbacks into its own run: the handler still sees one run."""
+    from pydantic import BaseModel
+
+    class Joke(BaseModel):
+        setup: str
+        punchline: str
+
+    class Starts(BaseCallbackHandler):
+        def __init__(self) -> None:
+            self.models: list[str] = []
+
+        def on_chat_model_start(self, serialized, messages, **kwargs) -> None:  # type: ignore[no-untyped-def]
+            self.models.append(serialized["id"][-1])
+
+    call = {"name": "Joke", "args": {"setup": "a", "punchline": "b"}, "id": "j1"}
+    reply = {"content": "", "tool_calls": [call]}
+    if dialect == "hermes":
+        reply = '<tool_call>\n{"name": "Joke", "arguments": {"setup": "a", "punchline": "b"}}\n</tool_call>'
+    seen = Starts()
+    model = with_dialect(ReplayChatModel([reply]), dialect).with_structured_output(Joke)
+    assert model.invoke("a joke", {"callbacks": [seen]}) == Joke(setup="a", punchline="b")
+    assert seen.models == ["DialectChatModel"]
+
+
+@pytest.mark.parametrize("dialect", ["native", "hermes"])
 @pytest.mark.parametrize("way", ["invoke", "stream", "ainvoke", "astream"])
 def test_a_usage_counter_set_in_context_counts_a_call_once(dialect: str, way: str) -> None:
     """``get_usage_metadata_callback()`` registers its handler for every run started

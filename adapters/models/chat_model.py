@@ -42,7 +42,11 @@ from langchain_core.messages.tool import (
 from langchain_core.output_parsers.openai_tools import JsonOutputKeyToolsParser, PydanticToolsParser
 from langchain_core.outputs import ChatGeneration, ChatGenerationChunk, ChatResult
 from langchain_core.runnables import Runnable, RunnableBinding, RunnableConfig, RunnableLambda
-from langchain_core.runnables.config import ensure_config, get_callback_manager_for_config
+from langchain_core.runnables.config import (
+    ensure_config,
+    get_callback_manager_for_config,
+    var_child_runnable_config,
+)
 from langchain_core.runnables.configurable import DynamicRunnable
 from langchain_core.tools import BaseTool
 from langchain_core.utils.function_calling import convert_to_json_schema, convert_to_openai_tool
@@ -725,13 +729,20 @@ def with_dialect(
 def _context_handlers_muted() -> Iterator[None]:
     """While the inner run starts: the callback handlers set in context variables
     (``get_usage_metadata_callback()`` and the like attach theirs to every run started
-    while they are set) unset, so they see one run per call, as handlers passed with
-    the call do; those with ``SEES_WRAPPED_RUN`` stay."""
+    while they are set) and the callbacks of the chain step being run unset, so they
+    see one run per call, as handlers passed with the call do; those with
+    ``SEES_WRAPPED_RUN`` stay."""
     muted = [
         (var, var.set(None))
         for var, value in contextvars.copy_context().items()
         if isinstance(value, BaseCallbackHandler) and not getattr(value, SEES_WRAPPED_RUN, False)
     ]
+    # inside a chain (``with_structured_output``'s), a bound model merges the chain
+    # step's config from context into the one it is given: its callbacks too
+    outer = var_child_runnable_config.get()
+    if outer and outer.get("callbacks") is not None:
+        quiet = {**outer, "callbacks": None}
+        muted.append((var_child_runnable_config, var_child_runnable_config.set(quiet)))  # type: ignore[arg-type]
     try:
         yield
     finally:
