@@ -409,7 +409,9 @@ class LocalModelServer:
         # The server has no API key configured; the client insists on some string.
         kwargs.setdefault("api_key", "sk-no-key-needed")
         kwargs.setdefault("max_retries", 0)
-        # llama-cpp-python applies a request's GBNF ``grammar``: constrained decoding works.
+        # the server reports a stream's usage when asked (stream_options.include_usage)
+        kwargs.setdefault("stream_usage", True)
+        # llama.cpp's server applies a request's GBNF ``grammar``: constrained decoding works.
         kwargs.setdefault("accepts_grammar", True)
         # SmolLM2 has no trained tool format; constrained Hermes calls serve it best
         # (measured with bench/real_model.py)
