@@ -15,7 +15,7 @@ import os
 import re
 import shutil
 import sys
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
 from urllib.parse import urlsplit
@@ -460,6 +460,16 @@ def _server_entries(config: ConfigSource) -> dict[str, Any]:
     return {k: v for k, v in servers.items() if isinstance(v, Mapping)}
 
 
+def _entries_with(
+    config: ConfigSource, key: str
+) -> Iterator[tuple[str, Any, str, Mapping[str, Any]]]:
+    """Each server entry that sets ``key``: its name, that value, the value's place in
+    the config (for errors) and the entry."""
+    for name, spec in _server_entries(config).items():
+        if spec.get(key) is not None:
+            yield name, spec[key], f"mcpServers.{name}.{key}", spec
+
+
 def sampling_settings(config: ConfigSource) -> dict[str, SamplingSettings]:
     """The ``sampling`` settings of an ``mcpServers`` config's servers (none: not allowed).
 
@@ -467,14 +477,10 @@ def sampling_settings(config: ConfigSource) -> dict[str, SamplingSettings]:
         MCPConfigError: a ``sampling`` entry that is not ``{"allow": bool, "max_tokens": int}``.
     """
     out: dict[str, SamplingSettings] = {}
-    for name, spec in _server_entries(config).items():
-        if spec.get("sampling") is not None:
-            where = f"mcpServers.{name}.sampling"
-            if not isinstance(spec["sampling"], Mapping):
-                raise MCPConfigError(
-                    where, 'must be an object like {"allow": true, "max_tokens": 512}'
-                )
-            out[name] = _checked(SamplingSettings, spec["sampling"], where)
+    for name, sampling, where, _ in _entries_with(config, "sampling"):
+        if not isinstance(sampling, Mapping):
+            raise MCPConfigError(where, 'must be an object like {"allow": true, "max_tokens": 512}')
+        out[name] = _checked(SamplingSettings, sampling, where)
     return out
 
 
@@ -487,11 +493,7 @@ def oauth_settings(config: ConfigSource) -> dict[str, OAuthSettings]:
             key in it, or a client-credentials grant without its client.
     """
     out: dict[str, OAuthSettings] = {}
-    for name, spec in _server_entries(config).items():
-        oauth = spec.get("oauth")
-        if oauth is None:
-            continue
-        where = f"mcpServers.{name}.oauth"
+    for name, oauth, where, spec in _entries_with(config, "oauth"):
         if not isinstance(oauth, Mapping):
             raise MCPConfigError(where, 'must be an object like {"client_id": "..."} or {}')
         if spec.get("url") is None or spec.get("type", spec.get("transport")) in (
@@ -526,11 +528,7 @@ def root_settings(config: ConfigSource) -> dict[str, list[dict[str, str]]]:
         MCPConfigError: a ``roots`` entry that is not such a list.
     """
     out: dict[str, list[dict[str, str]]] = {}
-    for name, spec in _server_entries(config).items():
-        roots = spec.get("roots")
-        if roots is None:
-            continue
-        where = f"mcpServers.{name}.roots"
+    for name, roots, where, _ in _entries_with(config, "roots"):
         if not isinstance(roots, list):
             raise MCPConfigError(where, "must be a list of file:// URIs or paths")
         checked: list[dict[str, str]] = []
