@@ -79,7 +79,14 @@ class FncallGraph(CompiledStateGraph):
         check_input(input)
         return isinstance(input, Command) and input.resume is not None
 
+    def _run_starts(self, config: RunnableConfig | None) -> None:
+        # a durable saver forgets what earlier runs' failed writes left for the thread
+        starts = getattr(self.checkpointer, "run_starts", None)
+        if starts is not None:
+            starts(merge_configs(self.config, config))
+
     def stream(self, input: Any, config: RunnableConfig | None = None, **kwargs: Any) -> Any:
+        self._run_starts(config)
         if not self._resumes(input):
             yield from super().stream(input, config, **kwargs)
             return
@@ -94,6 +101,7 @@ class FncallGraph(CompiledStateGraph):
         after()
 
     async def astream(self, input: Any, config: RunnableConfig | None = None, **kwargs: Any) -> Any:
+        self._run_starts(config)
         if not self._resumes(input):
             async for chunk in super().astream(input, config, **kwargs):
                 yield chunk

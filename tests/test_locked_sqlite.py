@@ -251,3 +251,20 @@ def test_a_write_that_fails_after_its_step_s_checkpoint_was_saved_stops_the_next
     assert runs == ["hi"]
     assert [m.content for m in out["messages"] if isinstance(m, ToolMessage)] == ["sent"]
     assert out["messages"][-1].content == "done"
+
+
+def test_a_write_an_earlier_run_failed_does_not_stop_the_next_run(tmp_path, seen):
+    """A run stopped on a failed write; another write of its step failed after the
+    run's last check (it waited in LangGraph's queue). That failure is the earlier
+    run's: the resume, which writes the step again, is not stopped by it."""
+    db = tmp_path / "c.db"
+    with sqlite_saver(db, busy_timeout=0.2) as saver:
+        graph, runs = graph_on(saver)
+        outcome = run_under_lock(graph, db, CFG, seen("checkpoint write failed"))
+        assert isinstance(outcome.get("error"), CheckpointWriteError), outcome
+        head = graph.get_state(CFG).config  # the step the failed writes belong to
+        with pytest.raises(CheckpointWriteError), saver.guard.writing(head):
+            raise sqlite3.OperationalError("database is locked")  # the late one
+        out = graph.invoke(None, CFG)
+    assert runs == ["hi"]
+    assert out["messages"][-1].content == "done"

@@ -187,6 +187,15 @@ class _WriteGuard:
         if failed is not None and failed[0] in (step, earlier):
             raise _step_unsaved(key, failed[0], failed[1]) from failed[1]
 
+    def run_starts(self, config: RunnableConfig) -> None:
+        """A run on the thread starts: what earlier runs' writes left is theirs (a run
+        returns once its writes are done, so a write that failed after its last
+        checkpoint was already said by that run's error)."""
+        key = self.key(config)
+        with self._cond:
+            self._failed.pop(key, None)
+            self._saved.pop(key, None)
+
     def saved(self, config: RunnableConfig, checkpoint: Checkpoint) -> None:
         """After a checkpoint was saved: remember it and the checkpoint it followed."""
         step = str((config.get("configurable") or {}).get("checkpoint_id"))
@@ -252,6 +261,11 @@ class DurableSqliteSaver(_ForgetsClaims, SqliteSaver):
         super().__init__(conn, **kwargs)
         self.guard = _WriteGuard()
 
+    def run_starts(self, config: RunnableConfig) -> None:
+        """Called by the graph as a run on ``config``'s thread starts (see
+        :meth:`_WriteGuard.run_starts`)."""
+        self.guard.run_starts(config)
+
     def put(
         self,
         config: RunnableConfig,
@@ -294,6 +308,10 @@ class DurableAsyncSqliteSaver(_ForgetsClaims, AsyncSqliteSaver):
     def __init__(self, conn: aiosqlite.Connection, **kwargs: Any) -> None:
         super().__init__(conn, **kwargs)
         self.guard = _WriteGuard()
+
+    def run_starts(self, config: RunnableConfig) -> None:
+        """As :meth:`DurableSqliteSaver.run_starts`."""
+        self.guard.run_starts(config)
 
     async def aput(
         self,
