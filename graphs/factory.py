@@ -79,19 +79,22 @@ class FncallGraph(CompiledStateGraph):
         check_input(input)
         return isinstance(input, Command) and input.resume is not None
 
-    def _run_starts(self, config: RunnableConfig | None) -> None:
-        # a durable saver forgets what earlier runs' failed writes left for the thread
+    def _run_starts(self, config: RunnableConfig | None) -> RunnableConfig:
+        """The run's whole config; a durable saver is told the run starts (it forgets
+        what earlier runs' failed writes left for the thread)."""
+        merged = merge_configs(self.config, config)
         starts = getattr(self.checkpointer, "run_starts", None)
         if starts is not None:
-            starts(merge_configs(self.config, config))
+            starts(merged)
+        return merged
 
     def stream(self, input: Any, config: RunnableConfig | None = None, **kwargs: Any) -> Any:
-        self._run_starts(config)
+        merged = self._run_starts(config)
         if not self._resumes(input):
             yield from super().stream(input, config, **kwargs)
             return
         try:
-            state = self.get_state(merge_configs(self.config, config))
+            state = self.get_state(merged)
         except ValueError:  # no checkpointer: LangGraph says so itself
             state = None
         run_config, after = (
@@ -101,13 +104,13 @@ class FncallGraph(CompiledStateGraph):
         after()
 
     async def astream(self, input: Any, config: RunnableConfig | None = None, **kwargs: Any) -> Any:
-        self._run_starts(config)
+        merged = self._run_starts(config)
         if not self._resumes(input):
             async for chunk in super().astream(input, config, **kwargs):
                 yield chunk
             return
         try:
-            state = await self.aget_state(merge_configs(self.config, config))
+            state = await self.aget_state(merged)
         except ValueError:
             state = None
         run_config, after = (

@@ -196,20 +196,22 @@ class _WriteGuard:
             self._failed.pop(key, None)
             self._saved.pop(key, None)
 
-    def saved(self, config: RunnableConfig, checkpoint: Checkpoint) -> None:
-        """After a checkpoint was saved: remember it and the checkpoint it followed."""
+    @contextmanager
+    def saving(self, config: RunnableConfig, checkpoint: Checkpoint) -> Iterator[None]:
+        """Around a checkpoint's save: one locked through every attempt is the
+        :class:`CheckpointWriteError` that stops the run; one saved is remembered with
+        the checkpoint it followed."""
         step = str((config.get("configurable") or {}).get("checkpoint_id"))
+        try:
+            yield
+        except sqlite3.OperationalError as exc:
+            raise CheckpointWriteError(
+                f"thread {self.key(config)[0]!r}: the checkpoint after {step} could not be "
+                f"saved ({exc}); the run stopped. Run invoke(None, config) once the "
+                "database takes writes again."
+            ) from exc
         with self._cond:
             self._saved[self.key(config)] = (str(checkpoint["id"]), step)
-
-    def unsaved(self, config: RunnableConfig, exc: BaseException) -> CheckpointWriteError:
-        """The error of a checkpoint that could not be saved: the run stops there."""
-        step = str((config.get("configurable") or {}).get("checkpoint_id"))
-        return CheckpointWriteError(
-            f"thread {self.key(config)[0]!r}: the checkpoint after {step} could not be saved "
-            f"({exc}); the run stopped. Run invoke(None, config) once the database takes "
-            "writes again."
-        )
 
     @staticmethod
     def retried(what: str, write: Callable[[], T]) -> T:
@@ -274,17 +276,13 @@ class DurableSqliteSaver(_ForgetsClaims, SqliteSaver):
         new_versions: ChannelVersions,
     ) -> RunnableConfig:
         self.guard.check(config)
-        try:
-            saved = self.guard.retried(
+        with self.guard.saving(config, checkpoint):
+            return self.guard.retried(
                 "save",
                 lambda: super(DurableSqliteSaver, self).put(
                     config, checkpoint, metadata, new_versions
                 ),
             )
-        except sqlite3.OperationalError as exc:  # locked through every attempt
-            raise self.guard.unsaved(config, exc) from exc
-        self.guard.saved(config, checkpoint)
-        return saved
 
     def put_writes(
         self,
@@ -322,17 +320,13 @@ class DurableAsyncSqliteSaver(_ForgetsClaims, AsyncSqliteSaver):
     ) -> RunnableConfig:
         # the writes in flight run on this loop: wait for them off it
         await asyncio.to_thread(self.guard.check, config)
-        try:
-            saved = await self.guard.aretried(
+        with self.guard.saving(config, checkpoint):
+            return await self.guard.aretried(
                 "save",
                 lambda: super(DurableAsyncSqliteSaver, self).aput(
                     config, checkpoint, metadata, new_versions
                 ),
             )
-        except sqlite3.OperationalError as exc:  # locked through every attempt
-            raise self.guard.unsaved(config, exc) from exc
-        self.guard.saved(config, checkpoint)
-        return saved
 
     async def aput_writes(
         self,

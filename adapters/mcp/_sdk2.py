@@ -12,6 +12,7 @@ import httpx2 as http
 from mcp import Client, MCPError, StdioServerParameters
 from mcp.client.sse import sse_client
 from mcp.client.streamable_http import streamable_http_client
+from mcp.shared.auth import AuthorizationCodeResult
 from mcp.types import Implementation, InitializeResult
 
 if TYPE_CHECKING:
@@ -134,8 +135,6 @@ async def open_session(
         yield client, init
 
 
-def authorization_code(code: str, state: str | None) -> Any:
+def authorization_code(code: str, state: str | None) -> AuthorizationCodeResult:
     """What an OAuth callback handler returns on mcp 2.x: a model."""
-    from mcp.shared.auth import AuthorizationCodeResult
-
     return AuthorizationCodeResult(code=code, state=state)
