@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any, Literal
 
@@ -20,6 +21,7 @@ __all__ = ["APPROVE", "MODEL", "TOOLS", "FncallGraph", "create_fncall_graph"]
 
 from fncall_graph._compat import CONFIG_KEY_DURABILITY
 from fncall_graph.adapters import Dialect, get_dialect
+from fncall_graph.adapters.checkpoint.claims import DEFAULT_LEASE, RUN_KEY, run_ended
 from fncall_graph.adapters.formats.registry import DialectName, PromptDialectName
 from fncall_graph.adapters.models import accepts_grammar, initial_dialect, resolve_model
 from fncall_graph.nodes._plan import DialectPlan
@@ -79,46 +81,66 @@ class FncallGraph(CompiledStateGraph):
         check_input(input)
         return isinstance(input, Command) and input.resume is not None
 
-    def _run_starts(self, config: RunnableConfig | None) -> RunnableConfig:
-        """The run's whole config; a durable saver is told the run starts (it forgets
-        what earlier runs' failed writes left for the thread)."""
+    def _run_starts(self, config: RunnableConfig | None) -> tuple[RunnableConfig, RunnableConfig]:
+        """The run's config with a token of its own (:data:`RUN_KEY`: the claims its tool
+        calls make remember it, and a run that lost a claim is refused its writes), and
+        its whole config; a durable saver is told the run starts (it forgets what
+        earlier runs' failed writes left for the thread). A run inside another keeps the
+        outer run's token."""
+        config = dict(config or {})  # type: ignore[assignment]
+        configurable = dict(config.get("configurable") or {})
+        configurable.setdefault(RUN_KEY, uuid.uuid4().hex)
+        config["configurable"] = configurable
         merged = merge_configs(self.config, config)
         starts = getattr(self.checkpointer, "run_starts", None)
         if starts is not None:
             starts(merged)
-        return merged
+        return config, merged
+
+    def _owns_token(self, config: RunnableConfig | None) -> bool:
+        return RUN_KEY not in ((config or {}).get("configurable") or {})
 
     def stream(self, input: Any, config: RunnableConfig | None = None, **kwargs: Any) -> Any:
-        merged = self._run_starts(config)
-        if not self._resumes(input):
-            yield from super().stream(input, config, **kwargs)
-            return
+        owns = self._owns_token(config)
+        config, merged = self._run_starts(config)
         try:
-            state = self.get_state(merged)
-        except ValueError:  # no checkpointer: LangGraph says so itself
-            state = None
-        run_config, after = (
-            resume_guard(state, input.resume, config) if state else (config, no_check)
-        )
-        yield from super().stream(input, run_config, **kwargs)
-        after()
+            if not self._resumes(input):
+                yield from super().stream(input, config, **kwargs)
+                return
+            try:
+                state = self.get_state(merged)
+            except ValueError:  # no checkpointer: LangGraph says so itself
+                state = None
+            run_config, after = (
+                resume_guard(state, input.resume, config) if state else (config, no_check)
+            )
+            yield from super().stream(input, run_config, **kwargs)
+            after()
+        finally:
+            if owns:
+                run_ended(config)
 
     async def astream(self, input: Any, config: RunnableConfig | None = None, **kwargs: Any) -> Any:
-        merged = self._run_starts(config)
-        if not self._resumes(input):
-            async for chunk in super().astream(input, config, **kwargs):
-                yield chunk
-            return
+        owns = self._owns_token(config)
+        config, merged = self._run_starts(config)
         try:
-            state = await self.aget_state(merged)
-        except ValueError:
-            state = None
-        run_config, after = (
-            resume_guard(state, input.resume, config) if state else (config, no_check)
-        )
-        async for chunk in super().astream(input, run_config, **kwargs):
-            yield chunk
-        after()
+            if not self._resumes(input):
+                async for chunk in super().astream(input, config, **kwargs):
+                    yield chunk
+                return
+            try:
+                state = await self.aget_state(merged)
+            except ValueError:
+                state = None
+            run_config, after = (
+                resume_guard(state, input.resume, config) if state else (config, no_check)
+            )
+            async for chunk in super().astream(input, run_config, **kwargs):
+                yield chunk
+            after()
+        finally:
+            if owns:
+                run_ended(config)
 
 
 #: The graph's node names.
@@ -164,6 +186,7 @@ def create_fncall_graph(
     max_result_chars: int | None = 100_000,
     max_stored_result_chars: int | None = DEFAULT_MAX_STORED_RESULT_CHARS,
     idempotent_tools: Sequence[str] = (),
+    lease: float | None = DEFAULT_LEASE,
     unparsed_limit: int = 2,
     constrained: bool | Literal["first_call"] | None = None,
     keep_model_input: bool = False,
@@ -253,6 +276,15 @@ def create_fncall_graph(
             "outcome unknown" instead (see docs/pause-and-resume.md). Tools marked
             ``metadata={"idempotent": True}``, and MCP tools annotated ``readOnlyHint``
             or ``idempotentHint``, count as listed.
+        lease: seconds a running tool call's claim counts as held after its process last
+            renewed it (default 60, ``DEFAULT_LEASE``); the process renews it four times
+            as often while the call runs, from a thread of its own (a tool blocking the
+            event loop does not stop it). A process frozen past the lease (stopped, a
+            paused VM, a long stall) loses the call: another run of the thread may take
+            it over and answer it "outcome unknown"; when the frozen run wakes it stops
+            with :class:`~fncall_graph.ToolCallTakenOver` and writes nothing more to the
+            thread. ``None``: a claim is held until its process is known to be gone,
+            which only its own machine can tell.
         unparsed_limit: replies in a row whose calls cannot be read before a prompt
             dialect gives way to ``"react"``.
         constrained: constrained decoding for the prompt dialects: each model call
@@ -310,6 +342,8 @@ def create_fncall_graph(
         raise ValueError(
             f"max_stored_result_chars must be at least 1 or None, got {max_stored_result_chars}"
         )
+    if lease is not None and not lease > 0:
+        raise ValueError(f"lease must be positive seconds or None, got {lease!r}")
     if tool_timeout is not None and tool_timeout <= 0:
         raise ValueError(f"tool_timeout must be positive seconds or None, got {tool_timeout}")
 
@@ -352,6 +386,7 @@ def create_fncall_graph(
         max_result_chars=max_result_chars,
         max_stored_result_chars=max_stored_result_chars,
         idempotent_tools=idempotent_tools,
+        lease=lease,
         name=TOOLS,
     )
     approve_node = (
