@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Awaitable, Callable, Mapping, Sequence
+from contextlib import nullcontext
 from typing import Any, Literal
 
 from langchain_core.language_models import BaseChatModel
@@ -22,6 +23,13 @@ __all__ = ["APPROVE", "MODEL", "TOOLS", "FncallGraph", "create_fncall_graph"]
 from fncall_graph._compat import CONFIG_KEY_DURABILITY
 from fncall_graph.adapters import Dialect, get_dialect
 from fncall_graph.adapters.checkpoint.claims import DEFAULT_LEASE, RUN_KEY, run_ended
+from fncall_graph.adapters.checkpoint.thread_runs import (
+    LEASE_KEY,
+    MULTITASK_KEY,
+    Multitask,
+    athread_run,
+    thread_run,
+)
 from fncall_graph.adapters.formats.registry import DialectName, PromptDialectName
 from fncall_graph.adapters.models import accepts_grammar, initial_dialect, resolve_model
 from fncall_graph.nodes._plan import DialectPlan
@@ -100,22 +108,46 @@ class FncallGraph(CompiledStateGraph):
     def _owns_token(self, config: RunnableConfig | None) -> bool:
         return RUN_KEY not in ((config or {}).get("configurable") or {})
 
+    def _hold_terms(self, merged: RunnableConfig, owns: bool) -> dict[str, Any] | None:
+        """How an outermost run on a saved thread holds it (one run at a time per
+        thread, :mod:`~fncall_graph.adapters.checkpoint.thread_runs`); ``None``: no hold."""
+        conf = merged.get("configurable") or {}
+        saver = self.checkpointer
+        if not owns or saver in (None, True, False) or conf.get("thread_id") is None:
+            return None
+        return {
+            "saver": saver,
+            "config": merged,
+            "token": conf[RUN_KEY],
+            "multitask": conf.get(MULTITASK_KEY, "enqueue"),
+            "lease": conf.get(LEASE_KEY, DEFAULT_LEASE),
+        }
+
+    def _holding(self, merged: RunnableConfig, owns: bool) -> Any:
+        terms = self._hold_terms(merged, owns)
+        return thread_run(**terms) if terms else nullcontext()
+
+    def _aholding(self, merged: RunnableConfig, owns: bool) -> Any:
+        terms = self._hold_terms(merged, owns)
+        return athread_run(**terms) if terms else nullcontext()
+
     def stream(self, input: Any, config: RunnableConfig | None = None, **kwargs: Any) -> Any:
         owns = self._owns_token(config)
         config, merged = self._run_starts(config)
         try:
-            if not self._resumes(input):
-                yield from super().stream(input, config, **kwargs)
-                return
-            try:
-                state = self.get_state(merged)
-            except ValueError:  # no checkpointer: LangGraph says so itself
-                state = None
-            run_config, after = (
-                resume_guard(state, input.resume, config) if state else (config, no_check)
-            )
-            yield from super().stream(input, run_config, **kwargs)
-            after()
+            with self._holding(merged, owns):
+                if not self._resumes(input):
+                    yield from super().stream(input, config, **kwargs)
+                    return
+                try:
+                    state = self.get_state(merged)
+                except ValueError:  # no checkpointer: LangGraph says so itself
+                    state = None
+                run_config, after = (
+                    resume_guard(state, input.resume, config) if state else (config, no_check)
+                )
+                yield from super().stream(input, run_config, **kwargs)
+                after()
         finally:
             if owns:
                 run_ended(config)
@@ -124,20 +156,21 @@ class FncallGraph(CompiledStateGraph):
         owns = self._owns_token(config)
         config, merged = self._run_starts(config)
         try:
-            if not self._resumes(input):
-                async for chunk in super().astream(input, config, **kwargs):
+            async with self._aholding(merged, owns):
+                if not self._resumes(input):
+                    async for chunk in super().astream(input, config, **kwargs):
+                        yield chunk
+                    return
+                try:
+                    state = await self.aget_state(merged)
+                except ValueError:
+                    state = None
+                run_config, after = (
+                    resume_guard(state, input.resume, config) if state else (config, no_check)
+                )
+                async for chunk in super().astream(input, run_config, **kwargs):
                     yield chunk
-                return
-            try:
-                state = await self.aget_state(merged)
-            except ValueError:
-                state = None
-            run_config, after = (
-                resume_guard(state, input.resume, config) if state else (config, no_check)
-            )
-            async for chunk in super().astream(input, run_config, **kwargs):
-                yield chunk
-            after()
+                after()
         finally:
             if owns:
                 run_ended(config)
@@ -187,6 +220,7 @@ def create_fncall_graph(
     max_stored_result_chars: int | None = DEFAULT_MAX_STORED_RESULT_CHARS,
     idempotent_tools: Sequence[str] = (),
     lease: float | None = DEFAULT_LEASE,
+    multitask: Multitask = "enqueue",
     unparsed_limit: int = 2,
     constrained: bool | Literal["first_call"] | None = None,
     keep_model_input: bool = False,
@@ -285,6 +319,14 @@ def create_fncall_graph(
             with :class:`~fncall_graph.ToolCallTakenOver` and writes nothing more to the
             thread. ``None``: a claim is held until its process is known to be gone,
             which only its own machine can tell.
+        multitask: what a run does when its thread already has a run in progress, in
+            this process or another (two runs at once would fork the thread, and one
+            turn would vanish from it): ``"enqueue"`` (default, as LangGraph Server's
+            default) waits until that run ends, then starts from the thread as it left
+            it; ``"reject"`` raises :class:`~fncall_graph.ThreadBusy` at once and runs
+            nothing. A run may choose for itself with
+            ``{"configurable": {"fncall_multitask": "reject"}}``. Needs a checkpointer
+            (a thread without one keeps nothing to fork).
         unparsed_limit: replies in a row whose calls cannot be read before a prompt
             dialect gives way to ``"react"``.
         constrained: constrained decoding for the prompt dialects: each model call
@@ -342,6 +384,8 @@ def create_fncall_graph(
         raise ValueError(
             f"max_stored_result_chars must be at least 1 or None, got {max_stored_result_chars}"
         )
+    if multitask not in ("enqueue", "reject"):
+        raise ValueError(f"multitask must be 'enqueue' or 'reject', got {multitask!r}")
     if lease is not None and not lease > 0:
         raise ValueError(f"lease must be positive seconds or None, got {lease!r}")
     if tool_timeout is not None and tool_timeout <= 0:
@@ -434,5 +478,9 @@ def create_fncall_graph(
     }
     if checkpointer is not None and checkpointer is not False:
         # the graph-level default LangGraph reads when invoke() gets no durability
-        run_config["configurable"] = {CONFIG_KEY_DURABILITY: durability}
+        run_config["configurable"] = {
+            CONFIG_KEY_DURABILITY: durability,
+            MULTITASK_KEY: multitask,
+            LEASE_KEY: lease,
+        }
     return FncallGraph.of(graph.with_config(**run_config))

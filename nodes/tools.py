@@ -124,9 +124,11 @@ def _why_unknown(claim: ClaimRow) -> str:
         )
     if claim.holder.is_this_process():
         return f"the run making this call ({who}) ended without recording the call's outcome"
+    last = time.strftime("%H:%M:%S UTC", time.gmtime(claim.renewed_at or claim.created_at))
     return (
-        f"the run making this call ({who}) stopped renewing its claim, so it ended without "
-        "recording the call's outcome (the process lives on)"
+        f"the run making this call ({who}) stopped renewing its claim at {last} and had "
+        "not recorded an outcome; its process lives on (it may be frozen or stalled, and "
+        "may still be running the call: if it wakes, it stops without recording anything)"
     )
 
 

@@ -36,9 +36,9 @@ from pg_server import postgres_url  # noqa: F401  (the fixture)
 from test_claim_lease import eventually
 from test_claims import fresh_thread, row_of
 
-from fncall_graph import ToolCallInProgress, ToolCallTakenOver, create_fncall_graph
+from fncall_graph import ThreadBusy, ToolCallInProgress, ToolCallTakenOver, create_fncall_graph
 from fncall_graph.adapters.checkpoint import postgres_saver, sqlite_saver
-from fncall_graph.adapters.checkpoint.claims import ClaimKey
+from fncall_graph.adapters.checkpoint.claims import ClaimKey, claims_for
 
 CHILD = str(Path(__file__).with_name("frozen_child.py"))
 LEASE = 2.0  # renewed every half second
@@ -160,8 +160,19 @@ def test_a_tool_blocking_the_event_loop_keeps_its_claim(async_place, request, tm
             "the claim was renewed while the event loop was blocked",
             timeout=20 * LEASE,
         )
-        with pytest.raises(ToolCallInProgress):
-            takeover_graph(saver, effects).invoke(None, cfg)
+        # the run holds its thread and its call: another run is refused, not let in
+        refuse = {"configurable": {**cfg["configurable"], "fncall_multitask": "reject"}}
+        with pytest.raises(ThreadBusy):
+            takeover_graph(saver, effects).invoke(None, refuse)
+        with pytest.raises(ToolCallInProgress):  # the call itself, resumed elsewhere
+            claims_for(saver, stale_after=LEASE).once(
+                key,
+                row_of(saver, key).step,
+                lambda: "ran again",
+                tool="log",
+                idempotent=False,
+                unknown=lambda row: "unknown",
+            )
         assert release(child) == "finished: logged 1\n"
         assert effects.read_text("utf-8") == "entry 1\n"
 

@@ -173,6 +173,10 @@ _UNSAVED: dict[str, tuple[Status, Any]] = {}
 #: run that lost a claim is known, and the savers refuse what it would still write.
 RUN_KEY = "fncall_run"
 
+#: The claim id of a thread's run hold (:mod:`.thread_runs`); no tool call id a model
+#: writes looks like it.
+THREAD_RUN_ID = "fncall:run"
+
 # runs (their RUN_KEY token) that lost a claim while their call ran -> why
 _LOST_RUNS: dict[str, ToolCallTakenOver] = {}
 _LOST_LOCK = threading.Lock()
@@ -391,9 +395,13 @@ def _taken_over(
     else:
         by = f"{held.holder.describe()} took the call over (it is now {held.status!r} there)"
     lapse = f"for over {lease:g} s" if lease is not None else "too long"
+    what = (
+        "this run's hold on the thread was taken over while the run went on"
+        if key.call_id == THREAD_RUN_ID
+        else f"tool call {key.call_id} ({tool}) was taken over while this run ran it"
+    )
     return ToolCallTakenOver(
-        f"thread {key.thread_id!r}: tool call {key.call_id} ({tool}) was taken over while "
-        f"this run ran it: the run had not renewed its claim {lapse} (its process was "
+        f"thread {key.thread_id!r}: {what}: the run had not renewed its claim {lapse} (its process was "
         f"frozen, or the tool blocked the event loop), and {by}. This run stopped and "
         "writes nothing more to the thread; read the thread with get_state. The call may "
         "have taken effect here: the thread's answer to it says its outcome is unknown.",
