@@ -330,7 +330,13 @@ def _ask_server(model: BaseChatModel) -> CallFormat | None:
     if path:
         fmt = format_of_template(chat_template_of_file(path))
         if fmt is not None:
-            return CallFormat(fmt, "server", f"{Path(path).name} tokenizer.chat_template")
+            local = Path(path)
+            where = (
+                f"{local.name}/tokenizer_config.json chat_template"
+                if local.is_dir()
+                else f"{local.name} chat_template"
+            )
+            return CallFormat(fmt, "server", where)
     return None
 
 
