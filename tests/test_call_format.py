@@ -404,3 +404,36 @@ def test_llamacpp_props_tells_the_format(llamacpp):
     assert found == CallFormat("hermes", "server", "llama.cpp GET /props chat_template")
     # the bundled model speaks hermes in a graph: that dialect's own format, as before
     assert resolve_call_format(model, dialect="hermes").source == "dialect"
+
+
+# ------------------------------------------------------------------------ docs and the CLI
+
+
+def test_the_docs_table_has_every_family_with_its_format():
+    page = Path(__file__).resolve().parent.parent / "docs" / "dialects.md"
+    cells = [line.split("|") for line in page.read_text(encoding="utf-8").splitlines()]
+    rows = {c[1].strip(): c[2].strip() for c in cells if len(c) > 3}
+    assert {f.family: rows.get(f.family) for f in FAMILIES} == {
+        f.family: f"`{f.format}`" for f in FAMILIES
+    }
+
+
+def test_the_cli_refuses_an_unknown_call_format(capsys):
+    from fncall_graph.cli import main
+
+    with pytest.raises(SystemExit) as exit_:
+        main(["run", "--model", "replay:weather", "--call-format", "nope", "hi"])
+    assert exit_.value.code == 1
+    assert "--call-format: unknown call format 'nope'" in capsys.readouterr().err
+
+
+def test_the_prompt_command_says_the_format_of_a_model(weather_http, tmp_path, capsys):
+    from fncall_graph.cli import main
+
+    config = tmp_path / "mcp.json"
+    config.write_text(json.dumps({"mcpServers": {"weather": {"url": weather_http}}}))
+    argv = ["prompt", "--dialect", "native", "--mcp", str(config)]
+    assert main([*argv, "--model", "ollama:my-tune?format=glm-4.5"]) == 0
+    out = capsys.readouterr()
+    assert json.loads(out.out)[0]["function"]["name"] == "weather-get_weather"  # as before
+    assert "call format hermes (declared: spec)" in out.err

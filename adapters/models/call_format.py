@@ -94,7 +94,7 @@ class Family:
 
 _VLLM = "vLLM docs/features/tool_calling.md"
 _LCPP = "llama.cpp common/chat.cpp"
-_FMT = "the model's chat template; docs/dialects.md format table"
+_FMT = "the model's chat template, as the plamo3 reader reads it (no server doc read)"
 
 #: Model families and their call formats; the first row whose pattern is found in the
 #: model's name (lower case, less its organisation, registry and tag) wins, so fine-tunes
@@ -135,7 +135,7 @@ FAMILIES: tuple[Family, ...] = (
         "GLM-4.5 / 4.6 / 4.7",
         r"glm-?4\.[5-9]|glm-?5",
         "hermes",
-        f"{_VLLM}: glm45, glm47 (<tool_call> with <arg_key>)",
+        f"{_VLLM}: glm45, glm47 (arg_key pairs in the tool_call tag)",
     ),
     Family(
         "Magistral / Devstral / Ministral / Mistral / Mixtral / Codestral",
@@ -160,7 +160,7 @@ FAMILIES: tuple[Family, ...] = (
         "granite-fc",
         f"{_VLLM}: granite-20b-fc",
     ),
-    Family("Granite 4", r"granite-?4", "hermes", f"{_VLLM}: granite4 (<tool_call>)"),
+    Family("Granite 4", r"granite-?4", "hermes", f"{_VLLM}: granite4 (the tool_call tag)"),
     Family("Granite 3.x", r"granite-?3", "granite", f"{_VLLM}: granite"),
     Family("Hunyuan A13B", r"hunyuan", "tool-calls-tag", f"{_VLLM}: hunyuan_a13b"),
     Family("Step-3.5", r"step-?3\.5", "hermes", f"{_LCPP}: Qwen3-Coder XML, also StepFun-3.5"),
@@ -168,7 +168,7 @@ FAMILIES: tuple[Family, ...] = (
     Family(
         "Nemotron 3 Nano", r"nemotron-?3|nemotron-nano-3", "hermes", f"{_LCPP}: Qwen3-Coder XML"
     ),
-    Family("Nemotron Nano v2", r"nemotron", "nemotron", f"{_FMT} (<TOOLCALL>)"),
+    Family("Nemotron Nano v2", r"nemotron", "nemotron", f"{_LCPP}: Nemotron V2"),
     Family("OLMo 3", r"olmo-?3", "pythonic-tag", f"{_VLLM}: olmo3"),
     Family("Seed-OSS", r"seed-?oss", "seed-oss", f"{_VLLM}: seed_oss"),
     Family("Phi-4-mini", r"phi-?4-mini", "functools", f"{_VLLM}: phi4_mini_json"),
@@ -178,7 +178,7 @@ FAMILIES: tuple[Family, ...] = (
     Family("Apertus", r"apertus", "apertus", f"{_VLLM}: apertus"),
     Family("LongCat-Flash", r"longcat", "longcat", f"{_VLLM}: longcat"),
     Family("GigaChat 3", r"gigachat-?3", "gigachat3", f"{_VLLM}: gigachat3"),
-    Family("PLaMo 3", r"plamo-?3", "plamo3", f"{_FMT}"),
+    Family("PLaMo 3", r"plamo-?3", "plamo3", _FMT),
 )
 
 _COMPILED = tuple((re.compile(f.pattern), f) for f in FAMILIES)
