@@ -202,14 +202,23 @@ def test_a_local_tokenizer_config_tells_the_format(tmp_path: Path):
 class TemplatedOllama(OllamaStub):
     """The contract server, whose ``/api/show`` gives each model's own ``template``."""
 
-    def __init__(self, templates: dict[str, str], **kwargs: Any) -> None:
+    def __init__(
+        self, templates: dict[str, str], parsers: dict[str, str] | None = None, **kwargs: Any
+    ) -> None:
         super().__init__(**kwargs)
         self.templates = templates
+        self.parsers = parsers or {}
 
     def _show(self, body: dict[str, Any]) -> tuple[int, dict[str, Any]]:
         status, shown = super()._show(body)
         name = str(body.get("model", "")).split(":")[0]
-        return status, {**shown, "template": self.templates.get(name, "{{ .Prompt }}")}
+        shown = {**shown, "template": self.templates.get(name, "{{ .Prompt }}")}
+        if (
+            name in self.parsers
+        ):  # a model Ollama renders and parses itself (ollama show --modelfile)
+            parser = self.parsers[name]
+            shown["modelfile"] += f"RENDERER {parser}\nPARSER {parser}\n"
+        return status, shown
 
     def shows(self) -> int:
         return sum(1 for _, path, _ in self.requests if path == "/api/show")
@@ -222,7 +231,8 @@ QWEN3_TEMPLATE = '{{- range .ToolCalls }}<tool_call>\n{"name": "{{ .Function.Nam
 @pytest.fixture
 def ollama():
     templates = {"my-tune": MISTRAL_TEMPLATE, "qwen3": MISTRAL_TEMPLATE, "plain": "{{ .Prompt }}"}
-    with TemplatedOllama(templates) as server:
+    parsers = {"qwen3-coder": "qwen3-coder", "gpt-oss": "harmony", "odd": "no-such-parser"}
+    with TemplatedOllama(templates, parsers) as server:
         yield server
 
 
@@ -237,6 +247,17 @@ def test_ollama_show_tells_the_format_once_per_model(ollama):
     assert [b for _, p, b in ollama.requests if p == "/api/show"] == [{"model": "my-tune"}]
 
 
+def test_ollama_s_own_parser_tells_the_format(ollama):
+    found = resolve_call_format(resolve_model("ollama:qwen3-coder:30b", base_url=ollama.url))
+    assert found == CallFormat(
+        "hermes", "server", "Ollama POST /api/show modelfile PARSER qwen3-coder"
+    )
+    harmony = resolve_call_format(resolve_model("ollama:gpt-oss:20b", base_url=ollama.url))
+    assert (harmony.name, harmony.source) == ("harmony", "server")
+    # a parser not known here says nothing: the template, then the name, are asked
+    assert resolve_call_format(resolve_model("ollama:odd", base_url=ollama.url)).source == "unknown"
+
+
 def test_the_server_beats_the_name(ollama):
     # named like a Qwen3 (hermes by name), served with a Mistral template
     found = resolve_call_format(resolve_model("ollama:qwen3", base_url=ollama.url))
@@ -244,7 +265,7 @@ def test_the_server_beats_the_name(ollama):
 
 
 def test_the_name_when_the_server_says_nothing(ollama):
-    found = resolve_call_format(resolve_model("ollama:gpt-oss:20b", base_url=ollama.url))
+    found = resolve_call_format(resolve_model("ollama:gpt-oss-tune:20b", base_url=ollama.url))
     assert (found.name, found.source) == ("harmony", "name")
     assert "gpt-oss" in found.detail and "vLLM" in found.detail
     assert ollama.shows() == 1

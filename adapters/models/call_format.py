@@ -9,7 +9,8 @@ once per model and process (cached: never one request per call), in this order:
 2. ``declared``: ``call_format=`` given by the caller, or a model spec's ``?format=``
    (kept in the model's ``metadata`` under :data:`CALL_FORMAT_KEY`);
 3. ``server``: what the server says it renders with: llama.cpp's ``GET /props``
-   (``chat_template``), Ollama's ``POST /api/show`` (``template``), or a local model's
+   (``chat_template``), Ollama's ``POST /api/show`` (the modelfile's ``PARSER``, else the
+   ``template``), or a local model's
    GGUF ``tokenizer.chat_template`` / ``tokenizer_config.json`` (``model_path``), read by
    the template's markers (:func:`~fncall_graph.adapters.formats.chat_templates.format_of_template`);
 4. ``name``: the model's name (the spec's ``#NAME``, ``/v1/models`` when it has none)
@@ -45,6 +46,7 @@ from ..formats.readers import CALL_FORMATS
 __all__ = [
     "CALL_FORMAT_KEY",
     "FAMILIES",
+    "OLLAMA_PARSERS",
     "CallFormat",
     "Family",
     "chat_template_of_file",
@@ -322,7 +324,13 @@ def _ask_server(model: BaseChatModel) -> CallFormat | None:
     if _is_openai(model) and _base_url(model):
         template, detail = _llamacpp_template(model), "llama.cpp GET /props chat_template"
     elif kind == "ChatOllama":
-        template, detail = _ollama_template(model), "Ollama POST /api/show template"
+        shown = _ollama_show(model)
+        parser = _OLLAMA_PARSER.search(shown.get("modelfile") or "")
+        if parser is not None and parser.group(1) in OLLAMA_PARSERS:
+            # the parser Ollama reads this model's replies with: what it writes
+            where = f"Ollama POST /api/show modelfile PARSER {parser.group(1)}"
+            return CallFormat(OLLAMA_PARSERS[parser.group(1)], "server", where)
+        template, detail = shown.get("template"), "Ollama POST /api/show template"
     fmt = format_of_template(template)
     if fmt is not None:
         return CallFormat(fmt, "server", detail)
@@ -407,13 +415,36 @@ def _served_name(model: BaseChatModel) -> str | None:
     return None
 
 
-def _ollama_template(model: BaseChatModel) -> str | None:
+#: Ollama's built-in parsers (``PARSER`` in a model's modelfile; ollama
+#: ``model/parsers/parsers.go``) and the formats of the models they read.
+OLLAMA_PARSERS = {
+    "qwen3": "hermes",
+    "qwen3-thinking": "hermes",
+    "qwen3.5": "hermes",
+    "qwen3-coder": "hermes",
+    "qwen3-vl-instruct": "hermes",
+    "qwen3-vl-thinking": "hermes",
+    "nemotron-3-nano": "hermes",
+    "glm-4.7": "hermes",
+    "ministral": "mistral",
+    "harmony": "harmony",
+    "deepseek3": "deepseek",
+    "olmo3": "pythonic-tag",
+    "olmo3-think": "pythonic-tag",
+    "functiongemma": "functiongemma",
+    "lfm2": "lfm2",
+    "lfm2-thinking": "lfm2",
+}
+_OLLAMA_PARSER = re.compile(r'(?im)^PARSER\s+"?([^\s"]+)"?\s*$')
+
+
+def _ollama_show(model: BaseChatModel) -> dict[str, str]:
     """Ollama's ``POST /api/show`` through the ``ollama`` client (it reads ``OLLAMA_HOST``
-    as ``ChatOllama`` does): the model's ``template``."""
+    as ``ChatOllama`` does): the model's ``template`` and ``modelfile``."""
     try:
         from ollama import Client, ResponseError
     except ImportError:
-        return None
+        return {}
     import httpx
 
     client_kwargs = dict(getattr(model, "client_kwargs", None) or {})
@@ -423,9 +454,9 @@ def _ollama_template(model: BaseChatModel) -> str | None:
             _model_name(model) or ""
         )
     except (ResponseError, httpx.HTTPError, ConnectionError):
-        return None
-    template = getattr(shown, "template", None)
-    return template if isinstance(template, str) else None
+        return {}
+    fields = {"template": getattr(shown, "template", None), "modelfile": shown.modelfile}
+    return {k: v for k, v in fields.items() if isinstance(v, str)}
 
 
 # ------------------------------------------------------------------------ model files
