@@ -60,6 +60,7 @@ def get_weather(city: str) -> str:
 NAMES = {
     "Hermes 2 Pro / 3 / 4": "NousResearch/Hermes-3-Llama-3.1-8B",
     "xLAM": "Salesforce/Llama-xLAM-2-8b-fc-r",
+    "ToolACE": "Team-ACE/ToolACE-8B",
     "Functionary v3.2": "meetkai/functionary-small-v3.2",
     "FireFunction v2": "fireworks-ai/llama-3-firefunction-v2",
     "DeepSeek V3.2 / V4": "deepseek-ai/DeepSeek-V3.2-Exp",
@@ -88,7 +89,7 @@ NAMES = {
     "Step-3.5": "stepfun-ai/Step-3.5-Flash",
     "Step-3": "stepfun-ai/step3",
     "Nemotron 3 Nano": "nvidia/NVIDIA-Nemotron-3-Nano-30B-A3B-BF16",
-    "Nemotron Nano v2": "nvidia/NVIDIA-Nemotron-Nano-9B-v2",
+    "Nemotron Nano v2 / Super": "nvidia/NVIDIA-Nemotron-Nano-9B-v2",
     "OLMo 3": "allenai/Olmo-3-7B-Instruct",
     "Seed-OSS": "ByteDance-Seed/Seed-OSS-36B-Instruct",
     "Phi-4-mini": "microsoft/Phi-4-mini-instruct",
@@ -97,6 +98,7 @@ NAMES = {
     "Jamba 1.5": "ai21labs/AI21-Jamba-1.5-Mini",
     "Apertus": "swiss-ai/Apertus-8B-Instruct-2509",
     "LongCat-Flash": "meituan-longcat/LongCat-Flash-Chat-FP8",
+    "GigaChat 3.5": "GigaChat3.5",
     "GigaChat 3": "ai-sage/GigaChat3-10B-A1.8B",
     "PLaMo 3": "pfnet/plamo-3-nict-31b-base",
 }
@@ -134,13 +136,21 @@ def test_every_row_names_a_format_the_readers_know_and_says_where_it_came_from()
         ("kimi-k2-thinking", "kimi"),
         ("MiniMax-M3", "minimax"),
         ("lfm2.5-1.2b-instruct", "lfm2"),
+        # names of llama.cpp's models/templates files
+        ("glm_4_5", "hermes"),
+        ("nvidia-Llama-3_3-Nemotron-Super-49B-v1_5", "nemotron"),
+        ("deepseek-ai-DeepSeek-R1-Distill-Qwen-32B", "deepseek"),
+        ("llama-cpp-microsoft-Phi-4-mini-instruct", "functools"),
+        ("google-gemma-4-31B-it-interleaved", "gemma4"),
     ],
 )
 def test_names_with_organisations_registries_and_quantisation_tags(name, fmt):
     assert format_of_name(name).format == fmt
 
 
-@pytest.mark.parametrize("name", ["smollm2-135m-instruct", "gpt-4o-mini", "phi3:mini", "", None])
+@pytest.mark.parametrize(
+    "name", ["smollm2-135m-instruct", "gpt-4o-mini", "phi3:mini", "THUDM/glm-4-9b-chat", "", None]
+)
 def test_a_name_no_family_claims_says_nothing(name):
     assert format_of_name(name) is None
 

@@ -96,6 +96,7 @@ class Family:
 
 _VLLM = "vLLM docs/features/tool_calling.md"
 _LCPP = "llama.cpp common/chat.cpp"
+_FMT_GCML = "the gcml reader's format (docs/dialects.md: GigaChat 3.5)"
 _FMT = "the model's chat template, as the plamo3 reader reads it (no server doc read)"
 
 #: Model families and their call formats; the first row whose pattern is found in the
@@ -105,6 +106,7 @@ FAMILIES: tuple[Family, ...] = (
     # fine-tunes named after their base model
     Family("Hermes 2 Pro / 3 / 4", r"hermes-?[234]", "hermes", f"{_VLLM}: hermes"),
     Family("xLAM", r"xlam", "json", f"{_VLLM}: xlam (JSON list)"),
+    Family("ToolACE", r"toolace", "pythonic", f"{_VLLM}: pythonic"),
     Family("Functionary v3.2", r"functionary", "functionary", f"{_LCPP}: Functionary v3.2"),
     Family("FireFunction v2", r"firefunction", "functools", f"{_LCPP}: Firefunction v2"),
     Family(
@@ -135,7 +137,7 @@ FAMILIES: tuple[Family, ...] = (
     Family("Qwen2.5 / Qwen3 / QwQ", r"qwen2\.5|qwen3|qwq", "hermes", f"{_VLLM}: hermes (Qwen)"),
     Family(
         "GLM-4.5 / 4.6 / 4.7",
-        r"glm-?4\.[5-9]|glm-?5",
+        r"glm-?4(\.[5-9]|-[5-7]\b)|glm-?5",  # glm_4_5 too; not GLM-4-9B
         "hermes",
         f"{_VLLM}: glm45, glm47 (arg_key pairs in the tool_call tag)",
     ),
@@ -146,6 +148,11 @@ FAMILIES: tuple[Family, ...] = (
         f"{_VLLM}: mistral; {_LCPP}: Mistral Nemo (one format, list or per-call by "
         "tokenizer version; the mistral reader takes both)",
     ),
+    Family(
+        "Nemotron 3 Nano", r"nemotron-?3|nemotron-nano-3", "hermes", f"{_LCPP}: Qwen3-Coder XML"
+    ),
+    # Nemotron Nano v2 and the Llama-based Nemotron Super / Ultra: <TOOLCALL>
+    Family("Nemotron Nano v2 / Super", r"nemotron", "nemotron", f"{_LCPP}: Nemotron V2"),
     Family("Llama 4", r"llama-?4", "pythonic", f"{_VLLM}: llama4_pythonic"),
     Family("Llama 3.1 / 3.2 / 3.3", r"llama-?3", "json", f"{_VLLM}: llama3_json"),
     Family("FunctionGemma", r"functiongemma", "functiongemma", f"{_VLLM}: functiongemma"),
@@ -167,10 +174,6 @@ FAMILIES: tuple[Family, ...] = (
     Family("Hunyuan A13B", r"hunyuan", "tool-calls-tag", f"{_VLLM}: hunyuan_a13b"),
     Family("Step-3.5", r"step-?3\.5", "hermes", f"{_LCPP}: Qwen3-Coder XML, also StepFun-3.5"),
     Family("Step-3", r"step-?3", "step3", f"{_VLLM}: step3"),
-    Family(
-        "Nemotron 3 Nano", r"nemotron-?3|nemotron-nano-3", "hermes", f"{_LCPP}: Qwen3-Coder XML"
-    ),
-    Family("Nemotron Nano v2", r"nemotron", "nemotron", f"{_LCPP}: Nemotron V2"),
     Family("OLMo 3", r"olmo-?3", "pythonic-tag", f"{_VLLM}: olmo3"),
     Family("Seed-OSS", r"seed-?oss", "seed-oss", f"{_VLLM}: seed_oss"),
     Family("Phi-4-mini", r"phi-?4-mini", "functools", f"{_VLLM}: phi4_mini_json"),
@@ -179,6 +182,7 @@ FAMILIES: tuple[Family, ...] = (
     Family("Jamba 1.5", r"jamba", "tool-calls-tag", f"{_VLLM}: jamba"),
     Family("Apertus", r"apertus", "apertus", f"{_VLLM}: apertus"),
     Family("LongCat-Flash", r"longcat", "longcat", f"{_VLLM}: longcat"),
+    Family("GigaChat 3.5", r"gigachat-?3\.5", "gcml", f"{_FMT_GCML}"),
     Family("GigaChat 3", r"gigachat-?3", "gigachat3", f"{_VLLM}: gigachat3"),
     Family("PLaMo 3", r"plamo-?3", "plamo3", _FMT),
 )
