@@ -30,6 +30,7 @@ only write calls to the listed tools with arguments that fit their schemas, or a
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any, Literal
 from uuid import UUID
 
@@ -227,6 +228,9 @@ class ModelNode:
         if limit is not None:
             return limit
         dialect = self.plan.current(state)
+        # the model's call format may be asked of its server (once per process): not on
+        # the event loop
+        await asyncio.to_thread(self._format, dialect, state)
         sent = _SentInput()
         calls = model_calls_this_turn(state["messages"])
         try:

@@ -373,6 +373,14 @@ def test_a_thread_learns_its_format_from_its_first_call_and_reads_with_it(reads)
     assert "call_format" not in other
 
 
+async def test_an_async_thread_learns_its_format_too(reads):
+    model = ReplayChatModel([MISTRAL_CALL, "Sunny."])
+    graph = create_fncall_graph(model, [get_weather])
+    state = await graph.ainvoke({"messages": [("user", "Weather in Paris?")]})
+    assert (state["call_format"], state["call_format_source"]) == ("mistral", "learned")
+    assert reads == [None, "mistral"]
+
+
 def test_a_glm_call_switches_a_native_thread_to_hermes_and_records_it():
     glm = "<tool_call>get_weather\n<arg_key>city</arg_key>\n<arg_value>Paris</arg_value>\n</tool_call>"
     model = ReplayChatModel([glm, "Sunny."])
