@@ -230,7 +230,7 @@ def check_call_format(name: str, where: str = "call_format") -> str:
     if family is not None:
         return family.format
     raise ValueError(
-        f"{where}: unknown call format {name!r}; give one of {', '.join(CALL_FORMATS)}, "
+        f"{where}: unknown call format {name!r}; give one of {', '.join(sorted(CALL_FORMATS))}, "
         "or a model family's name (e.g. 'qwen3-coder', 'glm-4.5')"
     )
 
