@@ -130,6 +130,7 @@ def test_every_row_names_a_format_the_readers_know_and_says_where_it_came_from()
         ("mistral-small3.2:24b", "mistral"),
         ("llama3.2:3b", "json"),
         ("meta-llama/Llama-3.3-70B-Instruct", "json"),
+        ("llama-3_2-1b-instruct", "json"),
         ("llama4:scout", "pythonic"),
         ("hf.co/unsloth/gemma-4-12b-it-GGUF:Q8_0", "gemma4"),
         ("gpt-oss-120b", "harmony"),
@@ -149,7 +150,17 @@ def test_names_with_organisations_registries_and_quantisation_tags(name, fmt):
 
 
 @pytest.mark.parametrize(
-    "name", ["smollm2-135m-instruct", "gpt-4o-mini", "phi3:mini", "THUDM/glm-4-9b-chat", "", None]
+    "name",
+    [
+        "smollm2-135m-instruct",
+        "gpt-4o-mini",
+        "phi3:mini",
+        "THUDM/glm-4-9b-chat",
+        "meta-llama/Meta-Llama-3-8B-Instruct",  # Llama 3.0: no tool calls
+        "llama3:8b",
+        "",
+        None,
+    ],
 )
 def test_a_name_no_family_claims_says_nothing(name):
     assert format_of_name(name) is None

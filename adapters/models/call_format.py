@@ -154,7 +154,8 @@ FAMILIES: tuple[Family, ...] = (
     # Nemotron Nano v2 and the Llama-based Nemotron Super / Ultra: <TOOLCALL>
     Family("Nemotron Nano v2 / Super", r"nemotron", "nemotron", f"{_LCPP}: Nemotron V2"),
     Family("Llama 4", r"llama-?4", "pythonic", f"{_VLLM}: llama4_pythonic"),
-    Family("Llama 3.1 / 3.2 / 3.3", r"llama-?3", "json", f"{_VLLM}: llama3_json"),
+    # Llama 3.0 has no tool calls
+    Family("Llama 3.1 / 3.2 / 3.3", r"llama-?3[.-][1-3]\b", "json", f"{_VLLM}: llama3_json"),
     Family("FunctionGemma", r"functiongemma", "functiongemma", f"{_VLLM}: functiongemma"),
     Family("Gemma 4", r"gemma-?4", "gemma4", f"{_LCPP}: Gemma4"),
     Family("LFM2 / LFM2.5", r"lfm-?2", "lfm2", f"{_LCPP}: LFM2, LFM2.5"),
