@@ -32,6 +32,7 @@ from fncall_graph.adapters.checkpoint.thread_runs import (
 )
 from fncall_graph.adapters.formats.registry import DialectName, PromptDialectName
 from fncall_graph.adapters.models import accepts_grammar, initial_dialect, resolve_model
+from fncall_graph.adapters.models.call_format import check_call_format
 from fncall_graph.nodes._plan import DialectPlan
 from fncall_graph.nodes.approve import (
     ApproveNode,
@@ -224,6 +225,7 @@ def create_fncall_graph(
     unparsed_limit: int = 2,
     constrained: bool | Literal["first_call"] | None = None,
     keep_model_input: bool = False,
+    call_format: str | None = None,
     name: str = "fncall_graph",
     debug: bool = False,
 ) -> FncallGraph:
@@ -347,6 +349,14 @@ def create_fncall_graph(
             Off by default: it is the history once more, in the dialect's form, and
             would double what every checkpoint stores. The ``updates`` and ``values``
             stream modes show it either way while a run goes on.
+        call_format: how the model writes calls into its text when it speaks ``native``
+            through a server without a tool parser: a format name (``"mistral"``,
+            ``"harmony"``, ``"hermes"``, … as in docs/dialects.md) or a model family's
+            name (``"qwen3-coder"``); those calls are read in that format. ``None``
+            (default): the model's own, told by its spec's ``?format=``, its server's chat
+            template or its name, once per process; else learned in each thread from
+            its first call read. The state's ``call_format`` and ``call_format_source``
+            say which format and where from.
         name: the compiled graph's name.
         debug: LangGraph debug output.
 
@@ -420,7 +430,15 @@ def create_fncall_graph(
     )
     if constrained is None:
         constrained = "first_call" if accepts_grammar(chat_model) else False
-    model_node = ModelNode(chat_model, plan, max_iterations=max_iterations, constrained=constrained)
+    if call_format is not None:
+        call_format = check_call_format(call_format)
+    model_node = ModelNode(
+        chat_model,
+        plan,
+        max_iterations=max_iterations,
+        constrained=constrained,
+        call_format=call_format,
+    )
     problem = unknown_tool(idempotent_tools, [t.name for t in tool_list])
     if problem:
         raise ValueError(f"idempotent_tools names {problem}")

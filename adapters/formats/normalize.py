@@ -58,6 +58,7 @@ def normalize(
     tool_names: Iterable[str] | None = None,
     taken_ids: Iterable[str] = (),
     tools: Sequence[ToolLike] | None = None,
+    call_format: str | None = None,
 ) -> AIMessage:
     """Return the canonical form of a model's reply.
 

@@ -79,6 +79,7 @@ from ..formats.normalize import (
 from ..formats.readers import AUTO
 from ..formats.readers.whole_reply import OPENERS, may_be_calls_only
 from ..formats.registry import get_dialect
+from .call_format import check_call_format, resolve_call_format
 from .capabilities import accepts_grammar
 from .structured_output import (
     JSON_OUTPUT_KEY,
@@ -138,6 +139,7 @@ class _Call:
     # the tools' parameter schemas by name, made when a call first needs them
     schemas: dict[str, Any] | None = None
     json_answer: bool = False  # an answer asked for as JSON by ``response_format``
+    call_format: str | None = None  # the format calls in a native reply's text are read in
 
     def invoke(self, messages: list[BaseMessage]) -> BaseMessage:
         with _context_handlers_muted():
@@ -170,7 +172,12 @@ class _Call:
         schemas, loose call forms fitted to the tools."""
         if self.dialect.native:
             message = normalize(
-                reply, None, tool_names=self.tool_names, taken_ids=self.taken, tools=self.tools
+                reply,
+                None,
+                tool_names=self.tool_names,
+                taken_ids=self.taken,
+                tools=self.tools,
+                call_format=self.call_format,
             )
         else:
             message = normalize(reply, self.dialect, taken_ids=self.taken, tools=self.tools)
@@ -228,6 +235,9 @@ class DialectChatModel(BaseChatModel):
         model: the wrapped chat model; it may be bound (``ChatOpenAI(...).bind(...)``, its
             arguments go with every call) or configurable (``configurable_fields``).
         dialect: the dialect used at the model boundary.
+        call_format: the format a native reply's calls in ``content`` are read in; ``None``:
+            the model's own, resolved once (see
+            :func:`~fncall_graph.adapters.models.call_format.resolve_call_format`).
 
     ``temperature``, ``max_tokens``, ``stop``, ``timeout``, ``max_retries`` and
     ``streaming`` given to the constructor are set on the wrapped model, which must
@@ -238,6 +248,7 @@ class DialectChatModel(BaseChatModel):
 
     model: Runnable
     dialect: Dialect
+    call_format: str | None = None
     # native: the inner model bound to the tools, per bound tool list (the same list on
     # every call of one binding); binding converts every tool's schema again
     _bound: dict[tuple[int, str], tuple[Any, Runnable[LanguageModelInput, BaseMessage]]] = (
@@ -336,6 +347,8 @@ class DialectChatModel(BaseChatModel):
         # the wrapped model's own parameters, so wrappers of two models never share a
         # cache entry (read only when a LangChain cache is set)
         params: dict[str, Any] = {"dialect": repr(self.dialect), "model": self.chat_model.asdict()}
+        if self.call_format is not None:  # replies are read in it
+            params["call_format"] = self.call_format
         if isinstance(self.model, RunnableBinding):  # its arguments go with every call
             params["bound"] = repr(sorted(self.model.kwargs.items()))
         return params
@@ -531,6 +544,8 @@ class DialectChatModel(BaseChatModel):
         call.forced = not self.dialect.native and forced
         call.one_call = not self.dialect.native and options.get("parallel_tool_calls") is False
         call.json_answer = json_answer
+        if self.dialect.native:
+            call.call_format = resolve_call_format(self.chat_model, declared=self.call_format).name
         return call
 
     def _bound_to(
@@ -675,7 +690,10 @@ class DialectChatModel(BaseChatModel):
 
 
 def with_dialect(
-    model: BaseChatModel | Runnable[LanguageModelInput, BaseMessage], dialect: str | Dialect
+    model: BaseChatModel | Runnable[LanguageModelInput, BaseMessage],
+    dialect: str | Dialect,
+    *,
+    call_format: str | None = None,
 ) -> DialectChatModel:
     """Give ``model`` tool calling through ``dialect``.
 
@@ -690,6 +708,11 @@ def with_dialect(
         dialect: ``"hermes"`` (alias ``"nous"``), ``"qwen"``, ``"react"``, ``"native"``,
             or a :class:`~fncall_graph.adapters.formats.base.Dialect` instance (e.g.
             ``get_dialect("qwen", lang="zh")``).
+        call_format: with ``"native"``, the format the model writes calls into its text
+            in when its server has no tool parser (``"mistral"``, ``"harmony"``, … or a
+            family's name such as ``"qwen3-coder"``); ``None``: the model's own, asked of
+            its server or told by its name once per process (see
+            :func:`~fncall_graph.adapters.models.call_format.resolve_call_format`).
 
     Returns:
         A :class:`DialectChatModel` wrapping ``model``.
@@ -719,7 +742,9 @@ def with_dialect(
         >>> raw.inputs[0][0].content.startswith("# Tools")
         True
     """
-    return DialectChatModel(model=model, dialect=dialect)
+    if call_format is not None:
+        call_format = check_call_format(call_format)
+    return DialectChatModel(model=model, dialect=dialect, call_format=call_format)
 
 
 # --------------------------------------------------------------------------- helpers

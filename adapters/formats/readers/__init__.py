@@ -42,7 +42,15 @@ from .tool_call_tag import ToolCallTagReader
 from .whole_reply import PythonicTagReader, may_be_calls_only, read_whole_reply
 from .xml_params import FunctionTagReader, MinimaxReader, SeedOssReader, Step3Reader
 
-__all__ = ["AUTO", "KNOWN_MARKUP", "NO_CALL_MARKUP", "READERS", "AutoReader", "Reader"]
+__all__ = [
+    "AUTO",
+    "CALL_FORMATS",
+    "KNOWN_MARKUP",
+    "NO_CALL_MARKUP",
+    "READERS",
+    "AutoReader",
+    "Reader",
+]
 
 READERS: tuple[Reader, ...] = (
     ToolCallTagReader(),
@@ -62,6 +70,18 @@ READERS: tuple[Reader, ...] = (
     FunctionaryReader(),
     PlamoReader(),
     PythonicTagReader(),
+)
+
+
+#: The call formats a reply can be read in, by the names replies record (provisional: the
+#: readers' names, the prompt dialect ``qwen``, and the whole-reply forms).
+CALL_FORMATS: tuple[str, ...] = tuple(
+    dict.fromkeys(
+        [
+            *(r.name for r in READERS if any(b.kind == "call" for b in r.blocks)),
+            *("qwen", "json", "pythonic"),
+        ]
+    )
 )
 
 
