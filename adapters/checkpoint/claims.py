@@ -1242,6 +1242,18 @@ class CallClaims:
                     )
                     continue
                 _UNSAVED[holder] = (status, output)  # its next run here stores it
+                # another process that asks first answers "outcome unknown": say here
+                # what the outcome was, so a person can still find it
+                log.error(
+                    "the outcome of tool call %s (%s, thread %r) could not be stored: %s. "
+                    "This process stores it when its thread is resumed here; elsewhere the "
+                    "call is answered 'outcome unknown'. Its outcome was: %.2000s",
+                    key.call_id,
+                    tool,
+                    key.thread_id,
+                    exc,
+                    getattr(output, "content", output),
+                )
                 yield from self._settle(key, holder, abandon=True)
                 raise
             except GeneratorExit:
