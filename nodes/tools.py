@@ -190,6 +190,16 @@ def is_idempotent(tool: BaseTool | None, names: frozenset[str]) -> bool:
     )
 
 
+def _without_optional_nulls(args: Any, schema: Mapping[str, Any]) -> Any:
+    """``args`` less the optional parameters given as ``null``: a model (and an MCP
+    client) often writes ``null`` for "not given", which the server takes as omitted;
+    the check leaves that to the server and still refuses ``null`` for a required one."""
+    if not isinstance(args, dict):
+        return args
+    required = set(schema.get("required") or ())
+    return {k: v for k, v in args.items() if v is not None or k in required}
+
+
 def invalid_call_message(call: InvalidToolCall) -> ToolMessage:
     """Answer a call the parser could not read, so the model sees why and can retry."""
     raw = call.get("args") or ""
@@ -379,8 +389,9 @@ class ToolDispatchNode:
         tool, call = request.tool, request.tool_call
         # unknown tools are answered by ToolNode; pydantic schemas validate themselves
         if tool is not None and isinstance(tool.args_schema, Mapping):
+            schema = dict(tool.args_schema)
             try:
-                jsonschema.validate(call["args"], dict(tool.args_schema))
+                jsonschema.validate(_without_optional_nulls(call["args"], schema), schema)
             except jsonschema.ValidationError as exc:
                 where = "/".join(str(p) for p in exc.absolute_path) or "arguments"
                 raise ToolArgumentsError(
