@@ -48,6 +48,7 @@ from fncall_graph.nodes.tools import (
     DEFAULT_MAX_STORED_RESULT_CHARS,
     DEFAULT_TOOL_TIMEOUT,
     ToolDispatchNode,
+    writes_by_annotation,
 )
 
 from .state import FncallDebugState, FncallInput, FncallState, check_input
@@ -210,7 +211,7 @@ def create_fncall_graph(
     fallback: PromptDialectName | Dialect = "react",
     system_prompt: str | None = None,
     checkpointer: Checkpointer = None,
-    interrupt_on: Mapping[str, bool | InterruptOnConfig] | None = None,
+    interrupt_on: Mapping[str, bool | InterruptOnConfig] | Literal["annotations"] | None = None,
     interrupt_mode: InterruptMode = "batched",
     durability: Literal["sync", "async", "exit"] = "sync",
     store: BaseStore | None = None,
@@ -274,7 +275,9 @@ def create_fncall_graph(
             decision per call, in order; an answer for another review raises
             :class:`~fncall_graph.StaleApproval`. Needs a checkpointer. A config's
             ``when`` (LangChain's ``(ToolCallRequest) -> bool``) reviews only the calls it
-            returns ``True`` for.
+            returns ``True`` for. ``"annotations"``: every tool whose annotations do not
+            say it only reads (MCP's ``readOnlyHint``; a tool that says nothing may write,
+            as MCP's defaults have it) asks first; its servers' own word decides.
         interrupt_mode: ``"batched"`` (default): one interrupt per reply, as above;
             ``"per_call"``: one interrupt per gated call, in order, shaped like
             LangChain's ``HumanInTheLoopMiddleware(interrupt_mode="per_call")``
@@ -416,6 +419,12 @@ def create_fncall_graph(
 
     chat_model = model if isinstance(model, BaseChatModel) else resolve_model(model)
     tool_list = _as_tools(tools)
+    if isinstance(interrupt_on, str):
+        if interrupt_on != "annotations":
+            raise ValueError(
+                f"interrupt_on must be a mapping of tool names or 'annotations', got {interrupt_on!r}"
+            )
+        interrupt_on = writes_by_annotation(tool_list) or None
     fallback_dialect = get_dialect(fallback)
     if fallback_dialect.native:
         raise ValueError("fallback must be a prompt dialect (hermes, qwen or react), not native")

@@ -62,12 +62,14 @@ __all__ = [
     "error_answer",
     "invalid_call_message",
     "is_idempotent",
+    "is_read_only",
     "still_running",
     "stored_once",
     "stored_result",
     "tool_error_message",
     "unknown_outcome",
     "wait_for_running_calls",
+    "writes_by_annotation",
 ]
 
 DEFAULT_TOOL_TIMEOUT = 600.0
@@ -185,9 +187,23 @@ def is_idempotent(tool: BaseTool | None, names: frozenset[str]) -> bool:
     return (
         tool.name in names
         or meta.get("idempotent") is True
-        or meta.get("readOnlyHint") is True
+        or is_read_only(tool)
         or meta.get("idempotentHint") is True
     )
+
+
+def is_read_only(tool: BaseTool) -> bool:
+    """Whether ``tool`` says it changes nothing: MCP's ``readOnlyHint`` annotation (in
+    the tool's metadata, where the MCP toolkit puts a tool's annotations; a LangChain
+    tool's author may set it there too). MCP's default is ``False``: a tool that says
+    nothing may write."""
+    return (tool.metadata or {}).get("readOnlyHint") is True
+
+
+def writes_by_annotation(tools: Sequence[BaseTool]) -> dict[str, bool]:
+    """``interrupt_on`` for the tools whose annotations do not say they only read: each
+    asks for a decision before it runs (``create_fncall_graph(interrupt_on="annotations")``)."""
+    return {t.name: True for t in tools if not is_read_only(t)}
 
 
 def _without_optional_nulls(args: Any, schema: Mapping[str, Any]) -> Any:
