@@ -110,6 +110,26 @@ class FncallGraph(CompiledStateGraph):
     def _owns_token(self, config: RunnableConfig | None) -> bool:
         return RUN_KEY not in ((config or {}).get("configurable") or {})
 
+    @staticmethod
+    def _latest(merged: RunnableConfig) -> RunnableConfig | None:
+        """The config of the thread's latest checkpoint, when the run names a checkpoint
+        (the one its client read); ``None`` otherwise (nothing to compare)."""
+        conf = merged.get("configurable") or {}
+        if not conf.get("checkpoint_id") or conf.get("thread_id") is None:
+            return None
+        keep = ("thread_id", "checkpoint_ns")
+        return {"configurable": {k: conf[k] for k in keep if k in conf}}
+
+    def _head(self, merged: RunnableConfig) -> str | None:
+        latest = self._latest(merged)
+        found = self.checkpointer.get_tuple(latest) if latest else None  # type: ignore[union-attr]
+        return found.checkpoint["id"] if found else None
+
+    async def _ahead(self, merged: RunnableConfig) -> str | None:
+        latest = self._latest(merged)
+        found = await self.checkpointer.aget_tuple(latest) if latest else None  # type: ignore[union-attr]
+        return found.checkpoint["id"] if found else None
+
     def _hold_terms(self, merged: RunnableConfig, owns: bool) -> dict[str, Any] | None:
         """How an outermost run on a saved thread holds it (one run at a time per
         thread, :mod:`~fncall_graph.adapters.checkpoint.thread_runs`); ``None``: no hold."""
@@ -145,8 +165,11 @@ class FncallGraph(CompiledStateGraph):
                     state = self.get_state(merged)
                 except ValueError:  # no checkpointer: LangGraph says so itself
                     state = None
+                head = self._head(merged) if state else None
                 run_config, after = (
-                    resume_guard(state, input.resume, config) if state else (config, no_check)
+                    resume_guard(state, input.resume, config, head=head)
+                    if state
+                    else (config, no_check)
                 )
                 yield from super().stream(input, run_config, **kwargs)
                 after()
@@ -167,8 +190,11 @@ class FncallGraph(CompiledStateGraph):
                     state = await self.aget_state(merged)
                 except ValueError:
                     state = None
+                head = await self._ahead(merged) if state else None
                 run_config, after = (
-                    resume_guard(state, input.resume, config) if state else (config, no_check)
+                    resume_guard(state, input.resume, config, head=head)
+                    if state
+                    else (config, no_check)
                 )
                 async for chunk in super().astream(input, run_config, **kwargs):
                     yield chunk

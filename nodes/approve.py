@@ -332,9 +332,11 @@ def _check_bound(
     if answer_token is None and not any(named) and not first_review:
         raise StaleApproval(
             "an answer naming neither its calls nor its review (decisions alone) is taken "
-            "only for a thread's first review, where it cannot be meant for another; "
-            f"pending now: {shown}. Answer with the review's token and call ids "
-            "(fncall_graph.bind_decisions(interrupt.value, decisions)); nothing was run",
+            "only for a thread's first review, where it cannot be meant for another, or "
+            "when it names the pending interrupt: "
+            "Command(resume={interrupt.id: {'decisions': [...]}}), as LangChain's clients "
+            f"can send it; pending now: {shown}. Or answer with the review's token and call "
+            "ids (fncall_graph.bind_decisions(interrupt.value, decisions)); nothing was run",
             pending=ids,
         )
 
@@ -408,6 +410,16 @@ class _RunAnswer:
 
     sent: list[Any]
     taken: list[bool] = field(default_factory=list)
+    # tied to the pending review by the ecosystem's own means (LangGraph's interrupt id,
+    # or the checkpoint the client read): LangChain's plain decisions are taken then
+    tied: bool = False
+
+
+def _answer_tied(config: RunnableConfig | None) -> bool:
+    """Whether the run ``config`` belongs to brought an answer tied to the review
+    pending when it started (see :func:`resume_guard`)."""
+    mine = ((config or {}).get("configurable") or {}).get(_ANSWERS_KEY)
+    return isinstance(mine, _RunAnswer) and mine.tied
 
 
 def note_answer(config: RunnableConfig | None, schema: Any, answer: Any) -> None:
@@ -454,7 +466,7 @@ def _ran_before(state: Any, config: RunnableConfig | None) -> bool:
 
 
 def resume_guard(
-    state: Any, resume: Any, config: RunnableConfig | None
+    state: Any, resume: Any, config: RunnableConfig | None, *, head: str | None = None
 ) -> tuple[RunnableConfig | None, Callable[[], None]]:
     """Check a ``Command(resume=...)`` against the thread's pending interrupts before
     the run; return the run's config and a check for after it.
@@ -464,6 +476,9 @@ def resume_guard(
     pending, or when a bound answer's token is no pending review's. The check after the
     run raises it when the pending reviews were all approvals and none took the answer
     (another run answered them between the check and the run).
+
+    ``head`` is the thread's latest checkpoint id: an answer whose run names that very
+    checkpoint (the one its client read) is tied to the review pending there.
     """
     thread_id = ((config or {}).get("configurable") or {}).get("thread_id")
     pending = list(getattr(state, "interrupts", ()) or ())
@@ -514,7 +529,11 @@ def resume_guard(
                 pending=ids,
                 answered=[resume["review_token"]],
             )
-    mine = _RunAnswer(list(resume.values()) if by_id else [resume])
+    # the checkpoint the client read (LangGraph Server passes it with the run) is the one
+    # whose review is pending: the answer cannot be meant for another
+    read = ((config or {}).get("configurable") or {}).get("checkpoint_id")
+    tied = by_id or (read is not None and read == head)
+    mine = _RunAnswer(list(resume.values()) if by_id else [resume], tied=tied)
     run_config: dict[str, Any] = dict(config or {})
     run_config["configurable"] = {**(run_config.get("configurable") or {}), _ANSWERS_KEY: mine}
     if len(reviews) != len(pending):
@@ -735,7 +754,7 @@ class ApproveNode:
             [self.configs[c["name"]]["allowed_decisions"] for c in calls],
             self.tool_names,
             token=value["review_token"],  # type: ignore[typeddict-item]
-            first_review=first,
+            first_review=first or _answer_tied(config),
         )
         # nothing above has effects: on resume the node runs again from the top
         response = interrupt(value, response_schema=schema)
@@ -769,7 +788,7 @@ class ApproveNode:
                 self.configs[call["name"]]["allowed_decisions"],
                 token=value["review_token"],
                 # an unbound answer to a later call could be a retried answer to an earlier one
-                first_review=first and i == 0,
+                first_review=(first and i == 0) or _answer_tied(config),
             )
             answers.append(interrupt(value, response_schema=schema))
             note_answer(config, schema, answers[-1])
