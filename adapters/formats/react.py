@@ -79,6 +79,7 @@ from .base import (
     call_from_object,
     coerce_args,
     dumps,
+    find_unquoted,
     group_tool_results,
     invalid,
     loads_lenient,
@@ -340,6 +341,15 @@ class ReActDialect(PromptDialect):
         classic = _CLASSIC.match(body)
         if classic:
             name, args_text = classic.group(1).strip(), _unfence(classic.group(2))[0].strip()
+            if (  # cut short (a stop word in a string, a token limit): never completed
+                not closed
+                and args_text.startswith(("{", "[", '"'))
+                and not brackets_closed(args_text)
+            ):
+                yield invalid(
+                    body, f"the reply ended inside the Action Input of {name!r}; not run", name=name
+                )
+                return
             args: Any = args_text
             if args_text.startswith(("{", "[", '"')):
                 with contextlib.suppress(ValueError):  # else kept as the bare string it is
@@ -457,7 +467,7 @@ def _unfence(text: str) -> tuple[str, str, bool]:
     tag = _FENCE_TAG.match(body)  # a language tag such as "json", then the line break
     if tag:
         body = body[tag.end() :]
-    end = body.find(_FENCE)
+    end = find_unquoted(body, _FENCE)  # not a fence inside an argument's string
     if end < 0:
         return body, "", False
     return body[:end], body[end + len(_FENCE) :], True

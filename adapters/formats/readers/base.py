@@ -27,6 +27,7 @@ from ..base import (
     brackets_closed,
     call_from_object,
     coerce_args,
+    in_json_string,
     invalid,
     loads_lenient,
     new_call_id,
@@ -37,7 +38,6 @@ __all__ = [
     "FormatReader",
     "Reader",
     "call_event",
-    "inside_json_string",
     "json_value",
     "named_call",
     "named_call_and_text",
@@ -83,8 +83,10 @@ class Reader:
     def block_may_close(self, block: Block, text: str, marker: str) -> bool:
         """Whether ``marker``, found after ``text`` inside ``block``, ends the block; a
         closer that stands inside an argument's value (source code quoting one) does not.
+        The rule for JSON arguments (:func:`~..base.in_json_string`) unless a format's
+        values are written otherwise.
         """
-        return True
+        return not in_json_string(text)
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}()"
@@ -242,19 +244,6 @@ def _whole_items(text: str) -> tuple[list[Any], str]:
         except ValueError:
             return items, text[i:]
         items.append(item)
-
-
-def inside_json_string(text: str) -> bool:
-    """Whether ``text`` (JSON written so far) ends inside a string."""
-    quoted, escaped = False, False
-    for ch in text:
-        if escaped:
-            escaped = False
-        elif quoted and ch == "\\":
-            escaped = True
-        elif ch == '"':
-            quoted = not quoted
-    return quoted
 
 
 def json_value(text: str) -> Any:

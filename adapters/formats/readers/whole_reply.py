@@ -33,7 +33,7 @@ import re
 from collections.abc import Iterable, Mapping
 from typing import Any, ClassVar
 
-from ..base import Block, CallEvent, ParseEvent, brackets_closed, invalid
+from ..base import Block, CallEvent, ParseEvent, brackets_closed, in_json_string, invalid
 from .base import Reader, call_event, named_call, read_json_calls, strict_prefix
 from .xml_params import read_invokes
 
@@ -198,3 +198,7 @@ class PythonicTagReader(Reader):
 
     def read_block(self, block: Block, text: str, *, closed: bool) -> Iterable[ParseEvent]:
         return read_pythonic_calls(text, closed=closed, where=block.open)
+
+    def block_may_close(self, block: Block, text: str, marker: str) -> bool:
+        # the calls are a list whose brackets may be left out: strings count from the start
+        return not in_json_string("[" + text)
