@@ -39,6 +39,7 @@ from .schema import ToolLike
 __all__ = [
     "MAX_ARGS_DEPTH",
     "THINK",
+    "TOO_DEEP",
     "ZERO_WIDTH_SPACE",
     "Block",
     "CallEvent",
@@ -59,6 +60,7 @@ __all__ = [
     "in_json_string",
     "invalid",
     "loads_lenient",
+    "nests_too_deep",
     "new_call_id",
     "partition_unquoted",
     "reasoning_of",
@@ -130,16 +132,18 @@ def loads_lenient(text: str) -> Any:
     text = text.strip()
     if not text:
         raise ValueError("empty JSON")
+    if nests_too_deep(text):  # never handed to a reader that recurses per bracket
+        raise ValueError(TOO_DEEP)
     try:
         return json.loads(text)
     except ValueError:
         pass
     except RecursionError:
-        raise ValueError(f"JSON nested deeper than Python can read: {_clip(text)}") from None
+        raise ValueError(TOO_DEEP) from None
     try:
         value = json_repair.repair_json(text, return_objects=True, skip_json_loads=True)
     except RecursionError:
-        raise ValueError(f"JSON nested deeper than Python can read: {_clip(text)}") from None
+        raise ValueError(TOO_DEEP) from None
     except Exception as exc:  # json-repair is best effort; anything it throws is "unreadable"
         raise ValueError(f"unreadable JSON: {exc}") from exc
     if value == "" or value is None:
@@ -167,6 +171,29 @@ def coerce_args(value: Any) -> dict[str, Any]:
 
 #: How deep call arguments may nest; deeper is refused as unreadable, not recursed into.
 MAX_ARGS_DEPTH = 64
+#: The error of a call whose arguments nest deeper than :data:`MAX_ARGS_DEPTH`.
+TOO_DEEP = f"arguments nest deeper than {MAX_ARGS_DEPTH} levels"
+# JSON text deeper than this holds no readable call: arguments, and the call object or
+# list around them (``{"tool_calls": [{"function": {"arguments": …}}]}``)
+_TEXT_DEPTH = MAX_ARGS_DEPTH + 8
+
+
+def nests_too_deep(text: str) -> bool:
+    """Whether the JSON in ``text`` nests deeper than a call's arguments may, with the
+    call's own wrapping (brackets in strings do not count).
+
+    Such text is refused before any reader sees it: JSON's readers recurse per bracket,
+    and a model (or provider) writing thousands of them would exhaust Python's stack.
+
+    Example:
+        >>> nests_too_deep("[" * 100 + "]" * 100), nests_too_deep('{"a": "' + "[" * 100 + '"}')
+        (True, False)
+    """
+    if text.count("[") + text.count("{") <= _TEXT_DEPTH:
+        return False
+    state = _StringState()
+    state.read(text, 0, len(text))
+    return state.deepest > _TEXT_DEPTH
 
 
 def argument_problem(args: Any) -> str | None:
@@ -193,7 +220,7 @@ def argument_problem(args: Any) -> str | None:
 def _check_plain(value: Any, where: str, depth: int) -> None:
     """Refuse what JSON cannot carry to a tool: NaN, infinities, absurd nesting."""
     if depth > MAX_ARGS_DEPTH:
-        raise ValueError(f"arguments nest deeper than {MAX_ARGS_DEPTH} levels")
+        raise ValueError(TOO_DEEP)
     if isinstance(value, float) and not math.isfinite(value):
         raise ValueError(f"{where} is {value!r}, which is not a JSON number")
     if isinstance(value, dict):
@@ -593,8 +620,8 @@ class MarkupStreamParser(StreamParser):
         events: list[ParseEvent] = []
         try:
             produced = list(self._dialect.read_block(block, raw, closed=closed))
-        except RecursionError:  # JSON's own readers recurse per bracket
-            produced = [invalid(raw, "the call's JSON nests deeper than Python can read")]
+        except RecursionError:  # a format's own reader recursing per bracket (Gemma's)
+            produced = [invalid(raw, f"could not read tool call: {TOO_DEEP}")]
         except Exception as exc:  # a dialect bug must not lose the reply: report it as a bad call
             produced = [invalid(raw, f"could not read tool call: {exc!r}")]
         self._take(produced, events)
@@ -832,10 +859,11 @@ def partition_unquoted(text: str, marker: str) -> tuple[str, str, str]:
 class _StringState:
     """The bracket depth and string state of JSON text read so far (see :func:`in_json_string`)."""
 
-    __slots__ = ("depth", "escaped", "quoted")
+    __slots__ = ("deepest", "depth", "escaped", "quoted")
 
     def __init__(self) -> None:
         self.depth = 0
+        self.deepest = 0
         self.quoted = False
         self.escaped = False  # a backslash in a string ended the text read so far
 
@@ -843,7 +871,7 @@ class _StringState:
         """Read ``text[start:end]``, the stretch after what was read before."""
         if start >= end:
             return
-        depth, quoted = self.depth, self.quoted
+        depth, quoted, deepest = self.depth, self.quoted, self.deepest
         if self.escaped:
             start += 1  # the character the backslash escapes
             self.escaped = False
@@ -858,9 +886,10 @@ class _StringState:
                 quoted = depth > 0
             elif sign in "{[":
                 depth += 1
+                deepest = max(deepest, depth)
             else:
                 depth = max(depth - 1, 0)
-        self.depth, self.quoted = depth, quoted
+        self.depth, self.quoted, self.deepest = depth, quoted, deepest
 
 
 # what changes the string state: an escape pair, a quote, a bracket

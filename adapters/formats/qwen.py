@@ -58,6 +58,7 @@ from .base import (
     group_tool_results,
     in_json_string,
     invalid,
+    nests_too_deep,
     new_call_id,
     text_of,
 )
@@ -237,7 +238,7 @@ def _split_args(text: str) -> tuple[str, str]:
             inner = text[3:end]
             inner = inner.split("\n", 1)[1] if "\n" in inner else inner
             return inner, text[end + 3 :]
-    if text.startswith(("{", "[", '"')):
+    if text.startswith(("{", "[", '"')) and not nests_too_deep(text):
         try:  # (a raw line break in a string is the model's; the string goes on)
             _, end = _LENIENT.raw_decode(text)
             return text[:end], text[end:]

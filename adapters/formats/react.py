@@ -70,6 +70,7 @@ from langchain_core.messages.tool import tool_call
 
 from .base import (
     THINK,
+    TOO_DEEP,
     Block,
     CallEvent,
     ContentDelta,
@@ -83,6 +84,7 @@ from .base import (
     group_tool_results,
     invalid,
     loads_lenient,
+    nests_too_deep,
     new_call_id,
     reasoning_of,
     shown_as_example,
@@ -448,6 +450,8 @@ def _next_blob(text: str) -> _Blob | None:
     if brace < 0:
         return None
     try:
+        if nests_too_deep(text):  # left to loads_lenient, which refuses it
+            raise ValueError(TOO_DEEP)
         _, end = _DECODER.raw_decode(text, brace)
     except ValueError:
         # broken JSON: the blob runs to its last closing bracket, prose may follow

@@ -20,6 +20,7 @@ from typing import Any, ClassVar
 from langchain_core.messages.tool import tool_call
 
 from ..base import (
+    TOO_DEEP,
     Block,
     CallEvent,
     ContentDelta,
@@ -30,6 +31,7 @@ from ..base import (
     in_json_string,
     invalid,
     loads_lenient,
+    nests_too_deep,
     new_call_id,
 )
 
@@ -125,6 +127,8 @@ def strict_prefix(text: str) -> tuple[list[Any], str]:
     them) and what follows them, stripped."""
     values: list[Any] = []
     i, n = 0, len(text)
+    if nests_too_deep(text):  # not JSON this reads: the callers report it (loads_lenient)
+        return values, text.strip()
     while True:
         while i < n and (text[i].isspace() or (values and text[i] in ";,")):
             i += 1
@@ -199,6 +203,9 @@ def read_json_calls(
     text after the JSON is answer text. With ``name_is_key``, a call may also be written
     ``{"NAME": {arguments}}`` (Apertus).
     """
+    if nests_too_deep(text):
+        yield invalid(text, f"{where}: {TOO_DEEP}; the call was not run")
+        return
     values, rest = strict_prefix(text)
     for value in values:
         yield from _calls(value, text, where, name_keys, args_keys, name_is_key)
@@ -253,6 +260,8 @@ def json_value(text: str) -> Any:
     objects and lists written as JSON are taken as such, anything else is a string.
     """
     stripped = text.strip()
+    if nests_too_deep(stripped):
+        return text  # not read: :func:`named_call` refuses it with the other arguments
     if stripped and (stripped[0] in '{["-' or stripped[0].isdigit() or stripped in _LITERALS):
         try:
             return json.loads(stripped)
@@ -304,6 +313,8 @@ def named_call(
     name = name.strip()
     if not name:
         return invalid(raw, "missing tool name")
+    if texts and any(nests_too_deep(t) for t in texts.values()):  # values left unread
+        return invalid(raw, f"bad arguments for {name!r}: {TOO_DEEP}", name=name)
     try:
         call = tool_call(name=name, args=coerce_args(args), id=new_call_id())
         return CallEvent(call, texts=dict(texts) if texts else None)
