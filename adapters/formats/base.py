@@ -39,6 +39,7 @@ from .schema import ToolLike
 __all__ = [
     "MAX_ARGS_DEPTH",
     "THINK",
+    "TOO_DEEP",
     "ZERO_WIDTH_SPACE",
     "Block",
     "CallEvent",
@@ -54,11 +55,16 @@ __all__ = [
     "call_from_object",
     "coerce_args",
     "dumps",
+    "find_unquoted",
     "group_tool_results",
+    "in_json_string",
     "invalid",
     "loads_lenient",
+    "nests_too_deep",
     "new_call_id",
+    "partition_unquoted",
     "reasoning_of",
+    "split_unquoted",
     "text_of",
 ]
 
@@ -126,16 +132,18 @@ def loads_lenient(text: str) -> Any:
     text = text.strip()
     if not text:
         raise ValueError("empty JSON")
+    if nests_too_deep(text):  # never handed to a reader that recurses per bracket
+        raise ValueError(TOO_DEEP)
     try:
         return json.loads(text)
     except ValueError:
         pass
     except RecursionError:
-        raise ValueError(f"JSON nested deeper than Python can read: {_clip(text)}") from None
+        raise ValueError(TOO_DEEP) from None
     try:
         value = json_repair.repair_json(text, return_objects=True, skip_json_loads=True)
     except RecursionError:
-        raise ValueError(f"JSON nested deeper than Python can read: {_clip(text)}") from None
+        raise ValueError(TOO_DEEP) from None
     except Exception as exc:  # json-repair is best effort; anything it throws is "unreadable"
         raise ValueError(f"unreadable JSON: {exc}") from exc
     if value == "" or value is None:
@@ -163,6 +171,29 @@ def coerce_args(value: Any) -> dict[str, Any]:
 
 #: How deep call arguments may nest; deeper is refused as unreadable, not recursed into.
 MAX_ARGS_DEPTH = 64
+#: The error of a call whose arguments nest deeper than :data:`MAX_ARGS_DEPTH`.
+TOO_DEEP = f"arguments nest deeper than {MAX_ARGS_DEPTH} levels"
+# JSON text deeper than this holds no readable call: arguments, and the call object or
+# list around them (``{"tool_calls": [{"function": {"arguments": …}}]}``)
+_TEXT_DEPTH = MAX_ARGS_DEPTH + 8
+
+
+def nests_too_deep(text: str) -> bool:
+    """Whether the JSON in ``text`` nests deeper than a call's arguments may, with the
+    call's own wrapping (brackets in strings do not count).
+
+    Such text is refused before any reader sees it: JSON's readers recurse per bracket,
+    and a model (or provider) writing thousands of them would exhaust Python's stack.
+
+    Example:
+        >>> nests_too_deep("[" * 100 + "]" * 100), nests_too_deep('{"a": "' + "[" * 100 + '"}')
+        (True, False)
+    """
+    if text.count("[") + text.count("{") <= _TEXT_DEPTH:
+        return False
+    state = _StringState()
+    state.read(text, 0, len(text))
+    return state.deepest > _TEXT_DEPTH
 
 
 def argument_problem(args: Any) -> str | None:
@@ -189,7 +220,7 @@ def argument_problem(args: Any) -> str | None:
 def _check_plain(value: Any, where: str, depth: int) -> None:
     """Refuse what JSON cannot carry to a tool: NaN, infinities, absurd nesting."""
     if depth > MAX_ARGS_DEPTH:
-        raise ValueError(f"arguments nest deeper than {MAX_ARGS_DEPTH} levels")
+        raise ValueError(TOO_DEEP)
     if isinstance(value, float) and not math.isfinite(value):
         raise ValueError(f"{where} is {value!r}, which is not a JSON number")
     if isinstance(value, dict):
@@ -589,8 +620,8 @@ class MarkupStreamParser(StreamParser):
         events: list[ParseEvent] = []
         try:
             produced = list(self._dialect.read_block(block, raw, closed=closed))
-        except RecursionError:  # JSON's own readers recurse per bracket
-            produced = [invalid(raw, "the call's JSON nests deeper than Python can read")]
+        except RecursionError:  # a format's own reader recursing per bracket (Gemma's)
+            produced = [invalid(raw, f"could not read tool call: {TOO_DEEP}")]
         except Exception as exc:  # a dialect bug must not lose the reply: report it as a bad call
             produced = [invalid(raw, f"could not read tool call: {exc!r}")]
         self._take(produced, events)
@@ -746,12 +777,123 @@ class PromptDialect(Dialect):
 
         ``False`` when the marker stands inside an argument (a closer in source code the
         call passes): it is then read as the argument's text. The decision looks only at
-        the text before the marker, so any chunking gives the same result.
+        the text before the marker, so any chunking gives the same result. The rule for
+        JSON arguments (:func:`in_json_string`) unless a dialect knows better.
         """
-        return True
+        return block.kind != "call" or not in_json_string(text)
 
     def stream_parser(self) -> StreamParser:
         return MarkupStreamParser(self)
+
+
+def in_json_string(text: str) -> bool:
+    r"""Whether ``text`` (a call's text so far) ends inside a JSON string.
+
+    The one rule for markup written inside an argument's string (``</tool_call>``,
+    ``✿RESULT✿``, ``Observation:`` in code or prose a call passes): it is that argument's
+    text and never ends the call, nor splits it. The scanner asks it of a closer
+    (:meth:`PromptDialect.block_may_close`); readers that split a call's text on markers
+    use :func:`find_unquoted`, :func:`split_unquoted` and :func:`partition_unquoted`.
+
+    The text is read from its first bracket: a ``"`` opens a string only inside ``{…}`` or
+    ``[…]``, so quotes in the markup or prose around the JSON (``Action: "search"``) do
+    not count; escapes inside a string (``\"``, ``\\``) are followed.
+
+    Example:
+        >>> in_json_string('{"code": "</tool_call>'), in_json_string(r'{"say": "\"hi\" ')
+        (True, True)
+        >>> in_json_string(r'{"dir": "C:\\"'), in_json_string(r'{"dir": "C:\\')
+        (False, True)
+        >>> in_json_string('Said "hi'), in_json_string('{"a": 1} and "')
+        (False, False)
+    """
+    state = _StringState()
+    state.read(text, 0, len(text))
+    return state.quoted
+
+
+def find_unquoted(text: str, marker: str, start: int = 0) -> int:
+    """The index of the first ``marker`` at or after ``start`` that stands outside the
+    JSON strings of ``text`` (read from its beginning, see :func:`in_json_string`), or -1.
+
+    Example:
+        >>> find_unquoted('{"a": "x<e>"}<e>', "<e>")
+        13
+    """
+    state = _StringState()
+    done = 0
+    at = text.find(marker, start)
+    while at >= 0:
+        state.read(text, done, at)
+        done = at
+        if not state.quoted:
+            return at
+        at = text.find(marker, at + 1)
+    return -1
+
+
+def split_unquoted(text: str, marker: str) -> list[str]:
+    """``text.split(marker)``, but a ``marker`` inside a JSON string does not split.
+
+    Example:
+        >>> split_unquoted('a|{"b": "|"}|c', "|")
+        ['a', '{"b": "|"}', 'c']
+    """
+    parts: list[str] = []
+    start = 0
+    while (at := find_unquoted(text, marker, start)) >= 0:
+        parts.append(text[start:at])
+        start = at + len(marker)
+    parts.append(text[start:])
+    return parts
+
+
+def partition_unquoted(text: str, marker: str) -> tuple[str, str, str]:
+    """``text.partition(marker)``, but a ``marker`` inside a JSON string does not count."""
+    at = find_unquoted(text, marker)
+    if at < 0:
+        return text, "", ""
+    return text[:at], marker, text[at + len(marker) :]
+
+
+class _StringState:
+    """The bracket depth and string state of JSON text read so far (see :func:`in_json_string`)."""
+
+    __slots__ = ("deepest", "depth", "escaped", "quoted")
+
+    def __init__(self) -> None:
+        self.depth = 0
+        self.deepest = 0
+        self.quoted = False
+        self.escaped = False  # a backslash in a string ended the text read so far
+
+    def read(self, text: str, start: int, end: int) -> None:
+        """Read ``text[start:end]``, the stretch after what was read before."""
+        if start >= end:
+            return
+        depth, quoted, deepest = self.depth, self.quoted, self.deepest
+        if self.escaped:
+            start += 1  # the character the backslash escapes
+            self.escaped = False
+        for match in _JSON_SIGNS.finditer(text, start, end):
+            sign = match.group()
+            if sign[0] == "\\":
+                # an escape pair inside a string; a lone backslash ends the stretch
+                self.escaped = quoted and len(sign) == 1
+            elif quoted:
+                quoted = sign != '"'
+            elif sign == '"':
+                quoted = depth > 0
+            elif sign in "{[":
+                depth += 1
+                deepest = max(deepest, depth)
+            else:
+                depth = max(depth - 1, 0)
+        self.depth, self.quoted, self.deepest = depth, quoted, deepest
+
+
+# what changes the string state: an escape pair, a quote, a bracket
+_JSON_SIGNS = re.compile(r'\\.|\\|["{}\[\]]', re.DOTALL)
 
 
 def brackets_closed(text: str, *, quotes: str = '"', must_open: bool = False) -> bool:

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 import re
+import reprlib
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
@@ -22,7 +23,15 @@ from langchain_core.messages import AIMessage, BaseMessage
 from langchain_core.messages.tool import InvalidToolCall, ToolCall, invalid_tool_call, tool_call
 
 from .arg_types import tool_schemas, typed_call
-from .base import THINK, CallEvent, Dialect, argument_problem, new_call_id, shown_as_example
+from .base import (
+    THINK,
+    CallEvent,
+    Dialect,
+    argument_problem,
+    coerce_args,
+    new_call_id,
+    shown_as_example,
+)
 from .readers import AUTO, NO_CALL_MARKUP
 from .readers.base import strict_prefix
 from .readers.whole_reply import OPENERS, whole_reply_format
@@ -167,12 +176,15 @@ def normalize(
 
     # ---- calls
     field = list(getattr(message, "tool_calls", []) or [])
+    field_invalid = list(getattr(message, "invalid_tool_calls", []) or [])
+    if not field and not field_invalid:  # raw calls LangChain could not parse: not lost
+        field_invalid = _unparsed(kwargs.get("tool_calls"))
     # A native reply whose calls the provider's parser found has no calls of its own in
     # its text: markup there is quoted or echoed (a tool result's), never run.
     from_text = parsed is not None and not (field and (d is None or d.native))
     calls, invalid = _merge_calls(
         field,
-        list(getattr(message, "invalid_tool_calls", []) or []),
+        field_invalid,
         _typed(list(parsed.tool_calls), texts, tools) if from_text and parsed is not None else [],
         list(parsed.invalid_tool_calls) if from_text and parsed is not None else [],
         None if tool_names is None else set(tool_names),
@@ -568,7 +580,10 @@ class CallIds:
 
 
 def _key(name: str | None, args: Any) -> tuple[str, str]:
-    return (name or "", json.dumps(args, sort_keys=True, ensure_ascii=False, default=str))
+    try:
+        return (name or "", json.dumps(args, sort_keys=True, ensure_ascii=False, default=str))
+    except (ValueError, RecursionError):  # unreadable arguments match no other call
+        return (name or "", f"<unreadable {id(args)}>")
 
 
 def unmatched(calls: Iterable[ToolCall], already: Iterable[ToolCall]) -> list[ToolCall]:
@@ -617,7 +632,10 @@ def _merge_calls(
             )
     invalid.extend(
         invalid_tool_call(
-            name=c.get("name"), args=c.get("args"), id=ids.assign(c.get("id")), error=c.get("error")
+            name=c.get("name"),
+            args=c.get("args"),
+            id=ids.assign(c.get("id")),
+            error=c.get("error") or _why_unreadable(c.get("args")),
         )
         for c in field_invalid
     )
@@ -648,5 +666,41 @@ def _shown(args: Any, limit: int = 2000) -> str:
     try:
         text = json.dumps(args, ensure_ascii=False)
     except (ValueError, TypeError, RecursionError):
-        text = repr(args)
+        text = reprlib.repr(args)  # bounded in depth and length, unlike repr()
     return text if len(text) <= limit else text[:limit] + "…"
+
+
+def _why_unreadable(args: Any) -> str:
+    """The error of a provider's call that came unreadable and without one (LangChain
+    gives none when a streamed call's arguments cannot be parsed)."""
+    problem = _args_problem(args)
+    return "the provider's tool call could not be read" + (f": {problem}" if problem else "")
+
+
+def _args_problem(args: Any) -> str | None:
+    try:
+        coerce_args(args)
+    except ValueError as error:
+        return str(error)
+    return None
+
+
+def _unparsed(raw: Any) -> list[dict[str, Any]]:
+    """The provider's raw OpenAI calls (``additional_kwargs["tool_calls"]``) whose
+    arguments cannot be read, when LangChain parsed none (it drops the calls of a list
+    whose parsing raised, as arguments nested too deep make it): unreadable calls."""
+    out: list[dict[str, Any]] = []
+    for item in raw if isinstance(raw, list) else []:
+        function = item.get("function") if isinstance(item, dict) else None
+        if isinstance(function, dict):
+            args = function.get("arguments")
+            if (problem := _args_problem(args)) is not None:
+                out.append(
+                    {
+                        "name": function.get("name"),
+                        "args": args if isinstance(args, str) else _shown(args),
+                        "id": item.get("id"),
+                        "error": f"the provider's tool call could not be read: {problem}",
+                    }
+                )
+    return out

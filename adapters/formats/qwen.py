@@ -54,8 +54,11 @@ from .base import (
     StreamParser,
     coerce_args,
     dumps,
+    find_unquoted,
     group_tool_results,
+    in_json_string,
     invalid,
+    nests_too_deep,
     new_call_id,
     text_of,
 )
@@ -217,7 +220,8 @@ def _after_colon(text: str) -> str:
 
 
 def _next_marker(text: str) -> tuple[int, str] | None:
-    hits = [(i, m) for m in _MARKERS if (i := text.find(m)) >= 0]
+    """The first marker in ``text`` that is not inside a JSON string of the arguments."""
+    hits = [(i, m) for m in _MARKERS if (i := find_unquoted(text, m)) >= 0]
     return min(hits) if hits else None
 
 
@@ -234,14 +238,17 @@ def _split_args(text: str) -> tuple[str, str]:
             inner = text[3:end]
             inner = inner.split("\n", 1)[1] if "\n" in inner else inner
             return inner, text[end + 3 :]
-    if text.startswith(("{", "[", '"')):
-        try:
-            _, end = json.JSONDecoder().raw_decode(text)
+    if text.startswith(("{", "[", '"')) and not nests_too_deep(text):
+        try:  # (a raw line break in a string is the model's; the string goes on)
+            _, end = _LENIENT.raw_decode(text)
             return text[:end], text[end:]
         except ValueError:
             pass
     hit = _next_marker(text)
     return (text, "") if hit is None else (text[: hit[0]], text[hit[0] :])
+
+
+_LENIENT = json.JSONDecoder(strict=False)
 
 
 def _payload(text: str) -> str:
@@ -265,11 +272,14 @@ def _read_args(name: str, args_text: str, raw: str) -> ParseEvent:
         return invalid(raw, f"bad {FN_ARGS} for {name!r}: {exc}", name=name)
 
 
-def read_calls(text: str) -> Iterator[ParseEvent]:
+def read_calls(text: str, *, closed: bool = True) -> Iterator[ParseEvent]:
     """Read the calls in ``text``, the text after a ``✿FUNCTION✿`` marker.
 
     Usually one call; more when the model put several ``✿ARGS✿`` under one name or
-    wrote the next marker on the same line as the arguments.
+    wrote the next marker on the same line as the arguments. With ``closed=False`` (the
+    reply ended in the call), arguments that end inside a string (a server cut the reply
+    at a stop word written in an argument) are an invalid call, never completed and run;
+    a closing bracket left out is repaired, as Qwen-Agent does.
     """
     raw = FN_NAME + text
     hit = _next_marker(text)
@@ -289,12 +299,15 @@ def read_calls(text: str) -> Iterator[ParseEvent]:
     tail = text[hit[0] :]
     while tail.startswith(FN_ARGS) and _is_name(name):
         args_text, tail = _split_args(_after_colon(tail[len(FN_ARGS) :]))
+        if not closed and not tail and in_json_string(args_text):
+            yield invalid(raw, f"the reply ended inside the {FN_ARGS} of {name!r}", name=name)
+            return
         yield _read_args(name, args_text, raw)
         # what follows the arguments: more of them, another call, or the model running on
         nxt = _next_marker(tail)
         tail = "" if nxt is None else tail[nxt[0] :]
     if tail.startswith(FN_NAME):
-        yield from read_calls(tail[len(FN_NAME) :])
+        yield from read_calls(tail[len(FN_NAME) :], closed=closed)
     elif tail.startswith(FN_EXIT):
         yield ContentDelta(_after_colon(tail[len(FN_EXIT) :]))
     # a ✿RESULT✿ here is invented: it and what follows are dropped
@@ -503,7 +516,7 @@ class QwenDialect(PromptDialect):
 
     def read_call(self, text: str, *, closed: bool) -> Iterable[ParseEvent]:
         """Read ``: name\\n✿ARGS✿: {json}`` (``:`` or ``：``, any spacing)."""
-        return read_calls(text)
+        return read_calls(text, closed=closed)
 
     def stream_parser(self) -> StreamParser:
         return _QwenStreamParser(self)

@@ -70,6 +70,7 @@ from langchain_core.messages.tool import tool_call
 
 from .base import (
     THINK,
+    TOO_DEEP,
     Block,
     CallEvent,
     ContentDelta,
@@ -79,9 +80,11 @@ from .base import (
     call_from_object,
     coerce_args,
     dumps,
+    find_unquoted,
     group_tool_results,
     invalid,
     loads_lenient,
+    nests_too_deep,
     new_call_id,
     reasoning_of,
     shown_as_example,
@@ -340,6 +343,15 @@ class ReActDialect(PromptDialect):
         classic = _CLASSIC.match(body)
         if classic:
             name, args_text = classic.group(1).strip(), _unfence(classic.group(2))[0].strip()
+            if (  # cut short (a stop word in a string, a token limit): never completed
+                not closed
+                and args_text.startswith(("{", "[", '"'))
+                and not brackets_closed(args_text)
+            ):
+                yield invalid(
+                    body, f"the reply ended inside the Action Input of {name!r}; not run", name=name
+                )
+                return
             args: Any = args_text
             if args_text.startswith(("{", "[", '"')):
                 with contextlib.suppress(ValueError):  # else kept as the bare string it is
@@ -438,6 +450,8 @@ def _next_blob(text: str) -> _Blob | None:
     if brace < 0:
         return None
     try:
+        if nests_too_deep(text):  # left to loads_lenient, which refuses it
+            raise ValueError(TOO_DEEP)
         _, end = _DECODER.raw_decode(text, brace)
     except ValueError:
         # broken JSON: the blob runs to its last closing bracket, prose may follow
@@ -457,7 +471,7 @@ def _unfence(text: str) -> tuple[str, str, bool]:
     tag = _FENCE_TAG.match(body)  # a language tag such as "json", then the line break
     if tag:
         body = body[tag.end() :]
-    end = body.find(_FENCE)
+    end = find_unquoted(body, _FENCE)  # not a fence inside an argument's string
     if end < 0:
         return body, "", False
     return body[:end], body[end + len(_FENCE) :], True

@@ -20,6 +20,7 @@ from typing import Any, ClassVar
 from langchain_core.messages.tool import tool_call
 
 from ..base import (
+    TOO_DEEP,
     Block,
     CallEvent,
     ContentDelta,
@@ -27,8 +28,10 @@ from ..base import (
     brackets_closed,
     call_from_object,
     coerce_args,
+    in_json_string,
     invalid,
     loads_lenient,
+    nests_too_deep,
     new_call_id,
 )
 
@@ -37,7 +40,6 @@ __all__ = [
     "FormatReader",
     "Reader",
     "call_event",
-    "inside_json_string",
     "json_value",
     "named_call",
     "named_call_and_text",
@@ -83,8 +85,10 @@ class Reader:
     def block_may_close(self, block: Block, text: str, marker: str) -> bool:
         """Whether ``marker``, found after ``text`` inside ``block``, ends the block; a
         closer that stands inside an argument's value (source code quoting one) does not.
+        The rule for JSON arguments (:func:`~..base.in_json_string`) unless a format's
+        values are written otherwise.
         """
-        return True
+        return not in_json_string(text)
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}()"
@@ -123,6 +127,8 @@ def strict_prefix(text: str) -> tuple[list[Any], str]:
     them) and what follows them, stripped."""
     values: list[Any] = []
     i, n = 0, len(text)
+    if nests_too_deep(text):  # not JSON this reads: the callers report it (loads_lenient)
+        return values, text.strip()
     while True:
         while i < n and (text[i].isspace() or (values and text[i] in ";,")):
             i += 1
@@ -197,6 +203,9 @@ def read_json_calls(
     text after the JSON is answer text. With ``name_is_key``, a call may also be written
     ``{"NAME": {arguments}}`` (Apertus).
     """
+    if nests_too_deep(text):
+        yield invalid(text, f"{where}: {TOO_DEEP}; the call was not run")
+        return
     values, rest = strict_prefix(text)
     for value in values:
         yield from _calls(value, text, where, name_keys, args_keys, name_is_key)
@@ -244,19 +253,6 @@ def _whole_items(text: str) -> tuple[list[Any], str]:
         items.append(item)
 
 
-def inside_json_string(text: str) -> bool:
-    """Whether ``text`` (JSON written so far) ends inside a string."""
-    quoted, escaped = False, False
-    for ch in text:
-        if escaped:
-            escaped = False
-        elif quoted and ch == "\\":
-            escaped = True
-        elif ch == '"':
-            quoted = not quoted
-    return quoted
-
-
 def json_value(text: str) -> Any:
     """A parameter value written as text: its JSON value if it is one, else the text.
 
@@ -264,6 +260,8 @@ def json_value(text: str) -> Any:
     objects and lists written as JSON are taken as such, anything else is a string.
     """
     stripped = text.strip()
+    if nests_too_deep(stripped):
+        return text  # not read: :func:`named_call` refuses it with the other arguments
     if stripped and (stripped[0] in '{["-' or stripped[0].isdigit() or stripped in _LITERALS):
         try:
             return json.loads(stripped)
@@ -315,6 +313,8 @@ def named_call(
     name = name.strip()
     if not name:
         return invalid(raw, "missing tool name")
+    if texts and any(nests_too_deep(t) for t in texts.values()):  # values left unread
+        return invalid(raw, f"bad arguments for {name!r}: {TOO_DEEP}", name=name)
     try:
         call = tool_call(name=name, args=coerce_args(args), id=new_call_id())
         return CallEvent(call, texts=dict(texts) if texts else None)

@@ -15,7 +15,14 @@ import re
 from collections.abc import Iterable, Iterator
 from typing import ClassVar
 
-from ..base import Block, ParseEvent, brackets_closed, invalid
+from ..base import (
+    Block,
+    ParseEvent,
+    brackets_closed,
+    invalid,
+    partition_unquoted,
+    split_unquoted,
+)
 from .base import Reader, named_call
 
 __all__ = ["DeepSeekReader"]
@@ -42,12 +49,12 @@ class DeepSeekReader(Reader):
 
 
 def _read(text: str, closed: bool) -> Iterator[ParseEvent]:
-    parts = text.split(CALL_BEGIN)[1:]
+    parts = split_unquoted(text, CALL_BEGIN)[1:]
     if not parts:
         yield invalid(CALLS_BEGIN + text, f"no {CALL_BEGIN} inside {CALLS_BEGIN}")
     for i, part in enumerate(parts):
         raw = CALL_BEGIN + part
-        body, ended, _ = part.partition(CALL_END)
+        body, ended, _ = partition_unquoted(part, CALL_END)
         head, sep, args = body.partition(SEP)
         if not sep:
             yield invalid(raw, f"no {SEP} in the call")

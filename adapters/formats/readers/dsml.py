@@ -110,6 +110,9 @@ class InvokeReader(FormatReader):
         )
         self._param_open = re.compile(rf"<{t} ?parameter\b")
 
+    def block_may_close(self, block: Block, text: str, marker: str) -> bool:
+        return True  # values are text between tags, not JSON strings: a closer closes
+
     def read_block(self, block: Block, text: str, *, closed: bool) -> Iterable[ParseEvent]:
         return self._read(text, closed=closed, where=block.open)
 

@@ -15,8 +15,8 @@ import re
 from collections.abc import Iterable, Iterator
 from typing import ClassVar
 
-from ..base import Block, ContentDelta, ParseEvent, brackets_closed, invalid
-from .base import Reader, inside_json_string, named_call, named_call_and_text
+from ..base import Block, ContentDelta, ParseEvent, brackets_closed, in_json_string, invalid
+from .base import Reader, named_call, named_call_and_text
 
 __all__ = ["MARKER", "FunctionaryReader", "bare_recipient"]
 
@@ -43,7 +43,7 @@ class FunctionaryReader(Reader):
     def block_may_close(self, block: Block, text: str, marker: str) -> bool:
         # ">>>" inside a string argument is that argument's text
         _, _, args = text.partition("\n")
-        return not args.lstrip().startswith("{") or not inside_json_string(args)
+        return not args.lstrip().startswith("{") or not in_json_string(args)
 
 
 def _read(text: str, closed: bool) -> Iterator[ParseEvent]:

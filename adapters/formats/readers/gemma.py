@@ -185,6 +185,9 @@ class GemmaReader(FormatReader):
     def read_block(self, block: Block, text: str, *, closed: bool) -> Iterable[ParseEvent]:
         return read_gemma_calls(text, quote=self.fmt.quote, where=block.open, closed=closed)
 
+    def block_may_close(self, block: Block, text: str, marker: str) -> bool:
+        return True  # strings are wrapped in the format's own quote token, not JSON's
+
 
 class GemmaThoughtReader(Reader):
     """Gemma 4's thought channel: reasoning until ``<channel|>``, or until a call starts

@@ -25,7 +25,14 @@ import re
 from collections.abc import Iterable, Iterator
 from typing import Any, ClassVar
 
-from ..base import Block, ParseEvent, brackets_closed, invalid
+from ..base import (
+    Block,
+    ParseEvent,
+    brackets_closed,
+    invalid,
+    partition_unquoted,
+    split_unquoted,
+)
 from .base import Reader, named_call
 
 __all__ = ["KimiK3Reader", "KimiReader"]
@@ -54,12 +61,12 @@ class KimiReader(Reader):
 
 
 def _read(text: str, closed: bool) -> Iterator[ParseEvent]:
-    parts = text.split(CALL)[1:]
+    parts = split_unquoted(text, CALL)[1:]
     if not parts:
         yield invalid(SECTION[0] + text, f"no {CALL} in the tool call section")
     for part in parts:
         raw = CALL + part
-        body, ended, _ = part.partition(END)
+        body, ended, _ = partition_unquoted(part, END)
         head, sep, args = body.partition(ARGS)
         name = head.strip().removeprefix("functions.").rsplit(":", 1)[0]
         if not sep:
@@ -130,6 +137,9 @@ class KimiK3Reader(Reader):
 
     def read_block(self, block: Block, text: str, *, closed: bool) -> Iterable[ParseEvent]:
         return _read_k3(text)
+
+    def block_may_close(self, block: Block, text: str, marker: str) -> bool:
+        return True  # values are text between tags, not JSON strings: a closer closes
 
 
 def _read_k3(text: str) -> Iterator[ParseEvent]:

@@ -17,8 +17,8 @@ import re
 from collections.abc import Iterable, Iterator
 from typing import ClassVar
 
-from ..base import Block, ParseEvent, brackets_closed, invalid
-from .base import Reader, inside_json_string, named_call_and_text, read_json_calls
+from ..base import Block, ParseEvent, brackets_closed, in_json_string, invalid
+from .base import Reader, named_call_and_text, read_json_calls
 
 __all__ = ["MistralReader"]
 
@@ -49,7 +49,7 @@ class MistralReader(Reader):
 
     def block_may_close(self, block: Block, text: str, marker: str) -> bool:
         # "[TOOL_CALLS]" written inside a string argument is that argument's text
-        return not inside_json_string(text)
+        return not in_json_string(text)
 
 
 def _read(text: str, closed: bool) -> Iterator[ParseEvent]:

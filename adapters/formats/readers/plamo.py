@@ -19,7 +19,14 @@ import re
 from collections.abc import Iterable, Iterator
 from typing import ClassVar
 
-from ..base import Block, ParseEvent, brackets_closed, invalid
+from ..base import (
+    Block,
+    ParseEvent,
+    brackets_closed,
+    invalid,
+    partition_unquoted,
+    split_unquoted,
+)
 from .base import Reader, named_call
 
 __all__ = ["PlamoReader"]
@@ -43,7 +50,7 @@ _CONSTRAIN = re.compile(r"\s*<\|plamo:constrain\|>\s*\w*\s*<\|plamo:msg\|>")
 
 
 def _read(text: str, closed: bool) -> Iterator[ParseEvent]:
-    parts = text.split(REQUEST[0])[1:]
+    parts = split_unquoted(text, REQUEST[0])[1:]
     if not parts:
         yield invalid(REQUESTS[0] + text, f"no {REQUEST[0]} in the tool requests")
     for part in parts:
@@ -57,7 +64,7 @@ def _read(text: str, closed: bool) -> Iterator[ParseEvent]:
         if not rest.startswith(ARGS[0]):
             yield invalid(raw, f"no {ARGS[0]} in the request of {name!r}", name=name)
             continue
-        args, ended, _ = rest[len(ARGS[0]) :].partition(ARGS[1])
+        args, ended, _ = partition_unquoted(rest[len(ARGS[0]) :], ARGS[1])
         constrain = _CONSTRAIN.match(args)
         if constrain:
             args = args[constrain.end() :]

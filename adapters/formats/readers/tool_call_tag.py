@@ -21,8 +21,8 @@ import re
 from collections.abc import Iterable, Iterator
 from typing import ClassVar
 
-from ..base import Block, ContentDelta, ParseEvent
-from .base import Reader, inside_json_string, read_json_calls
+from ..base import Block, ContentDelta, ParseEvent, in_json_string
+from .base import Reader, read_json_calls
 from .xml_params import FUNCTION, not_inside_value, read_arg_pairs, read_function_calls
 
 __all__ = ["TOOL_CALL", "ToolCallTagReader", "read_tool_call", "tool_call_may_close"]
@@ -59,7 +59,7 @@ def tool_call_may_close(text: str) -> bool:
     inside a JSON string, a GLM ``<arg_value>`` or an XML parameter value of the call."""
     body = text.lstrip()
     if body.startswith(("{", "[")):
-        return not inside_json_string(body)
+        return not in_json_string(body)
     if _GLM.match(body):
         return body.rfind("<arg_value>") <= body.rfind("</arg_value>")
     if FUNCTION in body:

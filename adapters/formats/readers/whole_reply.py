@@ -33,7 +33,16 @@ import re
 from collections.abc import Iterable, Mapping
 from typing import Any, ClassVar
 
-from ..base import Block, CallEvent, ParseEvent, brackets_closed, invalid
+from ..base import (
+    TOO_DEEP,
+    Block,
+    CallEvent,
+    ParseEvent,
+    brackets_closed,
+    in_json_string,
+    invalid,
+    nests_too_deep,
+)
 from .base import Reader, call_event, named_call, read_json_calls, strict_prefix
 from .xml_params import read_invokes
 
@@ -68,11 +77,15 @@ def read_whole_reply(text: str) -> list[ParseEvent] | None:
     if fenced:
         body = fenced.group(1).strip()
     if PYTHONIC.match(body):
+        if nests_too_deep(body):  # Python's own parser gives up at 200 levels
+            return [invalid(text, f"the reply's pythonic tool call: {TOO_DEEP}; not run")]
         return read_pythonic(body)
     if not body.startswith(("{", "[")):
         return None
     values, rest = strict_prefix(body)
     if rest or not values:
+        if _JSON_CALL.match(body) and nests_too_deep(body):
+            return [invalid(text, f"the reply's JSON tool call: {TOO_DEEP}; not run")]
         if _JSON_CALL.match(body) and not brackets_closed(body, must_open=True):
             return [
                 invalid(
@@ -198,3 +211,7 @@ class PythonicTagReader(Reader):
 
     def read_block(self, block: Block, text: str, *, closed: bool) -> Iterable[ParseEvent]:
         return read_pythonic_calls(text, closed=closed, where=block.open)
+
+    def block_may_close(self, block: Block, text: str, marker: str) -> bool:
+        # the calls are a list whose brackets may be left out: strings count from the start
+        return not in_json_string("[" + text)

@@ -52,10 +52,9 @@ import re
 from collections.abc import Iterable, Iterator
 from typing import Any, ClassVar
 
-from ..base import Block, ContentDelta, ParseEvent, invalid
+from ..base import Block, ContentDelta, ParseEvent, find_unquoted, in_json_string, invalid
 from .base import (
     Reader,
-    inside_json_string,
     json_value,
     named_call,
     read_json_calls,
@@ -146,9 +145,8 @@ def _json_function(
     text: str, start: int, body: int, name: str, *, closed: bool
 ) -> tuple[ParseEvent, int]:
     """``<function=NAME>{json}</function>`` (Llama 3.1)."""
-    end = text.find(FUNCTION_END, body)
-    while end >= 0 and inside_json_string(text[body:end]):  # a closer in a string argument
-        end = text.find(FUNCTION_END, end + 1)
+    end = find_unquoted(text[body:], FUNCTION_END)  # not a closer in a string argument
+    end = end + body if end >= 0 else end
     stop = len(text) if end < 0 else end
     events = list(
         read_json_calls(
@@ -429,7 +427,7 @@ class FunctionTagReader(Reader):
         # a </function> inside a parameter's value (source code) is the value's text
         args = text.partition(">")[2].lstrip()
         if args.startswith("{"):
-            return not inside_json_string(args)
+            return not in_json_string(args)
         return not_inside_value(FUNCTION + text)
 
 
@@ -543,3 +541,6 @@ class Step3Reader(Reader):
                 where=STEP_CALL[0],
                 prefix="steptml:",
             )
+
+    def block_may_close(self, block: Block, text: str, marker: str) -> bool:
+        return True  # values are text between tags, not JSON strings: a closer closes
