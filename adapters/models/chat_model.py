@@ -76,8 +76,9 @@ from ..formats.normalize import (
     unmatched,
     used_call_ids,
 )
-from ..formats.readers import AUTO
+from ..formats.readers import AUTO, get_reader
 from ..formats.readers.whole_reply import OPENERS, may_be_calls_only
+from ..formats.reading import Echoes, echo_sources
 from ..formats.registry import get_dialect
 from .capabilities import accepts_grammar
 from .structured_output import (
@@ -138,6 +139,8 @@ class _Call:
     # the tools' parameter schemas by name, made when a call first needs them
     schemas: dict[str, Any] | None = None
     json_answer: bool = False  # an answer asked for as JSON by ``response_format``
+    call_format: str | None = None  # the model's call format, when known
+    echoes: Echoes | None = None  # the calls the history's results and user texts write
 
     def invoke(self, messages: list[BaseMessage]) -> BaseMessage:
         with _context_handlers_muted():
@@ -170,10 +173,23 @@ class _Call:
         schemas, loose call forms fitted to the tools."""
         if self.dialect.native:
             message = normalize(
-                reply, None, tool_names=self.tool_names, taken_ids=self.taken, tools=self.tools
+                reply,
+                None,
+                tool_names=self.tool_names,
+                taken_ids=self.taken,
+                tools=self.tools,
+                call_format=self.call_format,
+                echo_sources=self.echoes,
             )
         else:
-            message = normalize(reply, self.dialect, taken_ids=self.taken, tools=self.tools)
+            message = normalize(
+                reply,
+                self.dialect,
+                taken_ids=self.taken,
+                tools=self.tools,
+                call_format=self.call_format,
+                echo_sources=self.echoes,
+            )
         message = self.dialect.fit_to_tools(message, self.tools)
         if self.json_answer and not message.tool_calls:
             fixed = repaired_json(text_of(message.content))
@@ -228,6 +244,9 @@ class DialectChatModel(BaseChatModel):
         model: the wrapped chat model; it may be bound (``ChatOpenAI(...).bind(...)``, its
             arguments go with every call) or configurable (``configurable_fields``).
         dialect: the dialect used at the model boundary.
+        call_format: the model's call format when known (one of
+            :data:`~fncall_graph.adapters.formats.readers.CALL_FORMATS`): replies are read
+            only in it, as its engine reads them; ``None``: detected in each reply.
 
     ``temperature``, ``max_tokens``, ``stop``, ``timeout``, ``max_retries`` and
     ``streaming`` given to the constructor are set on the wrapped model, which must
@@ -238,6 +257,7 @@ class DialectChatModel(BaseChatModel):
 
     model: Runnable
     dialect: Dialect
+    call_format: str | None = None
     # native: the inner model bound to the tools, per bound tool list (the same list on
     # every call of one binding); binding converts every tool's schema again
     _bound: dict[tuple[int, str], tuple[Any, Runnable[LanguageModelInput, BaseMessage]]] = (
@@ -268,6 +288,13 @@ class DialectChatModel(BaseChatModel):
             options = dict(value)
             return get_dialect(options.pop("name", None), **options)
         return get_dialect(value)
+
+    @field_validator("call_format")
+    @classmethod
+    def _known_format(cls, value: str | None) -> str | None:
+        if value is not None:
+            get_reader(value)  # raises for an unknown name, listing the known ones
+        return value
 
     @model_validator(mode="after")
     def _profile_of_the_model(self) -> DialectChatModel:
@@ -531,6 +558,8 @@ class DialectChatModel(BaseChatModel):
         call.forced = not self.dialect.native and forced
         call.one_call = not self.dialect.native and options.get("parallel_tool_calls") is False
         call.json_answer = json_answer
+        call.call_format = self.call_format
+        call.echoes = Echoes(echo_sources(messages))
         return call
 
     def _bound_to(
@@ -555,7 +584,9 @@ class DialectChatModel(BaseChatModel):
         if not (config and isinstance(self.model, DynamicRunnable)):
             return self
         model, _ = self.model.prepare(config)
-        return type(self)(model=model, dialect=self.dialect, profile=self.profile)
+        return type(self)(
+            model=model, dialect=self.dialect, profile=self.profile, call_format=self.call_format
+        )
 
     def invoke(
         self,
@@ -675,7 +706,10 @@ class DialectChatModel(BaseChatModel):
 
 
 def with_dialect(
-    model: BaseChatModel | Runnable[LanguageModelInput, BaseMessage], dialect: str | Dialect
+    model: BaseChatModel | Runnable[LanguageModelInput, BaseMessage],
+    dialect: str | Dialect,
+    *,
+    call_format: str | None = None,
 ) -> DialectChatModel:
     """Give ``model`` tool calling through ``dialect``.
 
@@ -690,6 +724,10 @@ def with_dialect(
         dialect: ``"hermes"`` (alias ``"nous"``), ``"qwen"``, ``"react"``, ``"native"``,
             or a :class:`~fncall_graph.adapters.formats.base.Dialect` instance (e.g.
             ``get_dialect("qwen", lang="zh")``).
+        call_format: the model's call format, when known (``"hermes"``, ``"mistral"``,
+            ``"gemma4"``, … one of
+            :data:`~fncall_graph.adapters.formats.readers.CALL_FORMATS`): its replies are
+            read only in that format, anywhere in the text, as its engine reads them.
 
     Returns:
         A :class:`DialectChatModel` wrapping ``model``.
@@ -719,7 +757,7 @@ def with_dialect(
         >>> raw.inputs[0][0].content.startswith("# Tools")
         True
     """
-    return DialectChatModel(model=model, dialect=dialect)
+    return DialectChatModel(model=model, dialect=dialect, call_format=call_format)
 
 
 # --------------------------------------------------------------------------- helpers
@@ -982,7 +1020,8 @@ class _StreamState:
         self.call = call
         self.ids = CallIds(call.taken)
         native = call.dialect.native
-        self.parser: StreamParser | None = None if native else call.dialect.stream_parser()
+        reader = call.dialect if call.call_format is None else get_reader(call.call_format)
+        self.parser: StreamParser | None = None if native else reader.stream_parser()
         self.display = _HeldMarkup() if native else None
         self.index = 0
         self.calls: list[ToolCall] = []  # prompt dialects: the calls read so far
@@ -1031,7 +1070,7 @@ class _StreamState:
             self._events(out, self.parser.close())
             raw = "".join(self.raw)
             held = self.held["tool_call_chunks"]
-            if held and quotes_its_calls(self.call.dialect, raw):
+            if held and self.call.call_format is None and quotes_its_calls(self.call.dialect, raw):
                 # as normalize reads it: no calls, the syntax kept in the answer
                 out["additional_kwargs"][READ_REPLY_KEY] = {"content": quoting_answer(raw)}
                 self.calls, self.unreadable = [], False
@@ -1117,6 +1156,11 @@ class _StreamState:
                 call = self.call.fit(
                     {**ev.call, "id": self.ids.assign(ev.call.get("id"))}, ev.texts
                 )
+                echo = self.call.echoes.echo(call) if self.call.echoes else None
+                if echo is not None:  # as ``normalize`` refuses it
+                    self.unreadable = True
+                    self._invalid(self.held, echo)
+                    continue
                 if self.call.one_call and self.calls:
                     self._invalid(self.held, self.call.not_run(call))
                     continue

@@ -42,7 +42,16 @@ from .tool_call_tag import ToolCallTagReader
 from .whole_reply import PythonicTagReader, may_be_calls_only, read_whole_reply
 from .xml_params import FunctionTagReader, MinimaxReader, SeedOssReader, Step3Reader
 
-__all__ = ["AUTO", "KNOWN_MARKUP", "NO_CALL_MARKUP", "READERS", "AutoReader", "Reader"]
+__all__ = [
+    "AUTO",
+    "CALL_FORMATS",
+    "KNOWN_MARKUP",
+    "NO_CALL_MARKUP",
+    "READERS",
+    "AutoReader",
+    "Reader",
+    "get_reader",
+]
 
 READERS: tuple[Reader, ...] = (
     ToolCallTagReader(),
@@ -118,10 +127,11 @@ class _AutoStreamParser(StreamParser):
     until the reply ends, then given out as calls or as the text it was.
     """
 
-    def __init__(self, reader: AutoReader) -> None:
+    def __init__(self, reader: AutoReader, *, whole_reply: bool = True) -> None:
         self._scan = MarkupStreamParser(reader)
         self._held: list[str] | None = None
-        self._passing = False
+        # without ``whole_reply`` (a known format's reader) no answer text is held
+        self._passing = not whole_reply
         self._whole: list[ParseEvent] = []
         # the reply's first line, until it is known whether it names a Functionary
         # recipient whose ">>>" was the prompt's last token
@@ -243,3 +253,45 @@ KNOWN_MARKUP: tuple[str, ...] = tuple(
         [*CHATML, *AUTO.drop_tokens, *(m for b in AUTO.blocks for m in (b.open, *b.close))]
     )
 )
+
+
+#: The call formats a reply can be read in, by the names ``normalize`` records in
+#: ``response_metadata["fncall_markup_format"]``: the prompt dialects' (``"hermes"`` —
+#: ``<tool_call>`` with JSON, Qwen3-Coder XML or GLM pairs inside —, ``"qwen"``,
+#: ``"react"``), each reader's above, and ``"json"`` / ``"pythonic"`` for calls written
+#: with no markup (Llama 3.x JSON, Llama 3.2/4 pythonic lists).
+CALL_FORMATS: frozenset[str] = frozenset(
+    {
+        "hermes",
+        "qwen",
+        "react",
+        "json",
+        "pythonic",
+        *(r.name for r in READERS if any(b.kind == "call" for b in r.blocks)),
+    }
+)
+
+
+def get_reader(name: str) -> PromptDialect:
+    """The reader of one call format, which reads only that format, anywhere in a reply.
+
+    Args:
+        name: one of :data:`CALL_FORMATS` (``"hermes"``, ``"mistral"``, ``"gemma4"``, …).
+
+    Raises:
+        ValueError: for an unknown name, listing the known ones.
+
+    Example:
+        >>> reader = get_reader("mistral")
+        >>> reply = reader.parse('Let me check.\n[TOOL_CALLS]get_weather[ARGS]{"city": "Paris"}')
+        >>> [(c["name"], c["args"]) for c in reply.tool_calls]
+        [('get_weather', {'city': 'Paris'})]
+        >>> try:
+        ...     get_reader("nope")
+        ... except ValueError as error:
+        ...     print(str(error)[:59])
+        unknown call format 'nope'; known call formats: apertus, co
+    """
+    from ..reading import known_format_reader  # the reading module builds on this one
+
+    return known_format_reader(name)
