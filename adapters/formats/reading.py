@@ -358,9 +358,10 @@ _COMPANIONS: dict[str, tuple[type[Reader], ...]] = {"gemma4": (GemmaThoughtReade
 def known_format_reader(call_format: str) -> PromptDialect:
     """The reader of ``call_format`` (one of :data:`~.readers.CALL_FORMATS`).
 
-    ``"hermes"``, ``"qwen"`` and ``"react"`` are the prompt dialects' own readers;
-    ``"json"`` and ``"pythonic"`` read calls written without markup, anywhere; every
-    other name is that reader's format alone.
+    ``"qwen"`` and ``"react"`` are those prompt dialects' own readers; ``"json"`` and
+    ``"pythonic"`` read calls written without markup, anywhere; every other name (``"hermes"``
+    among them: ``<tool_call>`` blocks, as the Hermes dialect reads them) is that reader's
+    format alone.
 
     Raises:
         ValueError: for an unknown name, listing the known ones.
@@ -368,7 +369,7 @@ def known_format_reader(call_format: str) -> PromptDialect:
     if call_format not in CALL_FORMATS:
         known = ", ".join(sorted(CALL_FORMATS))
         raise ValueError(f"unknown call format {call_format!r}; known call formats: {known}")
-    if call_format in ("hermes", "qwen", "react"):
+    if call_format in ("qwen", "react"):
         from .registry import get_dialect
 
         dialect = get_dialect(call_format)

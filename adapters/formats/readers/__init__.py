@@ -283,7 +283,7 @@ def get_reader(name: str) -> PromptDialect:
 
     Example:
         >>> reader = get_reader("mistral")
-        >>> reply = reader.parse('Let me check.\n[TOOL_CALLS]get_weather[ARGS]{"city": "Paris"}')
+        >>> reply = reader.parse('Let me check.\\n[TOOL_CALLS]get_weather[ARGS]{"city": "Paris"}')
         >>> [(c["name"], c["args"]) for c in reply.tool_calls]
         [('get_weather', {'city': 'Paris'})]
         >>> try:
