@@ -17,7 +17,7 @@ import re
 from collections.abc import AsyncIterator, Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
-from functools import partial
+from functools import lru_cache, partial
 from typing import Any, Literal
 
 from langchain_core.callbacks import (
@@ -103,9 +103,28 @@ __all__ = [
 _HOLD = sorted(
     {*(b.open for b in AUTO.blocks), *AUTO.drop_tokens, "✿FUNCTION✿"}, key=len, reverse=True
 )
-_HOLD_MARKERS = re.compile("|".join(map(re.escape, _HOLD)))
-_LONGEST = max(map(len, _HOLD)) - 1
-_MARKER_PREFIXES = frozenset(m[:j] for m in _HOLD for j in range(1, len(m)))
+
+
+@lru_cache(maxsize=64)
+def _hold_table(markers: tuple[str, ...]) -> tuple[re.Pattern[str], int, frozenset[str]]:
+    """The pattern, the longest length less one, and the prefixes of ``markers``."""
+    return (
+        re.compile("|".join(map(re.escape, markers))),
+        max(map(len, markers)) - 1,
+        frozenset(m[:j] for m in markers for j in range(1, len(m))),
+    )
+
+
+def _hold_markers(call_format: str | None) -> tuple[str, ...]:
+    """What a native reply's stream stops showing at: a known format's own markup, or
+    every format's."""
+    if call_format is None:
+        return tuple(_HOLD)
+    reader = get_reader(call_format)
+    blocks = getattr(reader, "blocks", ())
+    own = {*(b.open for b in blocks), *getattr(reader, "drop_tokens", ())}
+    return tuple(sorted(own or _HOLD, key=len, reverse=True))
+
 
 #: A callback handler with this attribute set to ``True`` also sees the wrapped model's
 #: own run (the rendered prompt it was sent, its reply before reading). Every other
@@ -1022,7 +1041,7 @@ class _StreamState:
         native = call.dialect.native
         reader = call.dialect if call.call_format is None else get_reader(call.call_format)
         self.parser: StreamParser | None = None if native else reader.stream_parser()
-        self.display = _HeldMarkup() if native else None
+        self.display = _HeldMarkup(_hold_markers(call.call_format)) if native else None
         self.index = 0
         self.calls: list[ToolCall] = []  # prompt dialects: the calls read so far
         # prompt dialects: the calls' chunks, sent at the end unless the reply only
@@ -1209,7 +1228,8 @@ class _HeldMarkup:
     is read, and only what the reading leaves as answer is shown.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, markers: tuple[str, ...] = ()) -> None:
+        self.markers, self.longest, self.prefixes = _hold_table(markers or tuple(_HOLD))
         self.shown: list[str] = []
         self.pending = ""
         self.held = False
@@ -1227,12 +1247,12 @@ class _HeldMarkup:
                 self.pending = "" if self.held else buf
                 return ""
             self.started = True
-        hit = _HOLD_MARKERS.search(buf)
+        hit = self.markers.search(buf)
         if hit is not None:
             self.held = True
             return self._show(buf[: hit.start()])
         keep = next(
-            (j for j in range(min(_LONGEST, len(buf)), 0, -1) if buf[-j:] in _MARKER_PREFIXES), 0
+            (j for j in range(min(self.longest, len(buf)), 0, -1) if buf[-j:] in self.prefixes), 0
         )
         self.pending = buf[len(buf) - keep :]
         return self._show(buf[: len(buf) - keep])
