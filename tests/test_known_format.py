@@ -245,7 +245,10 @@ def test_an_unknown_format_is_refused_with_the_known_names() -> None:
         lambda: normalize(AIMessage("x"), None, call_format="klingon"),
         lambda: with_dialect(ReplayChatModel(["x"]), "native", call_format="klingon"),
     ):
-        with pytest.raises(ValueError, match=r"unknown call format .klingon.; known call formats: .*hermes.*mistral"):
+        with pytest.raises(
+            ValueError,
+            match=r"unknown call format .klingon.; known call formats: .*hermes.*mistral",
+        ):
             call()
 
 
