@@ -561,6 +561,28 @@ def test_the_wrapper_reads_the_known_format_invoke_and_stream_alike(fmt, chunk_s
         assert streamed.content == invoked.content
 
 
+@pytest.mark.parametrize(
+    ("text", "args"),
+    [
+        ('<|python_tag|>{"name": "get_weather", "parameters": {"city": "Paris"}', WEATHER[1]),
+        ('<|tool_call>call:get_weather{city:<|"|>Paris}<tool_call|>', WEATHER[1]),
+        (
+            "<|tool▁calls▁begin|><|tool▁call▁begin|>get_weather<|tool▁sep|>"
+            '{"city": "Paris"}<|tool▁call▁end|><|tool▁calls▁end|>',
+            WEATHER[1],
+        ),
+        (
+            "<tool_call>get_weather\n<arg_key>city</arg_key>\n<arg_value> Paris </arg_value>\n"
+            "</tool_call>",
+            {"city": " Paris "},
+        ),
+    ],
+)
+def test_auto_detection_makes_the_repairs_that_are_safe_without_the_format(text, args) -> None:
+    read = normalize(AIMessage(text), None)
+    assert [(c["name"], c["args"]) for c in read.tool_calls] == [("get_weather", args)]
+
+
 def test_auto_detection_is_unchanged_without_a_known_format() -> None:
     # the auto reader still tells a shown call from a made one by the words around it
     shown = "For example:\n" + WRITE["hermes"](*WEATHER)

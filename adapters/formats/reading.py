@@ -9,7 +9,7 @@ format is known (:data:`~.readers.CALL_FORMATS`), a reply is read the same way h
   format is plain text and never runs;
 * nothing is guessed about whether a call was *made* or only *shown*: a well-formed call
   of the model's own format is a call, as its engine would run it;
-* the engine's repairs are made (see each reader, and :func:`_json_call_repaired`).
+* the engine's repairs are made (see each reader, and :mod:`.readers.repairs`).
 
 What the engine cannot know, the thread does: a call whose text the thread already holds
 in a tool result or a user's message is an *echo* (:class:`Echoes`), never run.
@@ -44,6 +44,7 @@ from .base import (
 from .readers import AUTO, CALL_FORMATS, READERS, Reader
 from .readers.base import read_json_calls
 from .readers.gemma import GemmaThoughtReader
+from .readers.repairs import json_call_repaired
 from .readers.whole_reply import PYTHONIC, read_pythonic, read_whole_reply
 
 __all__ = ["Echoes", "KnownFormat", "echo_sources", "known_format_reader"]
@@ -85,7 +86,7 @@ class KnownFormat(PromptDialect):
     def read_block(self, block: Block, text: str, *, closed: bool) -> Iterable[ParseEvent]:
         reader = self._owner[block.open]
         events = list(reader.read_block(block, text, closed=closed))
-        repaired = _json_call_repaired(reader, block, text, events, closed=closed)
+        repaired = json_call_repaired(reader, block, text, events, closed=closed)
         return events if repaired is None else repaired
 
     def block_may_close(self, block: Block, text: str, marker: str) -> bool:
@@ -105,56 +106,6 @@ class KnownFormat(PromptDialect):
 
     def __repr__(self) -> str:
         return f"KnownFormat({self.call_format!r})"
-
-
-# --------------------------------------------------------------------------- repairs
-
-_CUT = "the reply ended inside"
-
-
-def _json_call_repaired(
-    reader: Reader, block: Block, text: str, events: list[ParseEvent], *, closed: bool
-) -> list[ParseEvent] | None:
-    """One closing brace missing at the end of a JSON call, as llama.cpp's partial-JSON
-    healing and Ollama's parsers close it: the reply ended (or the block closed) right
-    after a complete arguments object, only the call object's own ``}`` unwritten.
-
-    Only then: one brace open, no string open, the text ending in ``}``; a call whose
-    arguments were cut stays unrun.
-    """
-    bad = [e for e in events if isinstance(e, InvalidCallEvent)]
-    if len(bad) != 1 or any(isinstance(e, CallEvent) for e in events):
-        return None
-    body = text.rstrip()
-    start = body.lstrip()
-    if not start.startswith("{") or not body.endswith("}"):
-        return None
-    if _depth(start) != 1:
-        return None
-    again = list(reader.read_block(block, body + "}", closed=closed))
-    if len(again) == 1 and isinstance(again[0], CallEvent):
-        return again
-    return None
-
-
-def _depth(text: str) -> int:
-    """How many brackets ``text`` leaves open; -1 when a string is left open."""
-    depth, quoted, escaped = 0, False, False
-    for ch in text:
-        if escaped:
-            escaped = False
-        elif quoted:
-            if ch == "\\":
-                escaped = True
-            elif ch == '"':
-                quoted = False
-        elif ch == '"':
-            quoted = True
-        elif ch in "{[":
-            depth += 1
-        elif ch in "}]":
-            depth -= 1
-    return -1 if quoted else depth
 
 
 # --------------------------------------------------------------------------- bare calls
@@ -283,6 +234,9 @@ def _inline_calls(text: str, *, pythonic: bool) -> tuple[str, list[ParseEvent]]:
     # a code fence left holding nothing was the calls' own
     content = _FENCED.sub(lambda m: "" if not m.group(1).strip() else m.group(0), content)
     return content.strip(), events
+
+
+_CUT = "the reply ended inside"
 
 
 def _cut_call(text: str, *, pythonic: bool) -> ParseEvent:

@@ -38,6 +38,7 @@ from .json_tags import JSON_TAG_FORMATS, JsonTagReader
 from .kimi import KimiK3Reader, KimiReader
 from .mistral import MistralReader
 from .plamo import PlamoReader
+from .repairs import json_call_repaired
 from .tool_call_tag import ToolCallTagReader
 from .whole_reply import PythonicTagReader, may_be_calls_only, read_whole_reply
 from .xml_params import FunctionTagReader, MinimaxReader, SeedOssReader, Step3Reader
@@ -108,7 +109,10 @@ class AutoReader(PromptDialect):
         raise NotImplementedError("AutoReader reads each block with its own reader")
 
     def read_block(self, block: Block, text: str, *, closed: bool) -> Iterable[ParseEvent]:
-        return self._owner[block.open].read_block(block, text, closed=closed)
+        reader = self._owner[block.open]
+        events = list(reader.read_block(block, text, closed=closed))
+        repaired = json_call_repaired(reader, block, text, events, closed=closed)
+        return events if repaired is None else repaired
 
     def block_may_close(self, block: Block, text: str, marker: str) -> bool:
         return self._owner[block.open].block_may_close(block, text, marker)
