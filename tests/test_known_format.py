@@ -583,6 +583,17 @@ def test_auto_detection_makes_the_repairs_that_are_safe_without_the_format(text,
     assert [(c["name"], c["args"]) for c in read.tool_calls] == [("get_weather", args)]
 
 
+@pytest.mark.parametrize("fmt", sorted(WRITE))
+def test_a_native_stream_never_shows_the_known_format_s_markup(fmt: str) -> None:
+    text = _reply(fmt, "after a sentence")
+    inner = ReplayChatModel([text], chunk_size=2)
+    model = with_dialect(inner, "native", call_format=fmt).bind_tools(TOOLS)
+    chunks = list(model.stream([HumanMessage("weather?")]))
+    shown = "".join(str(c.content) for c in chunks)
+    assert shown.rstrip() == "Let me check the weather.", shown  # a space shown stays
+    assert _calls(_sum(chunks)) == [WEATHER]
+
+
 def test_auto_detection_is_unchanged_without_a_known_format() -> None:
     # the auto reader still tells a shown call from a made one by the words around it
     shown = "For example:\n" + WRITE["hermes"](*WEATHER)

@@ -115,11 +115,16 @@ def _hold_table(markers: tuple[str, ...]) -> tuple[re.Pattern[str], int, frozens
     )
 
 
+_BARE = {"json": ("{", "```"), "pythonic": ("[", "```")}
+
+
 def _hold_markers(call_format: str | None) -> tuple[str, ...]:
     """What a native reply's stream stops showing at: a known format's own markup, or
     every format's."""
     if call_format is None:
         return tuple(_HOLD)
+    if call_format in _BARE:  # calls with no markup: held from where one may start
+        return _BARE[call_format]
     reader = get_reader(call_format)
     blocks = getattr(reader, "blocks", ())
     own = {*(b.open for b in blocks), *getattr(reader, "drop_tokens", ())}
