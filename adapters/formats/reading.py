@@ -41,17 +41,17 @@ from .base import (
     brackets_closed,
     text_of,
 )
-from .readers import AUTO, CALL_FORMATS, READERS, Reader
+from .readers import AUTO, CALL_FORMATS, READERS, AutoReader, Reader
 from .readers.base import read_json_calls
 from .readers.gemma import GemmaThoughtReader
-from .readers.repairs import json_call_repaired
 from .readers.whole_reply import PYTHONIC, read_pythonic, read_whole_reply
 
 __all__ = ["Echoes", "KnownFormat", "echo_sources", "known_format_reader"]
 
 
-class KnownFormat(PromptDialect):
-    """The reader of one known call format: its markers only, read anywhere in a reply.
+class KnownFormat(AutoReader):
+    """The reader of one known call format: its markers only, read anywhere in a reply
+    (the auto reader over that format's readers alone, bare calls being answers).
 
     It renders nothing: it is the reading half of a dialect, for a model whose format is
     known (:func:`known_format_reader` builds it by name).
@@ -60,49 +60,8 @@ class KnownFormat(PromptDialect):
     name: ClassVar[str] = "known"  # the instance's format is :attr:`call_format`
 
     def __init__(self, call_format: str, readers: Sequence[Reader]) -> None:
+        super().__init__(readers, whole_reply=False)
         self.call_format = call_format
-        self.readers = tuple(readers)
-        self._owner: dict[str, Reader] = {}
-        blocks: list[Block] = [THINK]
-        for reader in self.readers:
-            for block in reader.blocks:
-                if block.open not in self._owner and block.open != THINK.open:
-                    self._owner[block.open] = reader
-                    blocks.append(block)
-        self.blocks = tuple(blocks)
-        opens = {b.open for b in blocks}
-        drops = dict.fromkeys(d for r in self.readers for d in r.drop_tokens if d not in opens)
-        self.drop_tokens = (*drops, THINK.close[0])
-
-    def render(self, messages: Sequence[BaseMessage], tools: Any) -> list[BaseMessage]:
-        raise NotImplementedError("a known format's reader renders no prompt")
-
-    def write_assistant(self, message: AIMessage) -> str:
-        raise NotImplementedError("a known format's reader writes no reply")
-
-    def read_call(self, text: str, *, closed: bool) -> Iterable[ParseEvent]:
-        raise NotImplementedError("each block is read by its own reader")
-
-    def read_block(self, block: Block, text: str, *, closed: bool) -> Iterable[ParseEvent]:
-        reader = self._owner[block.open]
-        events = list(reader.read_block(block, text, closed=closed))
-        repaired = json_call_repaired(reader, block, text, events, closed=closed)
-        return events if repaired is None else repaired
-
-    def block_may_close(self, block: Block, text: str, marker: str) -> bool:
-        return self._owner[block.open].block_may_close(block, text, marker)
-
-    def stream_parser(self) -> StreamParser:
-        if self.call_format == "functionary":
-            # the template's generation prompt ends with ">>>": the reply's first line is
-            # a bare recipient (the auto reader's head rule, without its whole-reply JSON)
-            from .readers import _AutoStreamParser
-
-            return _AutoStreamParser(self, whole_reply=False)  # type: ignore[arg-type]
-        return MarkupStreamParser(self)
-
-    def reader_of(self, marker: str) -> Reader | None:
-        return self._owner.get(marker)
 
     def __repr__(self) -> str:
         return f"KnownFormat({self.call_format!r})"

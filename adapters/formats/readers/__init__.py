@@ -80,13 +80,15 @@ class AutoReader(PromptDialect):
     calls (bare or fenced JSON, pythonic lists); ``<think>`` is reasoning.
 
     It renders nothing: it is the reading half of a dialect, for replies whose format is
-    not known in advance (a native endpoint whose server has no tool parser).
+    not known in advance (a native endpoint whose server has no tool parser). With
+    ``whole_reply=False`` replies made only of bare calls are answers.
     """
 
     name: ClassVar[str] = "auto"
 
-    def __init__(self, readers: Sequence[Reader] = READERS) -> None:
+    def __init__(self, readers: Sequence[Reader] = READERS, *, whole_reply: bool = True) -> None:
         self.readers = tuple(readers)
+        self.whole_reply = whole_reply
         self._owner: dict[str, Reader] = {}
         blocks: list[Block] = [THINK]
         for reader in self.readers:
@@ -121,7 +123,7 @@ class AutoReader(PromptDialect):
         return self._owner.get(marker)
 
     def stream_parser(self) -> StreamParser:
-        return _AutoStreamParser(self)
+        return _AutoStreamParser(self, whole_reply=self.whole_reply)
 
 
 class _AutoStreamParser(StreamParser):
