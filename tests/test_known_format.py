@@ -17,6 +17,7 @@ from functools import reduce
 
 import pytest
 from langchain_core.messages import AIMessage, AIMessageChunk, HumanMessage
+from langchain_core.tools import tool
 
 from fncall_graph.adapters import normalize, with_dialect
 from fncall_graph.adapters.formats.readers import CALL_FORMATS, get_reader
@@ -32,6 +33,12 @@ TOOLS = [
     }
     for name, key in (("get_weather", "city"), ("get_time", "zone"))
 ]
+
+
+@tool
+def get_weather(city: str) -> str:
+    """The weather of a city."""
+    return "Sunny."
 
 
 def _j(name: str, args: dict, key: str = "arguments") -> str:
@@ -600,3 +607,14 @@ def test_auto_detection_is_unchanged_without_a_known_format() -> None:
     assert normalize(AIMessage(shown), None).tool_calls == []
     assert normalize(AIMessage(shown), "hermes").tool_calls == []
     assert _calls(normalize(AIMessage(shown), None, call_format="hermes")) == [WEATHER]
+
+
+@pytest.mark.parametrize("dialect", ["native", "hermes"])
+def test_the_known_format_fits_its_loose_calls_to_the_tools(dialect: str) -> None:
+    # ReAct's bare action_input string goes to the tool's one parameter, as the ReAct
+    # dialect fits it, whatever dialect rendered the prompt
+    text = 'Action:\n```\n{"action": "get_weather", "action_input": "Paris"}\n```'
+    inner = ReplayChatModel([text, text], chunk_size=3)
+    model = with_dialect(inner, dialect, call_format="react").bind_tools([get_weather])
+    assert _calls(model.invoke("weather?")) == [WEATHER]
+    assert _calls(_sum(list(model.stream("weather?")))) == [WEATHER]

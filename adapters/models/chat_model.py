@@ -166,6 +166,11 @@ class _Call:
     call_format: str | None = None  # the model's call format, when known
     echoes: Echoes | None = None  # the calls the history's results and user texts write
 
+    @property
+    def reader(self) -> Dialect:
+        """What reads the reply: the known call format's reader, else the dialect."""
+        return self.dialect if self.call_format is None else get_reader(self.call_format)
+
     def invoke(self, messages: list[BaseMessage]) -> BaseMessage:
         with _context_handlers_muted():
             return self.runnable.invoke(messages, **self.kwargs)
@@ -214,7 +219,7 @@ class _Call:
                 call_format=self.call_format,
                 echo_sources=self.echoes,
             )
-        message = self.dialect.fit_to_tools(message, self.tools)
+        message = self.reader.fit_to_tools(message, self.tools)
         if self.json_answer and not message.tool_calls:
             fixed = repaired_json(text_of(message.content))
             if fixed is not None:  # read with json.loads by the caller: repaired here
@@ -245,7 +250,7 @@ class _Call:
             if self.schemas is None:
                 self.schemas = tool_schemas(self.tools)
             call = typed_call(call, texts, self.schemas)
-        fitted = self.dialect.fit_to_tools(AIMessage(content="", tool_calls=[call]), self.tools)
+        fitted = self.reader.fit_to_tools(AIMessage(content="", tool_calls=[call]), self.tools)
         return fitted.tool_calls[0] if fitted.tool_calls else call
 
 
@@ -1044,8 +1049,7 @@ class _StreamState:
         self.call = call
         self.ids = CallIds(call.taken)
         native = call.dialect.native
-        reader = call.dialect if call.call_format is None else get_reader(call.call_format)
-        self.parser: StreamParser | None = None if native else reader.stream_parser()
+        self.parser: StreamParser | None = None if native else call.reader.stream_parser()
         self.display = _HeldMarkup(_hold_markers(call.call_format)) if native else None
         self.index = 0
         self.calls: list[ToolCall] = []  # prompt dialects: the calls read so far
@@ -1154,7 +1158,7 @@ class _StreamState:
         (ReAct's fenced action blob in prose), as :meth:`_Call.read` finds them."""
         reasoning = {"reasoning_content": "".join(self.reasoning)}
         whole = AIMessage(content="".join(self.shown), additional_kwargs=reasoning)
-        for c in self.call.dialect.fit_to_tools(whole, self.call.tools).tool_calls:
+        for c in self.call.reader.fit_to_tools(whole, self.call.tools).tool_calls:
             self._call(out, {**c, "id": self.ids.assign(c.get("id"))})
 
     def _reason(self, out: dict[str, Any], text: str, *, provider: bool) -> None:
