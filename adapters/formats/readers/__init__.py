@@ -12,6 +12,7 @@ One file per format family, one line per reader below.
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
+from functools import lru_cache
 from typing import Any, ClassVar
 
 from langchain_core.messages import AIMessage, BaseMessage
@@ -28,6 +29,7 @@ from ..base import (
     PromptDialect,
     StreamParser,
 )
+from .bare import BareCalls
 from .base import Reader
 from .deepseek import DeepSeekReader
 from .dsml import INVOKE_FORMATS, InvokeReader
@@ -50,6 +52,7 @@ __all__ = [
     "NO_CALL_MARKUP",
     "READERS",
     "AutoReader",
+    "KnownFormat",
     "Reader",
     "get_reader",
 ]
@@ -278,8 +281,37 @@ CALL_FORMATS: frozenset[str] = frozenset(
 )
 
 
+class KnownFormat(AutoReader):
+    """The reader of one known call format: its markers only, read anywhere in a reply
+    (the auto reader over that format's readers alone, bare calls being answers).
+
+    Build it with :func:`get_reader`. An inference server told the model's format reads
+    it the same way: no call of another format, and nothing guessed about a call of its
+    own being only shown.
+    """
+
+    name: ClassVar[str] = "known"  # the instance's format is :attr:`call_format`
+
+    def __init__(self, call_format: str, readers: Sequence[Reader]) -> None:
+        super().__init__(readers, whole_reply=False)
+        self.call_format = call_format
+
+    def __repr__(self) -> str:
+        return f"KnownFormat({self.call_format!r})"
+
+
+#: the readers a format name gathers besides its own (its reasoning companions)
+_COMPANIONS: dict[str, tuple[type[Reader], ...]] = {"gemma4": (GemmaThoughtReader,)}
+
+
+@lru_cache(maxsize=64)
 def get_reader(name: str) -> PromptDialect:
     """The reader of one call format, which reads only that format, anywhere in a reply.
+
+    ``"qwen"`` and ``"react"`` are those prompt dialects' readers; ``"json"`` and
+    ``"pythonic"`` read calls written without markup (:mod:`.bare`); every other name
+    (``"hermes"`` among them: ``<tool_call>`` blocks, as the Hermes dialect reads them) is
+    :class:`KnownFormat` over that reader alone.
 
     Args:
         name: one of :data:`CALL_FORMATS` (``"hermes"``, ``"mistral"``, ``"gemma4"``, …).
@@ -298,6 +330,16 @@ def get_reader(name: str) -> PromptDialect:
         ...     print(str(error)[:59])
         unknown call format 'nope'; known call formats: apertus, co
     """
-    from ..reading import known_format_reader  # the reading module builds on this one
+    if name not in CALL_FORMATS:
+        known = ", ".join(sorted(CALL_FORMATS))
+        raise ValueError(f"unknown call format {name!r}; known call formats: {known}")
+    if name in ("qwen", "react"):  # the prompt dialects' own readers
+        from ..registry import get_dialect
 
-    return known_format_reader(name)
+        dialect = get_dialect(name)
+        assert isinstance(dialect, PromptDialect)
+        return dialect
+    if name in ("json", "pythonic"):
+        return BareCalls(name)
+    readers = [r for r in READERS if r.name == name]
+    return KnownFormat(name, [*readers, *(c() for c in _COMPANIONS.get(name, ()))])
