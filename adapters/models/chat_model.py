@@ -392,6 +392,8 @@ class DialectChatModel(BaseChatModel):
         # the wrapped model's own parameters, so wrappers of two models never share a
         # cache entry (read only when a LangChain cache is set)
         params: dict[str, Any] = {"dialect": repr(self.dialect), "model": self.chat_model.asdict()}
+        if self.call_format is not None:  # read otherwise: another cache entry
+            params["call_format"] = self.call_format
         if isinstance(self.model, RunnableBinding):  # its arguments go with every call
             params["bound"] = repr(sorted(self.model.kwargs.items()))
         return params
