@@ -36,6 +36,8 @@ _EXPORTS = {
     "ThreadAlreadyResumed": "fncall_graph.adapters.checkpoint.claims",
     "ToolCallInProgress": "fncall_graph.adapters.checkpoint.claims",
     "ToolCallAlreadyRan": "fncall_graph.adapters.checkpoint.claims",
+    "ToolCallTakenOver": "fncall_graph.adapters.checkpoint.claims",
+    "ThreadBusy": "fncall_graph.adapters.checkpoint.thread_runs",
     "StaleApproval": "fncall_graph.nodes.approve",
     "bind_decisions": "fncall_graph.nodes.approve",
 }

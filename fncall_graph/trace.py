@@ -146,6 +146,10 @@ class ModelCallRecord:
         raw_output: the model's text before parsing (prompt dialects), or the
             provider's reply as a dict (native).
         processed_output: the canonical reply, an OpenAI-style dict.
+        call_format: the format the reply's calls in text were read in (``"hermes"``,
+            ``"mistral"``, …; ``None``: not known yet, every format was looked for).
+        call_format_source: where that format came from (``"dialect"``, ``"declared"``,
+            ``"server"``, ``"name"``, ``"learned"``, ``"unknown"``).
     """
 
     index: int
@@ -157,6 +161,8 @@ class ModelCallRecord:
     processed_input: list[dict[str, Any]]
     raw_output: str | dict[str, Any] | None
     processed_output: dict[str, Any]
+    call_format: str | None = None
+    call_format_source: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -229,6 +235,11 @@ class Tracer:
             return []
         dialect = update.get("dialect") or self._values.get("dialect")
         record = self._record(replies[-1], self.recorder.take(), dialect)
+        # the format the reply was read in: the one known when the call was made (the
+        # previous state), or the one this reply set (learned, or a dialect switch)
+        source = update if "call_format" in update else self._values
+        record.call_format = source.get("call_format")
+        record.call_format_source = source.get("call_format_source")
         self.records.append(record)
         return [record]
 

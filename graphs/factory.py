@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Awaitable, Callable, Mapping, Sequence
+from contextlib import nullcontext
 from typing import Any, Literal
 
 from langchain_core.language_models import BaseChatModel
@@ -20,8 +22,17 @@ __all__ = ["APPROVE", "MODEL", "TOOLS", "FncallGraph", "create_fncall_graph"]
 
 from fncall_graph._compat import CONFIG_KEY_DURABILITY
 from fncall_graph.adapters import Dialect, get_dialect
+from fncall_graph.adapters.checkpoint.claims import DEFAULT_LEASE, RUN_KEY, run_ended
+from fncall_graph.adapters.checkpoint.thread_runs import (
+    LEASE_KEY,
+    MULTITASK_KEY,
+    Multitask,
+    athread_run,
+    thread_run,
+)
 from fncall_graph.adapters.formats.registry import DialectName, PromptDialectName
 from fncall_graph.adapters.models import accepts_grammar, initial_dialect, resolve_model
+from fncall_graph.adapters.models.call_format import check_call_format
 from fncall_graph.nodes._plan import DialectPlan
 from fncall_graph.nodes.approve import (
     ApproveNode,
@@ -79,46 +90,91 @@ class FncallGraph(CompiledStateGraph):
         check_input(input)
         return isinstance(input, Command) and input.resume is not None
 
-    def _run_starts(self, config: RunnableConfig | None) -> RunnableConfig:
-        """The run's whole config; a durable saver is told the run starts (it forgets
-        what earlier runs' failed writes left for the thread)."""
+    def _run_starts(self, config: RunnableConfig | None) -> tuple[RunnableConfig, RunnableConfig]:
+        """The run's config with a token of its own (:data:`RUN_KEY`: the claims its tool
+        calls make remember it, and a run that lost a claim is refused its writes), and
+        its whole config; a durable saver is told the run starts (it forgets what
+        earlier runs' failed writes left for the thread). A run inside another keeps the
+        outer run's token."""
+        config = dict(config or {})  # type: ignore[assignment]
+        configurable = dict(config.get("configurable") or {})
+        configurable.setdefault(RUN_KEY, uuid.uuid4().hex)
+        config["configurable"] = configurable
         merged = merge_configs(self.config, config)
         starts = getattr(self.checkpointer, "run_starts", None)
         if starts is not None:
             starts(merged)
-        return merged
+        return config, merged
+
+    def _owns_token(self, config: RunnableConfig | None) -> bool:
+        return RUN_KEY not in ((config or {}).get("configurable") or {})
+
+    def _hold_terms(self, merged: RunnableConfig, owns: bool) -> dict[str, Any] | None:
+        """How an outermost run on a saved thread holds it (one run at a time per
+        thread, :mod:`~fncall_graph.adapters.checkpoint.thread_runs`); ``None``: no hold."""
+        conf = merged.get("configurable") or {}
+        saver = self.checkpointer
+        if not owns or saver in (None, True, False) or conf.get("thread_id") is None:
+            return None
+        return {
+            "saver": saver,
+            "config": merged,
+            "token": conf[RUN_KEY],
+            "multitask": conf.get(MULTITASK_KEY, "enqueue"),
+            "lease": conf.get(LEASE_KEY, DEFAULT_LEASE),
+        }
+
+    def _holding(self, merged: RunnableConfig, owns: bool) -> Any:
+        terms = self._hold_terms(merged, owns)
+        return thread_run(**terms) if terms else nullcontext()
+
+    def _aholding(self, merged: RunnableConfig, owns: bool) -> Any:
+        terms = self._hold_terms(merged, owns)
+        return athread_run(**terms) if terms else nullcontext()
 
     def stream(self, input: Any, config: RunnableConfig | None = None, **kwargs: Any) -> Any:
-        merged = self._run_starts(config)
-        if not self._resumes(input):
-            yield from super().stream(input, config, **kwargs)
-            return
+        owns = self._owns_token(config)
+        config, merged = self._run_starts(config)
         try:
-            state = self.get_state(merged)
-        except ValueError:  # no checkpointer: LangGraph says so itself
-            state = None
-        run_config, after = (
-            resume_guard(state, input.resume, config) if state else (config, no_check)
-        )
-        yield from super().stream(input, run_config, **kwargs)
-        after()
+            with self._holding(merged, owns):
+                if not self._resumes(input):
+                    yield from super().stream(input, config, **kwargs)
+                    return
+                try:
+                    state = self.get_state(merged)
+                except ValueError:  # no checkpointer: LangGraph says so itself
+                    state = None
+                run_config, after = (
+                    resume_guard(state, input.resume, config) if state else (config, no_check)
+                )
+                yield from super().stream(input, run_config, **kwargs)
+                after()
+        finally:
+            if owns:
+                run_ended(config)
 
     async def astream(self, input: Any, config: RunnableConfig | None = None, **kwargs: Any) -> Any:
-        merged = self._run_starts(config)
-        if not self._resumes(input):
-            async for chunk in super().astream(input, config, **kwargs):
-                yield chunk
-            return
+        owns = self._owns_token(config)
+        config, merged = self._run_starts(config)
         try:
-            state = await self.aget_state(merged)
-        except ValueError:
-            state = None
-        run_config, after = (
-            resume_guard(state, input.resume, config) if state else (config, no_check)
-        )
-        async for chunk in super().astream(input, run_config, **kwargs):
-            yield chunk
-        after()
+            async with self._aholding(merged, owns):
+                if not self._resumes(input):
+                    async for chunk in super().astream(input, config, **kwargs):
+                        yield chunk
+                    return
+                try:
+                    state = await self.aget_state(merged)
+                except ValueError:
+                    state = None
+                run_config, after = (
+                    resume_guard(state, input.resume, config) if state else (config, no_check)
+                )
+                async for chunk in super().astream(input, run_config, **kwargs):
+                    yield chunk
+                after()
+        finally:
+            if owns:
+                run_ended(config)
 
 
 #: The graph's node names.
@@ -164,9 +220,12 @@ def create_fncall_graph(
     max_result_chars: int | None = 100_000,
     max_stored_result_chars: int | None = DEFAULT_MAX_STORED_RESULT_CHARS,
     idempotent_tools: Sequence[str] = (),
+    lease: float | None = DEFAULT_LEASE,
+    multitask: Multitask = "enqueue",
     unparsed_limit: int = 2,
     constrained: bool | Literal["first_call"] | None = None,
     keep_model_input: bool = False,
+    call_format: str | None = None,
     name: str = "fncall_graph",
     debug: bool = False,
 ) -> FncallGraph:
@@ -253,6 +312,23 @@ def create_fncall_graph(
             "outcome unknown" instead (see docs/pause-and-resume.md). Tools marked
             ``metadata={"idempotent": True}``, and MCP tools annotated ``readOnlyHint``
             or ``idempotentHint``, count as listed.
+        lease: seconds a running tool call's claim counts as held after its process last
+            renewed it (default 60, ``DEFAULT_LEASE``); the process renews it four times
+            as often while the call runs, from a thread of its own (a tool blocking the
+            event loop does not stop it). A process frozen past the lease (stopped, a
+            paused VM, a long stall) loses the call: another run of the thread may take
+            it over and answer it "outcome unknown"; when the frozen run wakes it stops
+            with :class:`~fncall_graph.ToolCallTakenOver` and writes nothing more to the
+            thread. ``None``: a claim is held until its process is known to be gone,
+            which only its own machine can tell.
+        multitask: what a run does when its thread already has a run in progress, in
+            this process or another (two runs at once would fork the thread, and one
+            turn would vanish from it): ``"enqueue"`` (default, as LangGraph Server's
+            default) waits until that run ends, then starts from the thread as it left
+            it; ``"reject"`` raises :class:`~fncall_graph.ThreadBusy` at once and runs
+            nothing. A run may choose for itself with
+            ``{"configurable": {"fncall_multitask": "reject"}}``. Needs a checkpointer
+            (a thread without one keeps nothing to fork).
         unparsed_limit: replies in a row whose calls cannot be read before a prompt
             dialect gives way to ``"react"``.
         constrained: constrained decoding for the prompt dialects: each model call
@@ -273,6 +349,14 @@ def create_fncall_graph(
             Off by default: it is the history once more, in the dialect's form, and
             would double what every checkpoint stores. The ``updates`` and ``values``
             stream modes show it either way while a run goes on.
+        call_format: how the model writes calls into its text when it speaks ``native``
+            through a server without a tool parser: a format name (``"mistral"``,
+            ``"harmony"``, ``"hermes"``, … as in docs/dialects.md) or a model family's
+            name (``"qwen3-coder"``); those calls are read in that format. ``None``
+            (default): the model's own, told by its spec's ``?format=``, its server's chat
+            template or its name, once per process; else learned in each thread from
+            its first call read. The state's ``call_format`` and ``call_format_source``
+            say which format and where from.
         name: the compiled graph's name.
         debug: LangGraph debug output.
 
@@ -310,6 +394,10 @@ def create_fncall_graph(
         raise ValueError(
             f"max_stored_result_chars must be at least 1 or None, got {max_stored_result_chars}"
         )
+    if multitask not in ("enqueue", "reject"):
+        raise ValueError(f"multitask must be 'enqueue' or 'reject', got {multitask!r}")
+    if lease is not None and not lease > 0:
+        raise ValueError(f"lease must be positive seconds or None, got {lease!r}")
     if tool_timeout is not None and tool_timeout <= 0:
         raise ValueError(f"tool_timeout must be positive seconds or None, got {tool_timeout}")
 
@@ -342,7 +430,15 @@ def create_fncall_graph(
     )
     if constrained is None:
         constrained = "first_call" if accepts_grammar(chat_model) else False
-    model_node = ModelNode(chat_model, plan, max_iterations=max_iterations, constrained=constrained)
+    if call_format is not None:
+        call_format = check_call_format(call_format)
+    model_node = ModelNode(
+        chat_model,
+        plan,
+        max_iterations=max_iterations,
+        constrained=constrained,
+        call_format=call_format,
+    )
     problem = unknown_tool(idempotent_tools, [t.name for t in tool_list])
     if problem:
         raise ValueError(f"idempotent_tools names {problem}")
@@ -352,6 +448,7 @@ def create_fncall_graph(
         max_result_chars=max_result_chars,
         max_stored_result_chars=max_stored_result_chars,
         idempotent_tools=idempotent_tools,
+        lease=lease,
         name=TOOLS,
     )
     approve_node = (
@@ -399,5 +496,9 @@ def create_fncall_graph(
     }
     if checkpointer is not None and checkpointer is not False:
         # the graph-level default LangGraph reads when invoke() gets no durability
-        run_config["configurable"] = {CONFIG_KEY_DURABILITY: durability}
+        run_config["configurable"] = {
+            CONFIG_KEY_DURABILITY: durability,
+            MULTITASK_KEY: multitask,
+            LEASE_KEY: lease,
+        }
     return FncallGraph.of(graph.with_config(**run_config))

@@ -35,12 +35,21 @@ class FncallState(TypedDict):
             the dialect writes them). Shown in the stream while the run goes on, and
             never checkpointed: it is the history once more, in another form.
         fallback_reason: why the thread last switched dialect.
+        call_format: the format the thread's model writes calls in (``"hermes"``,
+            ``"mistral"``, …), set with the first model call; ``None`` while it is not
+            known (then the first call read in a known format sets it).
+        call_format_source: where ``call_format`` came from: ``"dialect"`` (a prompt
+            dialect's own), ``"declared"``, ``"server"`` (its chat template), ``"name"``
+            (the model family table), ``"learned"`` (the thread's first read call) or
+            ``"unknown"``.
     """
 
     messages: Annotated[list[AnyMessage], add_messages]
     dialect: NotRequired[str | None]
     model_input: NotRequired[Annotated[list[dict[str, Any]], UntrackedValue]]
     fallback_reason: NotRequired[str | None]
+    call_format: NotRequired[str | None]
+    call_format_source: NotRequired[str | None]
 
 
 class FncallDebugState(TypedDict):
@@ -52,6 +61,8 @@ class FncallDebugState(TypedDict):
     dialect: NotRequired[str | None]
     model_input: NotRequired[list[dict[str, Any]]]
     fallback_reason: NotRequired[str | None]
+    call_format: NotRequired[str | None]
+    call_format_source: NotRequired[str | None]
 
 
 def check_input(input: Any) -> None:

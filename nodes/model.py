@@ -16,6 +16,13 @@ made again at once in the fallback dialect, as LangChain's ``ModelFallbackMiddle
 does), a native reply that writes its calls as a prompt dialect's markup (that dialect
 from now on), or replies whose calls cannot be read again and again (ReAct from now on).
 
+The thread's call format (how its model writes calls into text, read with it) is known
+before the reply is read: a prompt dialect's own, else the model's, resolved once per model
+and process (declared, its server's chat template, its name: see
+:func:`~fncall_graph.adapters.models.call_format.resolve_call_format`). When none says, the
+first call read in a known format in a native reply sets it for the thread, saved with
+that reply as the dialect is (``call_format``, ``call_format_source``).
+
 Constrained decoding (prompt dialects, servers that apply a GBNF ``grammar``, such as
 llama.cpp): each call carries the dialect's grammar in ``extra_body``, so the model can
 only write calls to the listed tools with arguments that fit their schemas, or an answer.
@@ -23,6 +30,7 @@ only write calls to the listed tools with arguments that fit their schemas, or a
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any, Literal
 from uuid import UUID
 
@@ -38,6 +46,7 @@ from fncall_graph.adapters.formats.grammar import grammar_max_bytes
 from fncall_graph.adapters.formats.normalize import MARKUP_FORMAT_KEY
 from fncall_graph.adapters.formats.registry import PROMPT_DIALECTS
 from fncall_graph.adapters.models import is_tools_unsupported_error, unreachable_server
+from fncall_graph.adapters.models.call_format import CallFormat, resolve_call_format
 from fncall_graph.adapters.models.chat_model import with_dialect
 
 from ._plan import DialectPlan, model_calls_this_turn, unparsed_streak
@@ -135,6 +144,8 @@ class ModelNode:
         constrained: send prompt dialects' grammars with each call (``extra_body``):
             ``False`` never, ``True`` always (calls or an answer), ``"first_call"`` always,
             with the first call of each user turn held to tool calls only.
+        call_format: the format the model writes calls into a native reply's text in, as
+            declared; ``None``: resolved for the model, else learned in each thread.
     """
 
     def __init__(
@@ -144,17 +155,21 @@ class ModelNode:
         *,
         max_iterations: int,
         constrained: bool | Literal["first_call"] = False,
+        call_format: str | None = None,
     ) -> None:
         self.model = model
         self.plan = plan
         self.max_iterations = max_iterations
         self.constrained = constrained
-        self._runnables: dict[tuple[str, bool], Runnable] = {}
+        self.call_format = call_format
+        self._runnables: dict[tuple[str, bool, str | None], Runnable] = {}
 
     # -- what to call
 
-    def _runnable(self, dialect: Dialect, *, require_call: bool = False) -> Runnable:
-        key = (dialect.name, require_call)
+    def _runnable(
+        self, dialect: Dialect, *, require_call: bool = False, call_format: str | None = None
+    ) -> Runnable:
+        key = (dialect.name, require_call, call_format)
         if key not in self._runnables:
             tools = list(self.plan.tools)
             options: dict[str, Any] = {}
@@ -171,12 +186,24 @@ class ModelNode:
                 # the model's own extra_body (if any) is kept
                 extra = {**(getattr(self.model, "extra_body", None) or {}), "grammar": grammar}
                 options = {"extra_body": extra, **_room_for(grammar, self.model)}
-            self._runnables[key] = with_dialect(self.model, dialect).bind_tools(tools, **options)
+            model = with_dialect(self.model, dialect, call_format=call_format)
+            self._runnables[key] = model.bind_tools(tools, **options)
         return self._runnables[key]
 
-    def _call_for(self, calls_this_turn: int, dialect: Dialect) -> Runnable:
+    def _call_for(self, calls_this_turn: int, dialect: Dialect, state: dict[str, Any]) -> Runnable:
         first = calls_this_turn == 0
-        return self._runnable(dialect, require_call=self.constrained == "first_call" and first)
+        fmt = self._format(dialect, state).name if dialect.native else None
+        return self._runnable(
+            dialect, require_call=self.constrained == "first_call" and first, call_format=fmt
+        )
+
+    def _format(self, dialect: Dialect, state: dict[str, Any]) -> CallFormat:
+        """The thread's call format: a prompt dialect's own; one learned in the thread;
+        else the model's (declared, from its server, by its name), resolved once."""
+        learned = state.get("call_format")
+        if dialect.native and learned and state.get("call_format_source") == "learned":
+            return CallFormat(learned, "learned", "the thread's first call read")
+        return resolve_call_format(self.model, dialect=dialect, declared=self.call_format)
 
     # -- node
 
@@ -201,6 +228,9 @@ class ModelNode:
         if limit is not None:
             return limit
         dialect = self.plan.current(state)
+        # the model's call format may be asked of its server (once per process): not on
+        # the event loop
+        await asyncio.to_thread(self._format, dialect, state)
         sent = _SentInput()
         calls = model_calls_this_turn(state["messages"])
         try:
@@ -221,7 +251,7 @@ class ModelNode:
         sent: _SentInput,
     ) -> tuple[Runnable, list[BaseMessage], RunnableConfig]:
         """What one model call sends: the runnable, the history and the config."""
-        runnable = self._call_for(calls, dialect)
+        runnable = self._call_for(calls, dialect, state)
         history = self.plan.with_system(state["messages"])
         return runnable, history, merge_configs(config, {"callbacks": [sent]})
 
@@ -299,4 +329,11 @@ class ModelNode:
             update["fallback_reason"] = reason
         if reason is not None or state.get("dialect") != dialect.name:
             update["dialect"] = dialect.name  # the thread's dialect, from its first call on
+        fmt = self._format(dialect, state)
+        if dialect.native and fmt.name is None and markup and message.tool_calls:
+            # nothing said the format: the thread's first call read in one tells it
+            fmt = CallFormat(markup, "learned", "the thread's first call read")
+        if (state.get("call_format"), state.get("call_format_source")) != (fmt.name, fmt.source):
+            update["call_format"] = fmt.name
+            update["call_format_source"] = fmt.source
         return update

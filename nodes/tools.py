@@ -40,6 +40,7 @@ from langgraph.types import Send
 
 from fncall_graph._compat import has_own_async
 from fncall_graph.adapters.checkpoint.claims import (
+    DEFAULT_LEASE,
     ClaimKey,
     ClaimRow,
     TaskClaim,
@@ -123,9 +124,11 @@ def _why_unknown(claim: ClaimRow) -> str:
         )
     if claim.holder.is_this_process():
         return f"the run making this call ({who}) ended without recording the call's outcome"
+    last = time.strftime("%H:%M:%S UTC", time.gmtime(claim.renewed_at or claim.created_at))
     return (
-        f"the run making this call ({who}) stopped renewing its claim, so it ended without "
-        "recording the call's outcome (the process lives on)"
+        f"the run making this call ({who}) stopped renewing its claim at {last} and had "
+        "not recorded an outcome; its process lives on (it may be frozen or stalled, and "
+        "may still be running the call: if it wakes, it stops without recording anything)"
     )
 
 
@@ -222,6 +225,9 @@ class ToolDispatchNode:
         idempotent_tools: tools that may run again when a process died during their
             call (see :func:`is_idempotent`); other calls then get an "outcome unknown"
             answer.
+        lease: seconds a running call's claim counts as held after its process last
+            renewed it (see :class:`~fncall_graph.adapters.checkpoint.claims.CallClaims`);
+            a run that lost a claim this way stops with ``ToolCallTakenOver``.
         name: this node's name in the graph, where :meth:`dispatch` sends each call.
 
     In a thread with a checkpointer, each call is claimed in the checkpointer's database
@@ -256,9 +262,11 @@ class ToolDispatchNode:
         max_result_chars: int | None = 100_000,
         max_stored_result_chars: int | None = DEFAULT_MAX_STORED_RESULT_CHARS,
         idempotent_tools: Sequence[str] = (),
+        lease: float | None = DEFAULT_LEASE,
         name: str = "tools",
     ) -> None:
         self.name = name
+        self.lease = lease
         self.timeout = timeout
         self.max_result_chars = max_result_chars
         self.max_stored_result_chars = max_stored_result_chars
@@ -312,7 +320,7 @@ class ToolDispatchNode:
     def _claim(self, request: ToolCallRequest) -> TaskClaim | None:
         """The claim on this call; ``None`` outside a saved thread."""
         call_id = request.tool_call.get("id")
-        return claim_in_task(request.runtime.config, call_id)
+        return claim_in_task(request.runtime.config, call_id, stale_after=self.lease)
 
     def _claim_terms(self, request: ToolCallRequest) -> dict[str, Any]:
         call = request.tool_call

@@ -5,6 +5,8 @@ a file, or ``postgres`` with a URL).
 
 - ``hold``: claims the call and runs it: prints ``running``, then waits for a line on
   stdin before the call returns (its heartbeat renews the claim meanwhile);
+  if its claim was taken over meanwhile (it was frozen past the lease), it prints
+  ``taken over`` and exits with status 3;
 - ``stuck``: claims and runs the call, but every write of its outcome fails (the
   database went away as the call ended), so the claim is left ``running``; prints
   ``stuck`` and lives on until a line comes on stdin.
@@ -16,7 +18,13 @@ import sys
 from typing import Any
 
 from fncall_graph.adapters.checkpoint import postgres_saver, sqlite_saver
-from fncall_graph.adapters.checkpoint.claims import CallClaims, ClaimKey, _Finish, claims_for
+from fncall_graph.adapters.checkpoint.claims import (
+    CallClaims,
+    ClaimKey,
+    ToolCallTakenOver,
+    _Finish,
+    claims_for,
+)
 
 
 class NoWrites:
@@ -57,6 +65,9 @@ def main() -> None:
         except ConnectionError:
             print("stuck", flush=True)
             sys.stdin.readline()
+        except ToolCallTakenOver:
+            print("taken over", flush=True)
+            sys.exit(3)
 
 
 if __name__ == "__main__":

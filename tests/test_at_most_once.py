@@ -285,3 +285,37 @@ def test_tool_timeout_has_a_default_and_none_is_allowed():
     assert default == DEFAULT_TOOL_TIMEOUT and default is not None and default > 0
     graph = create_fncall_graph(ReplayChatModel(["ok"]), [], tool_timeout=None)
     assert graph.invoke({"messages": [("user", "hi")]})["messages"][-1].content == "ok"
+
+
+def test_a_sync_tool_that_outlives_its_event_loop_settles_its_claim(tmp_path):
+    """Under ``ainvoke`` with an async saver, a sync tool past its timeout runs on in a
+    thread of its own; its run, the saver and the event loop end before it does. Its
+    claim is settled with its real outcome all the same (the async saver's claims are
+    written on a connection of their own, not through the closed loop: the claim stayed
+    ``running`` until its lease lapsed, "Event loop is closed")."""
+    entered, release = threading.Event(), threading.Event()
+
+    @tool
+    def send(text: str) -> str:
+        """Send a message."""
+        entered.set()
+        release.wait()
+        return "sent"
+
+    model = ReplayChatModel([call("send", {"text": "hi"}, "c1"), "ok"])
+    db = tmp_path / "c.db"
+
+    async def scenario() -> None:
+        async with async_sqlite_saver(db) as saver:
+            graph = create_fncall_graph(
+                model, [send], dialect="native", checkpointer=saver, tool_timeout=0.2
+            )
+            await graph.ainvoke(
+                {"messages": [("user", "go")]}, {"configurable": {"thread_id": "t"}}
+            )
+
+    asyncio.run(scenario())  # the loop is closed now; the tool still runs
+    assert entered.is_set() and claim_status(db, "c1") == ("running", os.getpid())
+    release.set()
+    join_tool_threads()
+    assert claim_status(db, "c1") == ("done", os.getpid())

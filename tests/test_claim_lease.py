@@ -100,11 +100,13 @@ def test_a_running_call_s_heartbeat_holds_its_claim_past_the_lease(place, reques
         assert said == "unknown" and row.status == "running"
         taken = row_of(saver, key)
         assert (taken.status, taken.holder.pid) == ("unknown", os.getpid())
-        # thawed, the holder finishes its call: its late outcome does not overwrite
+        # thawed, the holder finishes its call: its late outcome does not overwrite, and
+        # it is told it lost the call (it does not go on as if it had stored it)
         os.kill(child.pid, signal.SIGCONT)
         child.stdin.write("\n")
         child.stdin.flush()
-        assert child.wait(60) == 0
+        assert child.stdout.readline() == "taken over\n"
+        assert child.wait(60) == 3
         assert row_of(saver, key) == taken
 
 

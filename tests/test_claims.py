@@ -331,13 +331,16 @@ def test_an_outcome_that_fails_to_store_once_is_stored_on_retry(thread):
     assert once(saver, key, step, not_run) == RESULT
 
 
-def test_an_outcome_that_never_stores_leaves_the_claim_abandoned(thread):
+def test_an_outcome_that_never_stores_leaves_the_claim_abandoned(thread, caplog):
     saver, _, step, key = thread
     store = FailingFinish(claims_for(saver).store, times=FINISH_ATTEMPTS)
     claims = with_store(saver, store)
     with pytest.raises(ConnectionError, match="went away"):
         claims.once(key, step, lambda: RESULT, tool="log", idempotent=False, unknown=unknown_answer)
     assert store.tried == FINISH_ATTEMPTS
+    # the outcome is said where a person can find it: another process will not know it
+    [said] = [r for r in caplog.records if "could not be stored" in r.getMessage()]
+    assert said.levelname == "ERROR" and "logged" in said.getMessage()
     # not running: nobody waits for it; another process answers it as unknown
     assert row_of(saver, key).status == "abandoned"
     # this process had the outcome: its next run stores it and uses it, not "unknown"

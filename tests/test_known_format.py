@@ -254,7 +254,7 @@ def test_an_unknown_format_is_refused_with_the_known_names() -> None:
     ):
         with pytest.raises(
             ValueError,
-            match=r"unknown call format .klingon.; known call formats: .*hermes.*mistral",
+            match=r"unknown call format 'klingon'.*hermes.*mistral",
         ):
             call()
 

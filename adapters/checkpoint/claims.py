@@ -44,6 +44,7 @@ import asyncio
 import logging
 import os
 import socket
+import sqlite3
 import threading
 import time
 import uuid
@@ -61,7 +62,9 @@ from fncall_graph._compat import CONFIG_KEY_CHECKPOINTER, task_position
 
 __all__ = [
     "CLAIMS_TABLE",
+    "DEFAULT_BUSY_TIMEOUT",
     "DEFAULT_LEASE",
+    "RUN_KEY",
     "SWEEP_IDLE",
     "CallClaims",
     "ClaimKey",
@@ -72,12 +75,14 @@ __all__ = [
     "ToolCallAlreadyRan",
     "ToolCallClaimed",
     "ToolCallInProgress",
+    "ToolCallTakenOver",
     "aforget_deleted_threads",
     "aforget_thread",
     "claim_in_task",
     "claims_for",
     "forget_deleted_threads",
     "forget_thread",
+    "lost_run",
 ]
 
 log = logging.getLogger(__name__)
@@ -110,6 +115,14 @@ class ToolCallInProgress(ToolCallClaimed):
 
 class ToolCallAlreadyRan(ToolCallClaimed):
     """The tool call already ran in another run of the thread; it is not run again."""
+
+
+class ToolCallTakenOver(ToolCallClaimed):
+    """This run lost its claim on a tool call while the call ran: it stopped renewing
+    the claim for longer than the lease (its process was frozen, or the tool blocked
+    the event loop and the heartbeat), another run took the call over and answered it,
+    and the thread moved on. This run stops without writing anything to the thread:
+    what it would write would fork the thread and hide the run that took over."""
 
 
 # -- who holds a claim
@@ -154,6 +167,46 @@ _ACTIVE_LOCK = threading.Lock()
 # outcomes this process had but could not store with their claims: holder -> (status,
 # outcome); its next run of the call stores it then, instead of calling it unknown
 _UNSAVED: dict[str, tuple[Status, Any]] = {}
+
+#: The ``configurable`` key under which a graph run carries a token of its own
+#: (``create_fncall_graph``'s graphs set it): the claims a run makes remember it, so a
+#: run that lost a claim is known, and the savers refuse what it would still write.
+RUN_KEY = "fncall_run"
+
+#: The claim id of a thread's run hold (:mod:`.thread_runs`); no tool call id a model
+#: writes looks like it.
+THREAD_RUN_ID = "fncall:run"
+
+# runs (their RUN_KEY token) that lost a claim while their call ran -> why
+_LOST_RUNS: dict[str, ToolCallTakenOver] = {}
+_LOST_LOCK = threading.Lock()
+
+
+def lost_run(config: Any) -> ToolCallTakenOver | None:
+    """Why the run of ``config`` may write nothing more to its thread (a claim of its
+    was taken over by another run), or ``None``: the savers ask before each write."""
+    token = ((config or {}).get("configurable") or {}).get(RUN_KEY)
+    if not token:
+        return None
+    with _LOST_LOCK:
+        why = _LOST_RUNS.get(token)
+    if why is None:
+        return None
+    return ToolCallTakenOver(str(why), thread_id=why.thread_id, call_id=why.call_id, tool=why.tool)
+
+
+def run_ended(config: Any) -> None:
+    """The run of ``config`` is over: forget whether it lost a claim."""
+    token = ((config or {}).get("configurable") or {}).get(RUN_KEY)
+    if token:
+        with _LOST_LOCK:
+            _LOST_RUNS.pop(token, None)
+
+
+def _lose(run: str | None, why: ToolCallTakenOver) -> None:
+    if run:
+        with _LOST_LOCK:
+            _LOST_RUNS[run] = why
 
 
 def _this_process() -> tuple[str, int, str]:
@@ -245,10 +298,12 @@ class _Started:
 
 @dataclass
 class _Attempt:
-    """One attempt at a call: who claims it, and whether its claim replaced an earlier
-    attempt's (whose outcome is unknown, so giving the claim up would forget that)."""
+    """One attempt at a call: who claims it, for which graph run (its :data:`RUN_KEY`
+    token), and whether its claim replaced an earlier attempt's (whose outcome is
+    unknown, so giving the claim up would forget that)."""
 
     me: Owner
+    run: str | None = None
     replacing: bool = False
 
     @property
@@ -259,6 +314,10 @@ class _Attempt:
 # -- the heartbeat: while a call runs, its process renews its claim
 
 
+DEFAULT_BUSY_TIMEOUT = 10.0
+"""Seconds one SQLite statement waits for another connection's lock (SQLite's busy
+timeout)."""
+
 DEFAULT_LEASE = 60.0
 """Seconds a claim counts as held after its holder last renewed it; the holder renews it
 four times as often while its call runs."""
@@ -266,13 +325,17 @@ four times as often while its call runs."""
 
 @dataclass
 class _Heartbeat:
-    """One running call's claim, renewed every ``every`` seconds (next at ``due``)."""
+    """One running call's claim, renewed every ``every`` seconds (next at ``due``), made
+    by graph run ``run``."""
 
     store: Any
     key: ClaimKey
     owner: str
     every: float
     due: float
+    tool: str = ""
+    run: str | None = None
+    lease: float | None = None
 
 
 _WAKE = threading.Event()  # a claim joined: look again when the next renewal is due
@@ -302,16 +365,50 @@ def _heart() -> None:
                 if all(b is not beat for b in _ACTIVE.values()):
                     continue
             beat.due = now + beat.every
-            renew = _Renew(beat.key, beat.owner, time.time())
             try:
-                if isinstance(beat.store, _AsyncStore):  # its loop may be stopped: not for ever
-                    done = asyncio.run_coroutine_threadsafe(beat.store.arun(renew), beat.store.loop)
-                    done.result(timeout=beat.every)
-                else:
-                    beat.store.run(renew)
+                # an async saver's store renews on a connection of its own, never
+                # through the event loop, which the running tool may be blocking
+                if beat.store.run(_Renew(beat.key, beat.owner, time.time())) is False:
+                    _check_taken_over(beat)
             except Exception as exc:  # the next beat tries again; a lapse is the worst
                 log.warning("could not renew the claim on tool call %s: %s", beat.key.call_id, exc)
         _WAKE.wait(min((b.due for b in beats), default=now + 3600) - time.time())
+
+
+def _check_taken_over(beat: _Heartbeat) -> None:
+    """A renewal matched no running claim of ours: if another run holds the claim now
+    (or it is gone), this run lost it: its writes are refused from here on."""
+    held = beat.store.run(_Get(beat.key))
+    if held is not None and held.owner == beat.owner:
+        return  # ours still: the call finished between the look and the renewal
+    error = _taken_over(beat.key, beat.tool, held, beat.lease)
+    log.error("%s", error)
+    _lose(beat.run, error)
+    _forget(Owner.parse(beat.owner))
+
+
+def _taken_over(
+    key: ClaimKey, tool: str, held: ClaimRow | None, lease: float | None
+) -> ToolCallTakenOver:
+    if held is None:
+        by = "its claim was deleted (the thread was deleted)"
+    else:
+        by = f"{held.holder.describe()} took the call over (it is now {held.status!r} there)"
+    lapse = f"for over {lease:g} s" if lease is not None else "too long"
+    what = (
+        "this run's hold on the thread was taken over while the run went on"
+        if key.call_id == THREAD_RUN_ID
+        else f"tool call {key.call_id} ({tool}) was taken over while this run ran it"
+    )
+    return ToolCallTakenOver(
+        f"thread {key.thread_id!r}: {what}: the run had not renewed its claim {lapse} (its process was "
+        f"frozen, or the tool blocked the event loop), and {by}. This run stopped and "
+        "writes nothing more to the thread; read the thread with get_state. The call may "
+        "have taken effect here: the thread's answer to it says its outcome is unknown.",
+        thread_id=key.thread_id,
+        call_id=key.call_id,
+        tool=tool,
+    )
 
 
 # -- operations on a claim store, as data: one flow drives a sync or an async store
@@ -545,23 +642,51 @@ class _SqliteStore(_SqlStore):
 
 
 class _AsyncStore(_SqlStore):
-    """The claims of an async saver. A sync caller in another thread (a sync tool under
-    a timeout runs in a thread of its own) runs them on the saver's event loop, as the
-    saver's own sync methods do."""
+    """The claims of an async saver.
+
+    A caller in another thread (the heartbeat; a sync tool under a timeout, which runs
+    in a thread of its own) runs them on a connection of the store's own, never through
+    the saver's event loop: a tool that blocks that loop must not stop its own claim's
+    renewals (its lease would lapse while it runs). Until the store knows how to open
+    that connection, they go through the loop, as the saver's own sync methods do.
+    """
 
     def __init__(self, conn: Any, lock: Any, *, postgres: bool, loop: Any) -> None:
         super().__init__(conn, lock, postgres=postgres)
         self.loop = loop
+        self.own: _SqlStore | None = None
+        self.own_lock = threading.Lock()
 
     def run(self, op: _Op) -> Any:
-        return asyncio.run_coroutine_threadsafe(self.arun(op), self.loop).result()
+        own = self.own or self.open_own()
+        if own is None:
+            return asyncio.run_coroutine_threadsafe(self.arun(op), self.loop).result()
+        return own.run(op)
+
+    def open_own(self) -> _SqlStore | None:
+        """The store on a connection of its own (``None``: not known how to open one)."""
+        return None
 
     async def arun(self, op: _Op) -> Any:
         raise NotImplementedError
 
 
 class _AioSqliteStore(_AsyncStore):
+    """An ``AsyncSqliteSaver``'s claims, on a ``sqlite3`` connection of their own to its
+    file: each statement and its commit run in one call on a worker thread, so an event
+    loop blocked between two awaits never keeps the file's write lock from the other
+    processes. (A database in memory has no second connection: the saver's is used.)"""
+
+    file: str | None = None
+
     async def arun(self, op: _Op) -> Any:
+        if self.file is None:
+            async with self.lock, self.conn.execute("PRAGMA database_list") as cur:
+                rows = list(await cur.fetchall())
+            self.file = next((str(r[2] or "") for r in rows if r[1] == "main"), "")
+        own = self.own or self.open_own()
+        if own is not None:
+            return await asyncio.to_thread(own.run, op)
         async with self.lock:
             if not self.ready:
                 for ddl in (self.create, self.migrate):
@@ -574,6 +699,17 @@ class _AioSqliteStore(_AsyncStore):
                 count = cur.rowcount
             await self.conn.commit()
             return self.outcome(op, count, rows)
+
+    def open_own(self) -> _SqlStore | None:
+        if not self.file:
+            return None
+        with self.own_lock:
+            if self.own is None:
+                conn = sqlite3.connect(
+                    self.file, timeout=DEFAULT_BUSY_TIMEOUT, check_same_thread=False
+                )
+                self.own = _SqliteStore(conn, threading.Lock(), postgres=False)
+        return self.own
 
 
 class _PostgresStore(_SqlStore):
@@ -598,6 +734,31 @@ class _PostgresStore(_SqlStore):
 
 
 class _AsyncPostgresStore(_AsyncStore):
+    def open_own(self) -> _SqlStore | None:
+        """A one-connection pool (checked before use) to the saver's server."""
+        with self.own_lock:
+            if self.own is None:
+                from psycopg.conninfo import make_conninfo
+                from psycopg_pool import ConnectionPool
+
+                if self.pooled:
+                    conninfo, kwargs = self.conn.conninfo, dict(self.conn.kwargs or {})
+                else:
+                    info = self.conn.info
+                    conninfo = make_conninfo(info.dsn, password=info.password or None)
+                    kwargs = {}
+                pool = ConnectionPool(
+                    conninfo,
+                    min_size=1,
+                    max_size=1,
+                    kwargs={**kwargs, "autocommit": True},
+                    check=ConnectionPool.check_connection,
+                    open=True,
+                )
+                self.own = _PostgresStore(pool, None, postgres=True)
+                weakref.finalize(self, pool.close)
+        return self.own
+
     async def arun(self, op: _Op) -> Any:
         from psycopg.rows import tuple_row
 
@@ -671,7 +832,8 @@ def claim_in_task(
         return None
     thread_id, namespace, step = position
     claims = claims_for(saver, stale_after=stale_after)
-    return TaskClaim(claims, ClaimKey(thread_id, namespace, call_id), step)
+    run = ((config or {}).get("configurable") or {}).get(RUN_KEY)
+    return TaskClaim(claims, ClaimKey(thread_id, namespace, call_id), step, run)
 
 
 def claims_for(
@@ -828,6 +990,7 @@ class CallClaims:
         tool: str,
         idempotent: bool,
         unknown: Callable[[ClaimRow], T],
+        graph_run: str | None = None,
     ) -> T:
         """Run the call ``key`` at most once: claim it, ``run()`` it, store its outcome.
 
@@ -840,7 +1003,11 @@ class CallClaims:
         - the call raised, or the attempt stopped inside it or before its outcome was
           stored: the claim is marked ``abandoned`` (its outcome is unknown);
         - the outcome could not be stored: tried :data:`FINISH_ATTEMPTS` times, then the
-          claim is abandoned and the error raised.
+          claim is abandoned and the error raised;
+        - the claim was taken over while the call ran (this process stopped renewing it
+          for longer than the lease, and another run answered the call):
+          :class:`ToolCallTakenOver` is raised, the outcome is not stored, and the graph
+          run ``graph_run`` is marked lost, so the savers refuse its further writes.
 
         Already claimed: the stored outcome is returned if the call ran and the thread
         did not save it; ``unknown(claim)`` answers a call whose earlier attempt stopped
@@ -854,8 +1021,10 @@ class CallClaims:
             tool: the tool's name (said in errors).
             idempotent: whether the call may run again when its outcome is unknown.
             unknown: the answer to a call whose outcome is unknown.
+            graph_run: the graph run making the call (its :data:`RUN_KEY` token).
         """
-        return self._drive(self._once(key, step, tool, idempotent, unknown), run)
+        flow = self._once(key, step, tool, idempotent, unknown, graph_run)
+        return self._drive(flow, run)
 
     async def aonce(
         self,
@@ -866,9 +1035,11 @@ class CallClaims:
         tool: str,
         idempotent: bool,
         unknown: Callable[[ClaimRow], T],
+        graph_run: str | None = None,
     ) -> T:
         """:meth:`once` for an async ``run``."""
-        return await self._adrive(self._once(key, step, tool, idempotent, unknown), run)
+        flow = self._once(key, step, tool, idempotent, unknown, graph_run)
+        return await self._adrive(flow, run)
 
     def stored(self, key: ClaimKey) -> Any:
         """The outcome stored with call ``key``'s claim; ``None`` if none is stored."""
@@ -948,8 +1119,9 @@ class CallClaims:
         tool: str,
         idempotent: bool,
         unknown: Callable[[ClaimRow], Any],
+        graph_run: str | None = None,
     ) -> _Flow:
-        attempt = _Attempt(Owner.here())
+        attempt = _Attempt(Owner.here(), graph_run)
         try:
             try:
                 started = yield from self._start(key, tool, step, idempotent, attempt)
@@ -975,7 +1147,7 @@ class CallClaims:
             except BaseException:
                 yield from self._settle(key, attempt.holder, abandon=True)
                 raise
-            yield from self._store(key, attempt.holder, output, status)
+            yield from self._store(key, attempt, output, status, tool)
             return output
         finally:
             _forget(attempt.me)
@@ -997,7 +1169,7 @@ class CallClaims:
         mine = ClaimRow(key, tool, attempt.holder, step, "running", time.time())
         for _ in range(8):  # a claim that changes hands while we look: look again
             if (yield _Insert(mine)):
-                return self._began(attempt.me, key)
+                return self._began(attempt, key, tool)
             held: ClaimRow | None = yield _Get(key)
             if held is None:
                 continue
@@ -1023,7 +1195,7 @@ class CallClaims:
                     )
                 attempt.replacing = True  # from here on, the claim may be ours
                 if (yield _Swap(mine, held.owner)):
-                    return self._began(attempt.me, key) if idempotent else _Started(unknown=held)
+                    return self._began(attempt, key, tool) if idempotent else _Started(unknown=held)
                 attempt.replacing = False
                 continue
             moved_on = (yield _Head(key)) != step
@@ -1041,29 +1213,47 @@ class CallClaims:
             return _Started(output=self.saver.serde.loads_typed((held.result_type, held.result)))
         raise RuntimeError(f"tool call claim {key} kept changing hands")
 
-    def _began(self, me: Owner, key: ClaimKey) -> _Started:
+    def _began(self, attempt: _Attempt, key: ClaimKey, tool: str) -> _Started:
         every = (self.stale_after if self.stale_after is not None else DEFAULT_LEASE) / 4
-        _hold(me, _Heartbeat(self.store, key, str(me), every, time.time() + every))
+        beat = _Heartbeat(self.store, key, attempt.holder, every, time.time() + every)
+        beat.tool, beat.run, beat.lease = tool, attempt.run, self.stale_after
+        _hold(attempt.me, beat)
         return _Started(run=True)
 
-    def _store(self, key: ClaimKey, holder: str, output: Any, status: Status) -> _Flow:
-        """Store the outcome with the claim; the last failure abandons it and is raised."""
-        for attempt in range(1, FINISH_ATTEMPTS + 1):
+    def _store(
+        self, key: ClaimKey, attempt: _Attempt, output: Any, status: Status, tool: str
+    ) -> _Flow:
+        """Store the outcome with the claim; the last failure abandons it and is raised.
+        A claim that is no longer this attempt's (taken over) raises
+        :class:`ToolCallTakenOver` and marks the graph run lost."""
+        holder = attempt.holder
+        for tries in range(1, FINISH_ATTEMPTS + 1):
             try:
                 rtype, data = self.saver.serde.dumps_typed(output)
-                yield _Finish(key, holder, status, rtype, data, time.time())
-                return None
+                stored = yield _Finish(key, holder, status, rtype, data, time.time())
             except Exception as exc:
-                if attempt < FINISH_ATTEMPTS:
+                if tries < FINISH_ATTEMPTS:
                     log.warning(
                         "could not store the outcome of tool call %s (attempt %d of %d): %s",
                         key.call_id,
-                        attempt,
+                        tries,
                         FINISH_ATTEMPTS,
                         exc,
                     )
                     continue
                 _UNSAVED[holder] = (status, output)  # its next run here stores it
+                # another process that asks first answers "outcome unknown": say here
+                # what the outcome was, so a person can still find it
+                log.error(
+                    "the outcome of tool call %s (%s, thread %r) could not be stored: %s. "
+                    "This process stores it when its thread is resumed here; elsewhere the "
+                    "call is answered 'outcome unknown'. Its outcome was: %.2000s",
+                    key.call_id,
+                    tool,
+                    key.thread_id,
+                    exc,
+                    getattr(output, "content", output),
+                )
                 yield from self._settle(key, holder, abandon=True)
                 raise
             except GeneratorExit:
@@ -1071,7 +1261,23 @@ class CallClaims:
             except BaseException:  # stopped while storing: the outcome may not be stored
                 yield from self._settle(key, holder, abandon=True)
                 raise
+            if stored is False:  # matched no row of ours: another run took the call
+                yield from self._taken(key, attempt, output, tool)
+            return None
         return None
+
+    def _taken(self, key: ClaimKey, attempt: _Attempt, output: Any, tool: str) -> _Flow:
+        """This attempt's claim was taken over: say so and stop the graph run's writes.
+        (The outcome it had is logged: the thread holds the other run's answer.)"""
+        try:
+            held: ClaimRow | None = yield _Get(key)
+        except Exception:
+            held = None
+        error = _taken_over(key, tool, held, self.stale_after)
+        _lose(attempt.run, error)
+        shown = getattr(output, "content", output)
+        log.error("%s Its outcome in this run was: %.300s", error, shown)
+        raise error
 
     @staticmethod
     def _settle(key: ClaimKey, holder: str, *, abandon: bool) -> _Flow:
@@ -1143,11 +1349,13 @@ class TaskClaim:
         claims: the claims of the task's thread.
         key: the call.
         step: the checkpoint the task's step runs from.
+        run: the graph run's :data:`RUN_KEY` token, if it has one.
     """
 
     claims: CallClaims
     key: ClaimKey
     step: str
+    run: str | None = None
 
     def once(
         self,
@@ -1159,7 +1367,13 @@ class TaskClaim:
     ) -> T:
         """Run the call at most once (see :meth:`CallClaims.once`)."""
         return self.claims.once(
-            self.key, self.step, run, tool=tool, idempotent=idempotent, unknown=unknown
+            self.key,
+            self.step,
+            run,
+            tool=tool,
+            idempotent=idempotent,
+            unknown=unknown,
+            graph_run=self.run,
         )
 
     async def aonce(
@@ -1171,7 +1385,13 @@ class TaskClaim:
         unknown: Callable[[ClaimRow], T],
     ) -> T:
         return await self.claims.aonce(
-            self.key, self.step, run, tool=tool, idempotent=idempotent, unknown=unknown
+            self.key,
+            self.step,
+            run,
+            tool=tool,
+            idempotent=idempotent,
+            unknown=unknown,
+            graph_run=self.run,
         )
 
     def review(self) -> None:

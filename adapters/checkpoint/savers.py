@@ -41,7 +41,7 @@ from langgraph.checkpoint.base import ChannelVersions, Checkpoint, CheckpointMet
 from langgraph.checkpoint.sqlite import SqliteSaver
 from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
 
-from .claims import aforget_thread, forget_thread
+from .claims import DEFAULT_BUSY_TIMEOUT, aforget_thread, forget_thread, lost_run
 
 if TYPE_CHECKING:
     from langgraph.checkpoint.postgres import PostgresSaver
@@ -61,10 +61,6 @@ __all__ = [
 log = logging.getLogger(__name__)
 
 T = TypeVar("T")
-
-DEFAULT_BUSY_TIMEOUT = 10.0
-"""Seconds one SQLite statement waits for another connection's lock (SQLite's busy
-timeout); a checkpoint write is tried :data:`WRITE_ATTEMPTS` times."""
 
 WRITE_ATTEMPTS = 3
 """How many times a checkpoint write that found the database locked is tried."""
@@ -87,8 +83,16 @@ _POSTGRES_MISSING = (
 
 
 class _ForgetsClaims:
-    """``delete_thread`` also deletes the thread's tool call claims (and the results
-    stored with them), which live in a table of their own beside the checkpoints."""
+    """What the product's savers add for tool call claims, which live in a table of
+    their own beside the checkpoints:
+
+    - ``delete_thread`` also deletes the thread's claims (and the results stored with
+      them);
+    - a graph run that lost a claim (:class:`~.claims.ToolCallTakenOver`: another run
+      took its call over and the thread moved on) writes nothing more: each of its
+      checkpoints and step writes is refused with that error, so its stale branch never
+      becomes the thread's head (``durability="exit"`` saves at the end of a failed run).
+    """
 
     def delete_thread(self, thread_id: str) -> None:
         super().delete_thread(thread_id)  # type: ignore[misc]
@@ -97,6 +101,28 @@ class _ForgetsClaims:
     async def adelete_thread(self, thread_id: str) -> None:
         await super().adelete_thread(thread_id)  # type: ignore[misc]
         await aforget_thread(self, thread_id)  # type: ignore[arg-type]
+
+    def put(self, config: RunnableConfig, *args: Any, **kwargs: Any) -> RunnableConfig:
+        _refuse_lost(config)
+        return super().put(config, *args, **kwargs)  # type: ignore[misc]
+
+    async def aput(self, config: RunnableConfig, *args: Any, **kwargs: Any) -> RunnableConfig:
+        _refuse_lost(config)
+        return await super().aput(config, *args, **kwargs)  # type: ignore[misc]
+
+    def put_writes(self, config: RunnableConfig, *args: Any, **kwargs: Any) -> None:
+        _refuse_lost(config)
+        super().put_writes(config, *args, **kwargs)  # type: ignore[misc]
+
+    async def aput_writes(self, config: RunnableConfig, *args: Any, **kwargs: Any) -> None:
+        _refuse_lost(config)
+        await super().aput_writes(config, *args, **kwargs)  # type: ignore[misc]
+
+
+def _refuse_lost(config: RunnableConfig) -> None:
+    lost = lost_run(config)
+    if lost is not None:
+        raise lost
 
 
 _WITH_CLAIMS: dict[type, type] = {}

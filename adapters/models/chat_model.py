@@ -80,6 +80,7 @@ from ..formats.readers import AUTO, get_reader
 from ..formats.readers.whole_reply import OPENERS, may_be_calls_only
 from ..formats.reading import Echoes, echo_sources
 from ..formats.registry import get_dialect
+from .call_format import check_call_format, resolve_call_format
 from .capabilities import accepts_grammar
 from .structured_output import (
     JSON_OUTPUT_KEY,
@@ -273,9 +274,12 @@ class DialectChatModel(BaseChatModel):
         model: the wrapped chat model; it may be bound (``ChatOpenAI(...).bind(...)``, its
             arguments go with every call) or configurable (``configurable_fields``).
         dialect: the dialect used at the model boundary.
-        call_format: the model's call format when known (one of
-            :data:`~fncall_graph.adapters.formats.readers.CALL_FORMATS`): replies are read
-            only in it, as its engine reads them; ``None``: detected in each reply.
+        call_format: the model's call format (one of
+            :data:`~fncall_graph.adapters.formats.readers.CALL_FORMATS`, or a model
+            family's name): replies are read only in it, as its engine reads them.
+            ``None``: with ``"native"``, the model's own, resolved once (see
+            :func:`~fncall_graph.adapters.models.call_format.resolve_call_format`), else
+            detected in each reply.
 
     ``temperature``, ``max_tokens``, ``stop``, ``timeout``, ``max_retries`` and
     ``streaming`` given to the constructor are set on the wrapped model, which must
@@ -321,9 +325,8 @@ class DialectChatModel(BaseChatModel):
     @field_validator("call_format")
     @classmethod
     def _known_format(cls, value: str | None) -> str | None:
-        if value is not None:
-            get_reader(value)  # raises for an unknown name, listing the known ones
-        return value
+        # a family's name is its format's; an unknown name raises, listing the known ones
+        return None if value is None else check_call_format(value)
 
     @model_validator(mode="after")
     def _profile_of_the_model(self) -> DialectChatModel:
@@ -392,7 +395,7 @@ class DialectChatModel(BaseChatModel):
         # the wrapped model's own parameters, so wrappers of two models never share a
         # cache entry (read only when a LangChain cache is set)
         params: dict[str, Any] = {"dialect": repr(self.dialect), "model": self.chat_model.asdict()}
-        if self.call_format is not None:  # read otherwise: another cache entry
+        if self.call_format is not None:  # replies are read in it
             params["call_format"] = self.call_format
         if isinstance(self.model, RunnableBinding):  # its arguments go with every call
             params["bound"] = repr(sorted(self.model.kwargs.items()))
@@ -589,7 +592,11 @@ class DialectChatModel(BaseChatModel):
         call.forced = not self.dialect.native and forced
         call.one_call = not self.dialect.native and options.get("parallel_tool_calls") is False
         call.json_answer = json_answer
-        call.call_format = self.call_format
+        call.call_format = (
+            resolve_call_format(self.chat_model, declared=self.call_format).name
+            if self.dialect.native
+            else self.call_format
+        )
         call.echoes = Echoes(echo_sources(messages))
         return call
 
@@ -755,10 +762,14 @@ def with_dialect(
         dialect: ``"hermes"`` (alias ``"nous"``), ``"qwen"``, ``"react"``, ``"native"``,
             or a :class:`~fncall_graph.adapters.formats.base.Dialect` instance (e.g.
             ``get_dialect("qwen", lang="zh")``).
-        call_format: the model's call format, when known (``"hermes"``, ``"mistral"``,
-            ``"gemma4"``, … one of
-            :data:`~fncall_graph.adapters.formats.readers.CALL_FORMATS`): its replies are
-            read only in that format, anywhere in the text, as its engine reads them.
+        call_format: the format the model writes its calls in (``"mistral"``,
+            ``"harmony"``, … one of
+            :data:`~fncall_graph.adapters.formats.readers.CALL_FORMATS`, or a family's
+            name such as ``"qwen3-coder"``): its replies are read only in that format,
+            anywhere in the text, as its engine reads them; ``None``: with ``"native"``,
+            the model's own, asked of its server or told by its name once per process
+            (see :func:`~fncall_graph.adapters.models.call_format.resolve_call_format`),
+            else detected in each reply.
 
     Returns:
         A :class:`DialectChatModel` wrapping ``model``.
@@ -788,6 +799,8 @@ def with_dialect(
         >>> raw.inputs[0][0].content.startswith("# Tools")
         True
     """
+    if call_format is not None:
+        call_format = check_call_format(call_format)
     return DialectChatModel(model=model, dialect=dialect, call_format=call_format)
 
 

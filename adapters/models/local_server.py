@@ -416,6 +416,8 @@ class LocalModelServer:
         # SmolLM2 has no trained tool format; constrained Hermes calls serve it best
         # (measured with bench/real_model.py)
         kwargs.setdefault("dialect", "hermes")
+        # the file served: its chat template tells the call format if /props does not
+        kwargs.setdefault("model_path", str(self.model_path or bundled_gguf_path()))
         return CompatibleChatOpenAI(**kwargs)
 
     def __repr__(self) -> str:

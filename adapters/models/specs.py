@@ -15,6 +15,12 @@ spec                                   model
 ``local``                              bundled SmolLM2-135M on a loopback llama.cpp server
 =====================================  ===============================================
 
+Any spec may end in ``?format=NAME``: the format the model writes calls into its text in
+(``http://127.0.0.1:8000/v1#Qwen3-Coder-30B?format=hermes``, ``ollama:my-tune?format=mistral``);
+a format name, or a model family's name (``?format=qwen3-coder``). It is kept in the
+model's ``metadata`` (see :mod:`.call_format`), and wins over what the server and the
+model's name say.
+
 ``resolve_model(None)`` reads ``FNCALL_MODEL`` and falls back to ``local``.
 
 Example:
@@ -36,6 +42,8 @@ from langchain_core.language_models import BaseChatModel
 from langchain_openai import ChatOpenAI
 
 from fncall_graph._compat import ChatOpenAIMaxTokens
+
+from .call_format import CALL_FORMAT_KEY, check_call_format
 
 __all__ = [
     "CompatibleChatOpenAI",
@@ -94,10 +102,14 @@ class CompatibleChatOpenAI(ChatOpenAIMaxTokens):
         dialect: the dialect ``create_fncall_graph(dialect="auto")`` speaks with this
             model, if set (the bundled ``local`` model sets ``"hermes"``); ``None``:
             native when it binds tools.
+        model_path: the model file the server serves (a GGUF file, or a folder with a
+            ``tokenizer_config.json``), if it is local: its chat template tells the
+            model's call format where the server does not (the ``local`` model sets it).
     """
 
     accepts_grammar: bool = False
     dialect: str | None = None
+    model_path: str | None = None
 
 
 def resolve_model(spec: str | BaseChatModel | None = None, **kwargs: Any) -> BaseChatModel:
@@ -136,6 +148,11 @@ def resolve_model(spec: str | BaseChatModel | None = None, **kwargs: Any) -> Bas
     text = spec.strip()
     if not text:
         raise ModelSpecError(spec, "the spec is empty", _SPEC_HELP)
+    text, call_format = _declared_format(spec, text)
+    if call_format is not None:
+        metadata = dict(kwargs.get("metadata") or {})
+        metadata[CALL_FORMAT_KEY] = call_format
+        kwargs["metadata"] = metadata
     if text == "local":
         return _local_model(text, **kwargs)
     if re.match(r"(?i)https?://", text):
@@ -153,6 +170,30 @@ def resolve_model(spec: str | BaseChatModel | None = None, **kwargs: Any) -> Bas
     if provider == "openai":
         return _openai_model(spec, name, **kwargs)
     return _init_chat_model(spec, provider, name, **kwargs)
+
+
+_FORMAT_OPTION = re.compile(r"(?:^|&)format=([^&]*)")
+
+
+def _declared_format(spec: str, text: str) -> tuple[str, str | None]:
+    """``text`` less its ``format=`` option, and the format it declares (checked).
+
+    The option stands after the last ``?`` (``…#NAME?format=x``, ``ollama:NAME?format=x``,
+    ``replay:FILE?in-order&format=x``); other options stay for their provider.
+    """
+    head, sep, options = text.rpartition("?")
+    if not sep:
+        return text, None
+    found = _FORMAT_OPTION.search(options)
+    if found is None:
+        return text, None
+    name = found.group(1).strip()
+    try:
+        fmt = check_call_format(name, "?format=")
+    except ValueError as exc:
+        raise ModelSpecError(spec, str(exc), "write ?format=NAME with a known name") from None
+    rest = "&".join(o for o in options.split("&") if o and not o.startswith("format="))
+    return (f"{head}?{rest}" if rest else head), fmt
 
 
 def _local_model(spec: str, **kwargs: Any) -> BaseChatModel:

@@ -88,17 +88,43 @@ def _build_graph(
     if gated:
         options["interrupt_on"] = dict.fromkeys(gated, True)
     dialect = initial_dialect(model, choose_dialect(args.dialect, getattr(args, "lang", None)))
+    call_format = _call_format(args)
     if args.command == "chat" or args.trace:
         names = ", ".join(t.name for t in tools) or "none (give --mcp)"
         ui.note(f"dialect {dialect.name} · {len(tools)} tools: {names}")
+        ui.note(call_format_note(model, dialect, call_format))
     return create_fncall_graph(
         model,
         tools,
         dialect=dialect,
         system_prompt=args.system,
         checkpointer=saver,
+        call_format=call_format,
         **options,
     )
+
+
+def _call_format(args: argparse.Namespace) -> str | None:
+    """``--call-format``, checked: a format or a model family's name."""
+    from fncall_graph.adapters.models.call_format import check_call_format
+
+    given = getattr(args, "call_format", None)
+    if given is None:
+        return None
+    try:
+        return check_call_format(given, "--call-format")
+    except ValueError as exc:
+        raise CLIError(str(exc)) from exc
+
+
+def call_format_note(model: BaseChatModel, dialect: Any, declared: str | None) -> str:
+    """``call format NAME (where from)``: how the model's calls in text will be read."""
+    from fncall_graph.adapters.models.call_format import resolve_call_format
+
+    fmt = resolve_call_format(model, dialect=dialect, declared=declared)
+    if fmt.name is None:
+        return "call format: not known; learned from the thread's first call"
+    return f"call format {fmt.name} ({fmt.source}: {fmt.detail})"
 
 
 def _thread(args: argparse.Namespace) -> tuple[str, bool]:
@@ -344,10 +370,12 @@ def _demo_session(
             ]
             # small models otherwise answer without calling anything
             constrained = not dialect.native and accepts_grammar(model)
+            call_format = _call_format(args)
             graph = create_fncall_graph(
                 model,
                 tools,
                 dialect=dialect,
+                call_format=call_format,
                 constrained="first_call" if constrained else False,
                 system_prompt=example.SYSTEM_PROMPT,
                 checkpointer=saver,
@@ -366,7 +394,11 @@ def _demo_session(
                 unattended=not sys.stdin.isatty(),
             )
             ui.heading(f"── {title}")
-            setup = [f"{len(tools)} MCP tools", f"dialect {dialect.name}"]
+            setup = [
+                f"{len(tools)} MCP tools",
+                f"dialect {dialect.name}",
+                call_format_note(model, dialect, call_format),
+            ]
             if constrained:
                 setup.append("first call of each question constrained to tool calls (grammar)")
             if gated:
@@ -438,6 +470,11 @@ def cmd_prompt(args: argparse.Namespace) -> int:
         dialect = get_dialect(args.dialect, **options)
     except (ValueError, TypeError) as exc:
         raise CLIError(f"--dialect {args.dialect}: {exc}") from exc
+    call_format = _call_format(args)
+    if args.model is not None:
+        # how this model's calls will be read back, on stderr: stdout is the prompt
+        model = load_model(args.model, UI(sys.stderr))
+        print(call_format_note(model, dialect, call_format), file=sys.stderr, flush=True)
     with mcp_tools(args.mcp) as tools:
         if dialect.native:
             # native calling has no prompt text: the tools travel as the request's `tools`
@@ -472,6 +509,15 @@ def _model_options(p: argparse.ArgumentParser) -> None:
         "('local': hermes; 'replay:…': the one it was recorded in); else native for models "
         "whose LangChain class binds tools ('ollama:', 'openai:', 'http://…'), switching to "
         "react for good in a thread where the server refuses tools; else react",
+    )
+    p.add_argument(
+        "--call-format",
+        metavar="NAME",
+        help="how the model writes calls into its text when its server has no tool parser "
+        "(native dialect): a format of docs/dialects.md ('mistral', 'harmony', 'hermes', ...) "
+        "or a model family ('qwen3-coder'). Default: the model's own, told by the spec's "
+        "?format=, the server's chat template or the model's name; else learned in the "
+        "thread from its first call",
     )
     p.add_argument("--trace", action="store_true", help="print every model call's four views")
     p.add_argument(
@@ -557,6 +603,16 @@ def build_parser() -> argparse.ArgumentParser:
     prompt.add_argument("--lang", choices=("zh", "en"), help="prompt language (qwen)")
     prompt.add_argument("--mcp", metavar="mcp.json", required=True, help="MCP servers")
     prompt.add_argument("--system", metavar="PROMPT", help="system prompt to put in front")
+    prompt.add_argument(
+        "--model",
+        metavar="SPEC",
+        help="also say (on stderr) the call format this model's replies are read in",
+    )
+    prompt.add_argument(
+        "--call-format",
+        metavar="NAME",
+        help="with --model: the call format to declare (see chat --help)",
+    )
     prompt.set_defaults(handler=cmd_prompt)
     return parser
 

@@ -335,6 +335,8 @@ class UI:
         self.end_answer()
         self._stop_live()
         title = f"model call {record.index} · round {record.round} · {record.question}"
+        if record.call_format is not None:  # how calls in the reply's text were read
+            title += f" · call format {record.call_format} ({record.call_format_source})"
         text = trace_text(record)
         if self.tty:
             self.console.rule(_escape(title))

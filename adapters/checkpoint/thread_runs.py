@@ -1,0 +1,216 @@
+"""One run at a time per thread, across processes.
+
+Two runs of one thread at once fork it: each saves its own branch and the last writer's
+becomes the thread's head, so the other run's turn is lost without a word (LangGraph
+itself does not stop it). A run therefore *holds the thread* while it goes on: a row in
+the claims table (:mod:`.claims`) made when it starts, renewed by the claims' heartbeat
+and deleted when it ends. A second run finds it held and, as LangGraph Server's
+multitask strategies say:
+
+- ``"enqueue"`` (the default, as on LangGraph Server): waits until the first run ends,
+  then starts from the thread as that run left it;
+- ``"reject"``: stops at once with :class:`ThreadBusy`, running nothing.
+
+A hold whose process is gone, or that was not renewed for the lease, is taken over; the
+run that lost it (frozen past the lease) writes nothing more: the savers refuse it, as
+for a lost tool call claim (:class:`~.claims.ToolCallTakenOver`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import threading
+import time
+from collections.abc import AsyncIterator, Iterator
+from contextlib import asynccontextmanager, contextmanager
+from typing import Any, Literal
+
+from langgraph.checkpoint.base import BaseCheckpointSaver
+
+from .claims import (
+    DEFAULT_LEASE,
+    THREAD_RUN_ID,
+    CallClaims,
+    ClaimKey,
+    ClaimRow,
+    Owner,
+    ToolCallClaimed,
+    _arun,
+    _forget,
+    _Get,
+    _Heartbeat,
+    _hold,
+    _Insert,
+    _Release,
+    _Swap,
+    _this_process,
+    claims_for,
+)
+
+__all__ = [
+    "LEASE_KEY",
+    "MULTITASK_KEY",
+    "THREAD_RUN_ID",
+    "Multitask",
+    "ThreadBusy",
+    "athread_run",
+    "thread_run",
+]
+
+log = logging.getLogger(__name__)
+
+Multitask = Literal["enqueue", "reject"]
+
+#: ``configurable`` keys a run's hold reads (a graph's defaults, or one run's choice).
+MULTITASK_KEY, LEASE_KEY = "fncall_multitask", "fncall_lease"
+
+_FIRST_WAIT, _LONGEST_WAIT = 0.02, 1.0  # a waiting run looks again, backing off
+
+
+class ThreadBusy(ToolCallClaimed):
+    """Another run of this thread is in progress; this run did not start and ran
+    nothing. Send it again once that run is done (or wait for it:
+    ``multitask="enqueue"``)."""
+
+
+def _busy(key: ClaimKey, held: ClaimRow, waited: float | None) -> ThreadBusy:
+    how = f"waited {waited:g} s for it; " if waited is not None else ""
+    return ThreadBusy(
+        f"thread {key.thread_id!r} has a run in progress ({held.holder.describe()}); "
+        f"{how}this run did not start and ran nothing. Send it again when that run is "
+        "done, or let it wait: multitask='enqueue'.",
+        thread_id=key.thread_id,
+        call_id=THREAD_RUN_ID,
+        tool="run",
+    )
+
+
+class _Hold:
+    """Taking a thread's run hold: the same steps for the sync and async drivers."""
+
+    def __init__(
+        self,
+        saver: BaseCheckpointSaver,
+        config: dict[str, Any],
+        token: str,
+        multitask: Multitask,
+        lease: float | None,
+        wait: float | None,
+    ) -> None:
+        if multitask not in ("enqueue", "reject"):
+            raise ValueError(f"multitask must be 'enqueue' or 'reject', got {multitask!r}")
+        conf = config.get("configurable") or {}
+        self.key = ClaimKey(
+            str(conf["thread_id"]), str(conf.get("checkpoint_ns", "")), THREAD_RUN_ID
+        )
+        self.claims: CallClaims = claims_for(saver, stale_after=lease)
+        self.me = Owner(*_this_process(), token)
+        self.token, self.multitask, self.lease, self.wait = token, multitask, lease, wait
+        self.row = ClaimRow(self.key, "run", str(self.me), "", "running", time.time())
+        self.started = time.monotonic()
+        self.pause = _FIRST_WAIT
+
+    def decide(self, inserted: bool, held: ClaimRow | None) -> str:
+        """``"held"`` (ours), ``"take"`` (swap a lost hold), ``"look"`` (again now) or
+        ``"wait"``; raises :class:`ThreadBusy` when this run may not wait."""
+        if inserted:
+            return "held"
+        if held is None:
+            return "look"
+        if held.owner == str(self.me):  # our own (an earlier attempt of this very run)
+            return "held"
+        if not self.claims._held(held):
+            return "take"
+        waited = time.monotonic() - self.started
+        if self.multitask == "reject":
+            raise _busy(self.key, held, None)
+        if self.wait is not None and waited >= self.wait:
+            raise _busy(self.key, held, round(waited, 1))
+        return "wait"
+
+    def next_pause(self) -> float:
+        pause, self.pause = self.pause, min(self.pause * 2, _LONGEST_WAIT)
+        return pause
+
+    def beat(self) -> None:
+        every = (self.lease if self.lease is not None else DEFAULT_LEASE) / 4
+        beat = _Heartbeat(self.claims.store, self.key, str(self.me), every, time.time() + every)
+        beat.tool, beat.run, beat.lease = "run", self.token, self.lease
+        _hold(self.me, beat)
+
+
+@contextmanager
+def thread_run(
+    saver: BaseCheckpointSaver,
+    config: dict[str, Any],
+    token: str,
+    *,
+    multitask: Multitask = "enqueue",
+    lease: float | None = DEFAULT_LEASE,
+    wait: float | None = None,
+) -> Iterator[None]:
+    """Hold ``config``'s thread for the run ``token`` while the block runs.
+
+    Args:
+        saver: the thread's checkpointer (the hold lives beside its claims).
+        config: the run's config (``thread_id``, ``checkpoint_ns``).
+        token: the run's token (:data:`~.claims.RUN_KEY`).
+        multitask: what a run does when the thread has another run in progress:
+            ``"enqueue"`` waits for it, ``"reject"`` raises :class:`ThreadBusy`.
+        lease: seconds a hold counts after its run last renewed it.
+        wait: longest wait of ``"enqueue"`` (seconds; ``None``: as long as the other
+            run goes on), then :class:`ThreadBusy`.
+    """
+    hold = _Hold(saver, config, token, multitask, lease, wait)
+    store = hold.claims.store
+    pausing = threading.Event()
+    while True:
+        inserted = store.run(_Insert(hold.row))
+        held = None if inserted else store.run(_Get(hold.key))
+        step = hold.decide(inserted, held)
+        if step == "held" or (step == "take" and store.run(_Swap(hold.row, held.owner))):
+            break
+        if step == "wait":
+            pausing.wait(hold.next_pause())  # another process's run: nothing to wait on
+    hold.beat()
+    try:
+        yield
+    finally:
+        _forget(hold.me)
+        try:
+            store.run(_Release(hold.key, str(hold.me)))
+        except Exception as exc:  # it lapses with the lease; the run's own error matters
+            log.warning("could not release thread %r: %s", hold.key.thread_id, exc)
+
+
+@asynccontextmanager
+async def athread_run(
+    saver: BaseCheckpointSaver,
+    config: dict[str, Any],
+    token: str,
+    *,
+    multitask: Multitask = "enqueue",
+    lease: float | None = DEFAULT_LEASE,
+    wait: float | None = None,
+) -> AsyncIterator[None]:
+    """:func:`thread_run` for ``ainvoke``/``astream``: waits without blocking the loop."""
+    hold = _Hold(saver, config, token, multitask, lease, wait)
+    store = hold.claims.store
+    while True:
+        inserted = await _arun(store, _Insert(hold.row))
+        held = None if inserted else await _arun(store, _Get(hold.key))
+        step = hold.decide(inserted, held)
+        if step == "held" or (step == "take" and await _arun(store, _Swap(hold.row, held.owner))):
+            break
+        if step == "wait":
+            await asyncio.sleep(hold.next_pause())
+    hold.beat()
+    try:
+        yield
+    finally:
+        _forget(hold.me)
+        try:
+            await asyncio.shield(_arun(store, _Release(hold.key, str(hold.me))))
+        except Exception as exc:
+            log.warning("could not release thread %r: %s", hold.key.thread_id, exc)
