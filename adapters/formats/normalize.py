@@ -32,9 +32,11 @@ from .base import (
     new_call_id,
     shown_as_example,
 )
-from .readers import AUTO, NO_CALL_MARKUP
+from .readers import AUTO, NO_CALL_MARKUP, get_reader
 from .readers.base import strict_prefix
 from .readers.whole_reply import OPENERS, whole_reply_format
+from .reading import Echoes
+from .reading import echo_sources as _echo_texts
 from .registry import get_dialect
 from .schema import ToolLike
 
@@ -68,6 +70,7 @@ def normalize(
     taken_ids: Iterable[str] = (),
     tools: Sequence[ToolLike] | None = None,
     call_format: str | None = None,
+    echo_sources: Sequence[BaseMessage] | Sequence[str] | Echoes | None = None,
 ) -> AIMessage:
     """Return the canonical form of a model's reply.
 
@@ -104,6 +107,18 @@ def normalize(
     Content given as a list of blocks becomes a string when only text is left; other
     blocks (images, say) are kept after one text block.
 
+    With ``call_format`` (the model's format, known: declared, from its server or learned
+    in the thread), the text is read the way that format's engine reads it: only that
+    format's markup is read, wherever it stands in the reply (after a sentence, in a list
+    item, calls with text between them), with the engine's repairs; markup of any other
+    format is text; nothing is guessed about a call being only shown. Without it, the
+    format is detected as above.
+
+    With ``echo_sources`` (the thread's earlier messages, or texts), a call whose name and
+    arguments a tool result or a user's message already writes, in any known format (the
+    product's neutralising marks removed), is an echo: it goes to ``invalid_tool_calls``
+    with the reason, never to ``tool_calls``.
+
     Args:
         message: the reply (``AIMessage`` or ``AIMessageChunk``).
         dialect: how calls are written in ``content``; see above.
@@ -116,6 +131,15 @@ def normalize(
             read from *markup* are fitted to their schemas (``"5"`` → ``5`` for an
             integer parameter; see :func:`~.arg_types.typed_args`). Without them, a value
             a format writes as text is read as JSON where it parses.
+        call_format: the model's call format, one of
+            :data:`~fncall_graph.adapters.formats.readers.CALL_FORMATS`; ``None``:
+            detected.
+        echo_sources: the messages before the reply (their tool results and user messages
+            are read), the texts themselves, or an :class:`~.reading.Echoes` made of them;
+            see above.
+
+    Raises:
+        ValueError: for an unknown ``call_format``, listing the known ones.
 
     Returns:
         A new ``AIMessage``; ``message`` is not modified.
@@ -140,7 +164,11 @@ def normalize(
     d = None if dialect is None else get_dialect(dialect)
     markup_format: str | None = None
     texts: dict[str, Mapping[str, str]] = {}
-    if d is not None and not d.native:
+    if call_format is not None:
+        # the model's format is known: read as its engine reads it, no guessing
+        parsed, texts = _read(get_reader(call_format), _opened_thought(text))
+        markup_format = call_format
+    elif d is not None and not d.native:
         parsed, texts = _read(d, text)
         if (parsed.tool_calls or parsed.invalid_tool_calls) and quotes_its_calls(d, text):
             # the reply shows the syntax: it calls nothing, and keeps what it shows
@@ -190,11 +218,17 @@ def normalize(
         None if tool_names is None else set(tool_names),
         CallIds(taken_ids),
     )
+    if echo_sources:
+        echoes = (
+            echo_sources if isinstance(echo_sources, Echoes) else Echoes(_sources(echo_sources))
+        )
+        calls, echoed = echoes.split(calls)
+        invalid.extend(echoed)
     # The provider's raw call list would now disagree with ``tool_calls``; the field wins.
     kwargs.pop("tool_calls", None)
     kwargs.pop("function_call", None)
     metadata = dict(message.response_metadata)
-    if markup_format is not None and calls and not field:
+    if markup_format is not None and calls and not field and (d is None or d.native):
         metadata[MARKUP_FORMAT_KEY] = markup_format
 
     return AIMessage(
@@ -207,6 +241,13 @@ def normalize(
         id=message.id,
         name=message.name,
     )
+
+
+def _sources(given: Sequence[BaseMessage] | Sequence[str]) -> list[tuple[str, str]] | list[str]:
+    """Echo sources as texts: messages are read for their tool results and user texts."""
+    if all(isinstance(g, str) for g in given):
+        return list(given)  # type: ignore[arg-type]
+    return _echo_texts([g for g in given if isinstance(g, BaseMessage)])
 
 
 def _typed(

@@ -17,7 +17,7 @@ import re
 from collections.abc import AsyncIterator, Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
-from functools import partial
+from functools import lru_cache, partial
 from typing import Any, Literal
 
 from langchain_core.callbacks import (
@@ -76,8 +76,9 @@ from ..formats.normalize import (
     unmatched,
     used_call_ids,
 )
-from ..formats.readers import AUTO
+from ..formats.readers import AUTO, get_reader
 from ..formats.readers.whole_reply import OPENERS, may_be_calls_only
+from ..formats.reading import Echoes, echo_sources
 from ..formats.registry import get_dialect
 from .call_format import check_call_format, resolve_call_format
 from .capabilities import accepts_grammar
@@ -103,9 +104,33 @@ __all__ = [
 _HOLD = sorted(
     {*(b.open for b in AUTO.blocks), *AUTO.drop_tokens, "✿FUNCTION✿"}, key=len, reverse=True
 )
-_HOLD_MARKERS = re.compile("|".join(map(re.escape, _HOLD)))
-_LONGEST = max(map(len, _HOLD)) - 1
-_MARKER_PREFIXES = frozenset(m[:j] for m in _HOLD for j in range(1, len(m)))
+
+
+@lru_cache(maxsize=64)
+def _hold_table(markers: tuple[str, ...]) -> tuple[re.Pattern[str], int, frozenset[str]]:
+    """The pattern, the longest length less one, and the prefixes of ``markers``."""
+    return (
+        re.compile("|".join(map(re.escape, markers))),
+        max(map(len, markers)) - 1,
+        frozenset(m[:j] for m in markers for j in range(1, len(m))),
+    )
+
+
+_BARE = {"json": ("{", "```"), "pythonic": ("[", "```")}
+
+
+def _hold_markers(call_format: str | None) -> tuple[str, ...]:
+    """What a native reply's stream stops showing at: a known format's own markup, or
+    every format's."""
+    if call_format is None:
+        return tuple(_HOLD)
+    if call_format in _BARE:  # calls with no markup: held from where one may start
+        return _BARE[call_format]
+    reader = get_reader(call_format)
+    blocks = getattr(reader, "blocks", ())
+    own = {*(b.open for b in blocks), *getattr(reader, "drop_tokens", ())}
+    return tuple(sorted(own or _HOLD, key=len, reverse=True))
+
 
 #: A callback handler with this attribute set to ``True`` also sees the wrapped model's
 #: own run (the rendered prompt it was sent, its reply before reading). Every other
@@ -139,7 +164,13 @@ class _Call:
     # the tools' parameter schemas by name, made when a call first needs them
     schemas: dict[str, Any] | None = None
     json_answer: bool = False  # an answer asked for as JSON by ``response_format``
-    call_format: str | None = None  # the format calls in a native reply's text are read in
+    call_format: str | None = None  # the model's call format, when known
+    echoes: Echoes | None = None  # the calls the history's results and user texts write
+
+    @property
+    def reader(self) -> Dialect:
+        """What reads the reply: the known call format's reader, else the dialect."""
+        return self.dialect if self.call_format is None else get_reader(self.call_format)
 
     def invoke(self, messages: list[BaseMessage]) -> BaseMessage:
         with _context_handlers_muted():
@@ -178,10 +209,18 @@ class _Call:
                 taken_ids=self.taken,
                 tools=self.tools,
                 call_format=self.call_format,
+                echo_sources=self.echoes,
             )
         else:
-            message = normalize(reply, self.dialect, taken_ids=self.taken, tools=self.tools)
-        message = self.dialect.fit_to_tools(message, self.tools)
+            message = normalize(
+                reply,
+                self.dialect,
+                taken_ids=self.taken,
+                tools=self.tools,
+                call_format=self.call_format,
+                echo_sources=self.echoes,
+            )
+        message = self.reader.fit_to_tools(message, self.tools)
         if self.json_answer and not message.tool_calls:
             fixed = repaired_json(text_of(message.content))
             if fixed is not None:  # read with json.loads by the caller: repaired here
@@ -212,7 +251,7 @@ class _Call:
             if self.schemas is None:
                 self.schemas = tool_schemas(self.tools)
             call = typed_call(call, texts, self.schemas)
-        fitted = self.dialect.fit_to_tools(AIMessage(content="", tool_calls=[call]), self.tools)
+        fitted = self.reader.fit_to_tools(AIMessage(content="", tool_calls=[call]), self.tools)
         return fitted.tool_calls[0] if fitted.tool_calls else call
 
 
@@ -235,9 +274,12 @@ class DialectChatModel(BaseChatModel):
         model: the wrapped chat model; it may be bound (``ChatOpenAI(...).bind(...)``, its
             arguments go with every call) or configurable (``configurable_fields``).
         dialect: the dialect used at the model boundary.
-        call_format: the format a native reply's calls in ``content`` are read in; ``None``:
-            the model's own, resolved once (see
-            :func:`~fncall_graph.adapters.models.call_format.resolve_call_format`).
+        call_format: the model's call format (one of
+            :data:`~fncall_graph.adapters.formats.readers.CALL_FORMATS`, or a model
+            family's name): replies are read only in it, as its engine reads them.
+            ``None``: with ``"native"``, the model's own, resolved once (see
+            :func:`~fncall_graph.adapters.models.call_format.resolve_call_format`), else
+            detected in each reply.
 
     ``temperature``, ``max_tokens``, ``stop``, ``timeout``, ``max_retries`` and
     ``streaming`` given to the constructor are set on the wrapped model, which must
@@ -279,6 +321,12 @@ class DialectChatModel(BaseChatModel):
             options = dict(value)
             return get_dialect(options.pop("name", None), **options)
         return get_dialect(value)
+
+    @field_validator("call_format")
+    @classmethod
+    def _known_format(cls, value: str | None) -> str | None:
+        # a family's name is its format's; an unknown name raises, listing the known ones
+        return None if value is None else check_call_format(value)
 
     @model_validator(mode="after")
     def _profile_of_the_model(self) -> DialectChatModel:
@@ -544,8 +592,12 @@ class DialectChatModel(BaseChatModel):
         call.forced = not self.dialect.native and forced
         call.one_call = not self.dialect.native and options.get("parallel_tool_calls") is False
         call.json_answer = json_answer
-        if self.dialect.native:
-            call.call_format = resolve_call_format(self.chat_model, declared=self.call_format).name
+        call.call_format = (
+            resolve_call_format(self.chat_model, declared=self.call_format).name
+            if self.dialect.native
+            else self.call_format
+        )
+        call.echoes = Echoes(echo_sources(messages))
         return call
 
     def _bound_to(
@@ -570,7 +622,9 @@ class DialectChatModel(BaseChatModel):
         if not (config and isinstance(self.model, DynamicRunnable)):
             return self
         model, _ = self.model.prepare(config)
-        return type(self)(model=model, dialect=self.dialect, profile=self.profile)
+        return type(self)(
+            model=model, dialect=self.dialect, profile=self.profile, call_format=self.call_format
+        )
 
     def invoke(
         self,
@@ -708,11 +762,14 @@ def with_dialect(
         dialect: ``"hermes"`` (alias ``"nous"``), ``"qwen"``, ``"react"``, ``"native"``,
             or a :class:`~fncall_graph.adapters.formats.base.Dialect` instance (e.g.
             ``get_dialect("qwen", lang="zh")``).
-        call_format: with ``"native"``, the format the model writes calls into its text
-            in when its server has no tool parser (``"mistral"``, ``"harmony"``, … or a
-            family's name such as ``"qwen3-coder"``); ``None``: the model's own, asked of
-            its server or told by its name once per process (see
-            :func:`~fncall_graph.adapters.models.call_format.resolve_call_format`).
+        call_format: the format the model writes its calls in (``"mistral"``,
+            ``"harmony"``, … one of
+            :data:`~fncall_graph.adapters.formats.readers.CALL_FORMATS`, or a family's
+            name such as ``"qwen3-coder"``): its replies are read only in that format,
+            anywhere in the text, as its engine reads them; ``None``: with ``"native"``,
+            the model's own, asked of its server or told by its name once per process
+            (see :func:`~fncall_graph.adapters.models.call_format.resolve_call_format`),
+            else detected in each reply.
 
     Returns:
         A :class:`DialectChatModel` wrapping ``model``.
@@ -1007,8 +1064,8 @@ class _StreamState:
         self.call = call
         self.ids = CallIds(call.taken)
         native = call.dialect.native
-        self.parser: StreamParser | None = None if native else call.dialect.stream_parser()
-        self.display = _HeldMarkup() if native else None
+        self.parser: StreamParser | None = None if native else call.reader.stream_parser()
+        self.display = _HeldMarkup(_hold_markers(call.call_format)) if native else None
         self.index = 0
         self.calls: list[ToolCall] = []  # prompt dialects: the calls read so far
         # prompt dialects: the calls' chunks, sent at the end unless the reply only
@@ -1056,7 +1113,7 @@ class _StreamState:
             self._events(out, self.parser.close())
             raw = "".join(self.raw)
             held = self.held["tool_call_chunks"]
-            if held and quotes_its_calls(self.call.dialect, raw):
+            if held and self.call.call_format is None and quotes_its_calls(self.call.dialect, raw):
                 # as normalize reads it: no calls, the syntax kept in the answer
                 out["additional_kwargs"][READ_REPLY_KEY] = {"content": quoting_answer(raw)}
                 self.calls, self.unreadable = [], False
@@ -1116,7 +1173,7 @@ class _StreamState:
         (ReAct's fenced action blob in prose), as :meth:`_Call.read` finds them."""
         reasoning = {"reasoning_content": "".join(self.reasoning)}
         whole = AIMessage(content="".join(self.shown), additional_kwargs=reasoning)
-        for c in self.call.dialect.fit_to_tools(whole, self.call.tools).tool_calls:
+        for c in self.call.reader.fit_to_tools(whole, self.call.tools).tool_calls:
             self._call(out, {**c, "id": self.ids.assign(c.get("id"))})
 
     def _reason(self, out: dict[str, Any], text: str, *, provider: bool) -> None:
@@ -1142,6 +1199,11 @@ class _StreamState:
                 call = self.call.fit(
                     {**ev.call, "id": self.ids.assign(ev.call.get("id"))}, ev.texts
                 )
+                echo = self.call.echoes.echo(call) if self.call.echoes else None
+                if echo is not None:  # as ``normalize`` refuses it
+                    self.unreadable = True
+                    self._invalid(self.held, echo)
+                    continue
                 if self.call.one_call and self.calls:
                     self._invalid(self.held, self.call.not_run(call))
                     continue
@@ -1190,7 +1252,8 @@ class _HeldMarkup:
     is read, and only what the reading leaves as answer is shown.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, markers: tuple[str, ...] = ()) -> None:
+        self.markers, self.longest, self.prefixes = _hold_table(markers or tuple(_HOLD))
         self.shown: list[str] = []
         self.pending = ""
         self.held = False
@@ -1208,12 +1271,12 @@ class _HeldMarkup:
                 self.pending = "" if self.held else buf
                 return ""
             self.started = True
-        hit = _HOLD_MARKERS.search(buf)
+        hit = self.markers.search(buf)
         if hit is not None:
             self.held = True
             return self._show(buf[: hit.start()])
         keep = next(
-            (j for j in range(min(_LONGEST, len(buf)), 0, -1) if buf[-j:] in _MARKER_PREFIXES), 0
+            (j for j in range(min(self.longest, len(buf)), 0, -1) if buf[-j:] in self.prefixes), 0
         )
         self.pending = buf[len(buf) - keep :]
         return self._show(buf[: len(buf) - keep])

@@ -12,6 +12,7 @@ One file per format family, one line per reader below.
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
+from functools import lru_cache
 from typing import Any, ClassVar
 
 from langchain_core.messages import AIMessage, BaseMessage
@@ -28,6 +29,7 @@ from ..base import (
     PromptDialect,
     StreamParser,
 )
+from .bare import BareCalls
 from .base import Reader
 from .deepseek import DeepSeekReader
 from .dsml import INVOKE_FORMATS, InvokeReader
@@ -38,6 +40,7 @@ from .json_tags import JSON_TAG_FORMATS, JsonTagReader
 from .kimi import KimiK3Reader, KimiReader
 from .mistral import MistralReader
 from .plamo import PlamoReader
+from .repairs import json_call_repaired
 from .tool_call_tag import ToolCallTagReader
 from .whole_reply import PythonicTagReader, may_be_calls_only, read_whole_reply
 from .xml_params import FunctionTagReader, MinimaxReader, SeedOssReader, Step3Reader
@@ -49,7 +52,9 @@ __all__ = [
     "NO_CALL_MARKUP",
     "READERS",
     "AutoReader",
+    "KnownFormat",
     "Reader",
+    "get_reader",
 ]
 
 READERS: tuple[Reader, ...] = (
@@ -90,13 +95,15 @@ class AutoReader(PromptDialect):
     calls (bare or fenced JSON, pythonic lists); ``<think>`` is reasoning.
 
     It renders nothing: it is the reading half of a dialect, for replies whose format is
-    not known in advance (a native endpoint whose server has no tool parser).
+    not known in advance (a native endpoint whose server has no tool parser). With
+    ``whole_reply=False`` replies made only of bare calls are answers.
     """
 
     name: ClassVar[str] = "auto"
 
-    def __init__(self, readers: Sequence[Reader] = READERS) -> None:
+    def __init__(self, readers: Sequence[Reader] = READERS, *, whole_reply: bool = True) -> None:
         self.readers = tuple(readers)
+        self.whole_reply = whole_reply
         self._owner: dict[str, Reader] = {}
         blocks: list[Block] = [THINK]
         for reader in self.readers:
@@ -119,7 +126,10 @@ class AutoReader(PromptDialect):
         raise NotImplementedError("AutoReader reads each block with its own reader")
 
     def read_block(self, block: Block, text: str, *, closed: bool) -> Iterable[ParseEvent]:
-        return self._owner[block.open].read_block(block, text, closed=closed)
+        reader = self._owner[block.open]
+        events = list(reader.read_block(block, text, closed=closed))
+        repaired = json_call_repaired(reader, block, text, events, closed=closed)
+        return events if repaired is None else repaired
 
     def block_may_close(self, block: Block, text: str, marker: str) -> bool:
         return self._owner[block.open].block_may_close(block, text, marker)
@@ -128,7 +138,7 @@ class AutoReader(PromptDialect):
         return self._owner.get(marker)
 
     def stream_parser(self) -> StreamParser:
-        return _AutoStreamParser(self)
+        return _AutoStreamParser(self, whole_reply=self.whole_reply)
 
 
 class _AutoStreamParser(StreamParser):
@@ -138,10 +148,11 @@ class _AutoStreamParser(StreamParser):
     until the reply ends, then given out as calls or as the text it was.
     """
 
-    def __init__(self, reader: AutoReader) -> None:
+    def __init__(self, reader: AutoReader, *, whole_reply: bool = True) -> None:
         self._scan = MarkupStreamParser(reader)
         self._held: list[str] | None = None
-        self._passing = False
+        # without ``whole_reply`` (a known format's reader) no answer text is held
+        self._passing = not whole_reply
         self._whole: list[ParseEvent] = []
         # the reply's first line, until it is known whether it names a Functionary
         # recipient whose ">>>" was the prompt's last token
@@ -263,3 +274,84 @@ KNOWN_MARKUP: tuple[str, ...] = tuple(
         [*CHATML, *AUTO.drop_tokens, *(m for b in AUTO.blocks for m in (b.open, *b.close))]
     )
 )
+
+
+#: The call formats a reply can be read in, by the names ``normalize`` records in
+#: ``response_metadata["fncall_markup_format"]``: the prompt dialects' (``"hermes"`` —
+#: ``<tool_call>`` with JSON, Qwen3-Coder XML or GLM pairs inside —, ``"qwen"``,
+#: ``"react"``), each reader's above, and ``"json"`` / ``"pythonic"`` for calls written
+#: with no markup (Llama 3.x JSON, Llama 3.2/4 pythonic lists).
+CALL_FORMATS: frozenset[str] = frozenset(
+    {
+        "hermes",
+        "qwen",
+        "react",
+        "json",
+        "pythonic",
+        *(r.name for r in READERS if any(b.kind == "call" for b in r.blocks)),
+    }
+)
+
+
+class KnownFormat(AutoReader):
+    """The reader of one known call format: its markers only, read anywhere in a reply
+    (the auto reader over that format's readers alone, bare calls being answers).
+
+    Build it with :func:`get_reader`. An inference server told the model's format reads
+    it the same way: no call of another format, and nothing guessed about a call of its
+    own being only shown.
+    """
+
+    name: ClassVar[str] = "known"  # the instance's format is :attr:`call_format`
+
+    def __init__(self, call_format: str, readers: Sequence[Reader]) -> None:
+        super().__init__(readers, whole_reply=False)
+        self.call_format = call_format
+
+    def __repr__(self) -> str:
+        return f"KnownFormat({self.call_format!r})"
+
+
+#: the readers a format name gathers besides its own (its reasoning companions)
+_COMPANIONS: dict[str, tuple[type[Reader], ...]] = {"gemma4": (GemmaThoughtReader,)}
+
+
+@lru_cache(maxsize=64)
+def get_reader(name: str) -> PromptDialect:
+    """The reader of one call format, which reads only that format, anywhere in a reply.
+
+    ``"qwen"`` and ``"react"`` are those prompt dialects' readers; ``"json"`` and
+    ``"pythonic"`` read calls written without markup (:mod:`.bare`); every other name
+    (``"hermes"`` among them: ``<tool_call>`` blocks, as the Hermes dialect reads them) is
+    :class:`KnownFormat` over that reader alone.
+
+    Args:
+        name: one of :data:`CALL_FORMATS` (``"hermes"``, ``"mistral"``, ``"gemma4"``, …).
+
+    Raises:
+        ValueError: for an unknown name, listing the known ones.
+
+    Example:
+        >>> reader = get_reader("mistral")
+        >>> reply = reader.parse('Let me check.\\n[TOOL_CALLS]get_weather[ARGS]{"city": "Paris"}')
+        >>> [(c["name"], c["args"]) for c in reply.tool_calls]
+        [('get_weather', {'city': 'Paris'})]
+        >>> try:
+        ...     get_reader("nope")
+        ... except ValueError as error:
+        ...     print(str(error)[:59])
+        unknown call format 'nope'; known call formats: apertus, co
+    """
+    if name not in CALL_FORMATS:
+        known = ", ".join(sorted(CALL_FORMATS))
+        raise ValueError(f"unknown call format {name!r}; known call formats: {known}")
+    if name in ("qwen", "react"):  # the prompt dialects' own readers
+        from ..registry import get_dialect
+
+        dialect = get_dialect(name)
+        assert isinstance(dialect, PromptDialect)
+        return dialect
+    if name in ("json", "pythonic"):
+        return BareCalls(name)
+    readers = [r for r in READERS if r.name == name]
+    return KnownFormat(name, [*readers, *(c() for c in _COMPANIONS.get(name, ()))])

@@ -134,6 +134,8 @@ def strict_prefix(text: str) -> tuple[list[Any], str]:
             i += 1
         if i >= n:
             return values, ""
+        if values and text[i] not in "{[":
+            return values, text[i:].strip()  # prose after them ("2. Then …"), not a value
         try:
             value, i = _DECODER.raw_decode(text, i)
         except ValueError:

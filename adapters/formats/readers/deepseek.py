@@ -7,6 +7,12 @@
     {...}
     ```<｜tool▁call▁end｜><｜tool▁calls▁end｜>                       V3, R1
     <｜tool▁calls▁begin｜><｜tool▁call▁begin｜>f<｜tool▁sep｜>{...}<｜tool▁call▁end｜><｜tool▁calls▁end｜>   V3.1
+
+Models also write the tokens in other spellings, which llama.cpp's DeepSeek parsers take
+too and so are read here: ``<｜tool calls begin｜>``, ``<｜tool\\_calls\\_begin｜>``, the short
+``<｜tool▁calls｜>``, and ASCII ``|`` for the fullwidth ``｜`` (``<|tool▁calls▁begin|>``).
+``<｜tool_calls_begin｜>`` is Step-3's opener too: it opens DeepSeek calls only where the
+model's format is known to be DeepSeek's.
 """
 
 from __future__ import annotations
@@ -29,14 +35,33 @@ __all__ = ["DeepSeekReader"]
 
 CALLS_BEGIN, CALLS_END = "<｜tool▁calls▁begin｜>", "<｜tool▁calls▁end｜>"
 CALL_BEGIN, CALL_END, SEP = "<｜tool▁call▁begin｜>", "<｜tool▁call▁end｜>", "<｜tool▁sep｜>"
+# the other spellings of the section's opener and closer (see the module's text)
+_OPENERS = (
+    "<|tool▁calls▁begin|>",
+    "<｜tool calls begin｜>",
+    "<｜tool\\_calls\\_begin｜>",
+    "<｜tool▁calls｜>",
+    "<｜tool_calls_begin｜>",  # Step-3's too: the AUTO reader gives it to Step-3
+)
+_CLOSERS = (
+    CALLS_END,
+    "<|tool▁calls▁end|>",
+    "<｜tool calls end｜>",
+    "<｜tool\\_calls\\_end｜>",
+    "<｜tool_calls_end｜>",
+)
+# a DeepSeek tool token in any spelling: ASCII or fullwidth bars, "▁", "_", "\_" or " "
+_TOKEN = re.compile(r"<[|｜](tool(?:\\?[▁_ ](?:calls|call|sep|begin|end))+)[|｜]>")
 _FENCE = re.compile(r"^\s*```(?:json)?\s*(.*?)\s*(?:```\s*)?$", re.DOTALL)
 
 
 class DeepSeekReader(Reader):
     name: ClassVar[str] = "deepseek"
-    blocks: ClassVar[tuple[Block, ...]] = (Block(CALLS_BEGIN, (CALLS_END,), "call"),)
+    blocks: ClassVar[tuple[Block, ...]] = tuple(
+        Block(opener, _CLOSERS, "call") for opener in (CALLS_BEGIN, *_OPENERS)
+    )
     # a model that invents its tools' answers: those are dropped with what follows
-    drop_tokens: ClassVar[tuple[str, ...]] = (CALLS_END, "<｜end▁of▁sentence｜>")
+    drop_tokens: ClassVar[tuple[str, ...]] = (*_CLOSERS, "<｜end▁of▁sentence｜>")
     examples: ClassVar[tuple[str, ...]] = (
         f"{CALLS_BEGIN}{CALL_BEGIN}function{SEP}get_weather\n```json\n"
         f'{{"city": "北京"}}\n```{CALL_END}{CALLS_END}',
@@ -48,7 +73,13 @@ class DeepSeekReader(Reader):
         return _read(text, closed)
 
 
+def canonical(text: str) -> str:
+    """``text`` with DeepSeek's tool tokens in their one spelling (``<｜tool▁call▁begin｜>``)."""
+    return _TOKEN.sub(lambda m: "<｜" + re.sub(r"\\?[_ ]", "▁", m.group(1)) + "｜>", text)
+
+
 def _read(text: str, closed: bool) -> Iterator[ParseEvent]:
+    text = canonical(text)
     parts = split_unquoted(text, CALL_BEGIN)[1:]
     if not parts:
         yield invalid(CALLS_BEGIN + text, f"no {CALL_BEGIN} inside {CALLS_BEGIN}")

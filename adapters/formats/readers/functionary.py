@@ -16,7 +16,7 @@ from collections.abc import Iterable, Iterator
 from typing import ClassVar
 
 from ..base import Block, ContentDelta, ParseEvent, brackets_closed, in_json_string, invalid
-from .base import Reader, named_call, named_call_and_text
+from .base import Reader, named_call, named_call_and_text, strict_prefix
 
 __all__ = ["MARKER", "FunctionaryReader", "bare_recipient"]
 
@@ -57,7 +57,7 @@ def _read(text: str, closed: bool) -> Iterator[ParseEvent]:
             yield named_call(name, {"code": args.strip()}, MARKER + text)
         else:
             yield invalid(MARKER + text, "the reply ended inside the code of 'python'", name=name)
-    elif not closed and not brackets_closed(args, must_open=True):
+    elif not closed and not strict_prefix(args)[0] and not brackets_closed(args, must_open=True):
         yield invalid(MARKER + text, f"the reply ended inside the arguments of {name!r}", name=name)
     else:
         yield from named_call_and_text(name, args.strip() or "{}", MARKER + text)

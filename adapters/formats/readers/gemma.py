@@ -10,7 +10,8 @@ The arguments are not JSON: keys are bare, strings are wrapped in one delimiter 
 ``null`` are bare, and objects and lists nest with ``{…}`` and ``[…]``. Several calls are
 several blocks, one after the other. Gemma 4 thinks in ``<|channel>thought … <channel|>``
 (a call may follow the thought without the ``<channel|>``), and sometimes writes its
-arguments in parentheses, ``call:NAME(key:value)``.
+arguments in parentheses, ``call:NAME(key:value)``. A string whose closing delimiter is
+missing runs to the call's closing ``}`` when the call's closer came, as vLLM reads it.
 """
 
 from __future__ import annotations
@@ -157,7 +158,11 @@ def read_gemma_calls(text: str, *, quote: str, where: str, closed: bool) -> Iter
             return
         name = head.group(1)
         try:
-            args, i = _Args(text, quote).object(head.end())
+            try:
+                args, i = _Args(text, quote).object(head.end())
+            except _Cut:
+                text = _string_closed(text, quote, head.end(), closed=closed)
+                args, i = _Args(text, quote).object(head.end())
         except _Cut:
             yield invalid(
                 where + text,
@@ -173,6 +178,16 @@ def read_gemma_calls(text: str, *, quote: str, where: str, closed: bool) -> Iter
         yield named_call(name, args, where + text)
         if not text[i:].strip().strip("}])").strip():  # a stray closing bracket is no call
             return
+
+
+def _string_closed(text: str, quote: str, start: int, *, closed: bool) -> str:
+    """A call whose last string's closing delimiter is missing, read as vLLM's Gemma 4
+    parser reads it: the string runs to the call's closing ``}`` (only in a block its
+    closer ended; a reply that ended inside a string was cut short)."""
+    end = text.rstrip().rfind("}")
+    if not closed or text.count(quote, start) % 2 == 0 or end <= start:
+        raise _Cut
+    return text[:end] + quote + text[end:]
 
 
 class GemmaReader(FormatReader):

@@ -18,7 +18,7 @@ from collections.abc import Iterable, Iterator
 from typing import ClassVar
 
 from ..base import Block, ParseEvent, brackets_closed, in_json_string, invalid
-from .base import Reader, named_call_and_text, read_json_calls
+from .base import Reader, named_call_and_text, read_json_calls, strict_prefix
 
 __all__ = ["MistralReader"]
 
@@ -63,7 +63,7 @@ def _read(text: str, closed: bool) -> Iterator[ParseEvent]:
         return
     args = body[named.end() :].strip()
     raw = "[TOOL_CALLS]" + text
-    if not closed and not brackets_closed(args, must_open=True):
+    if not closed and not strict_prefix(args)[0] and not brackets_closed(args, must_open=True):
         yield invalid(
             raw,
             f"the reply ended inside the arguments of {named.group(1)!r}; the call was not run",

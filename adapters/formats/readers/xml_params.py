@@ -274,7 +274,9 @@ def read_arg_pairs(text: str, *, closed: bool) -> Iterator[ParseEvent]:
     if rest.count("<arg_key>") > len(pairs):
         yield invalid(text, f"an <arg_key> of {name!r} has no <arg_value>", name=name)
         return
-    yield _text_call(name, {k.strip(): v.strip() for k, v in pairs}, text)
+    # a value keeps its spaces, as GLM's engines keep a string's (a JSON value is read
+    # stripped: see json_value)
+    yield _text_call(name, {k.strip(): v for k, v in pairs}, text)
 
 
 def _text_call(name: str, texts: dict[str, str], raw: str) -> ParseEvent:
