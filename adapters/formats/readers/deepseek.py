@@ -25,6 +25,7 @@ from ..base import (
     Block,
     ParseEvent,
     brackets_closed,
+    in_json_string,
     invalid,
     partition_unquoted,
     split_unquoted,
@@ -74,8 +75,15 @@ class DeepSeekReader(Reader):
 
 
 def canonical(text: str) -> str:
-    """``text`` with DeepSeek's tool tokens in their one spelling (``<｜tool▁call▁begin｜>``)."""
-    return _TOKEN.sub(lambda m: "<｜" + re.sub(r"\\?[_ ]", "▁", m.group(1)) + "｜>", text)
+    """``text`` with DeepSeek's tool tokens in their one spelling (``<｜tool▁call▁begin｜>``);
+    a token's text inside an argument's JSON string is that argument's, left as written."""
+
+    def spelled(m: re.Match[str]) -> str:
+        if in_json_string(text[: m.start()]):
+            return m.group(0)
+        return "<｜" + re.sub(r"\\?[_ ]", "▁", m.group(1)) + "｜>"
+
+    return _TOKEN.sub(spelled, text)
 
 
 def _read(text: str, closed: bool) -> Iterator[ParseEvent]:
