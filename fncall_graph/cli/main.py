@@ -24,6 +24,7 @@ from langchain_core.utils.function_calling import convert_to_openai_tool
 
 from fncall_graph.adapters.formats.base import text_of
 from fncall_graph.graphs import environment
+from fncall_graph.nodes._repeats import DEFAULT_MAX_REPEATS
 from fncall_graph.trace import Tracer
 
 from .resources import (
@@ -100,6 +101,7 @@ def _build_graph(
         system_prompt=args.system,
         checkpointer=saver,
         call_format=call_format,
+        max_repeats=args.max_repeats or None,
         **options,
     )
 
@@ -326,8 +328,6 @@ def cmd_demo(args: argparse.Namespace) -> int:
             "part 2 of 2 · LIVE: the bundled SmolLM2-135M on llama.cpp, the protocol working "
             "on a toy model: its calls are parsed and run for real (writes ask first), but a "
             f"135M-parameter model {LOCAL_MODEL_SCORE}; do not read its answers as facts",
-            # it repeats its first calls turn after turn: three model calls show the loop
-            max_iterations=3,
         )
     ui.heading(OWN_MODEL_HINT)
     return 0
@@ -337,9 +337,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
 LOCAL_MODEL_SCORE = "answers 0 of the 4 questions correctly (fncall-graph bench local)"
 
 
-def _demo_session(
-    ui: UI, model: BaseChatModel, args: argparse.Namespace, title: str, max_iterations: int = 6
-) -> None:
+def _demo_session(ui: UI, model: BaseChatModel, args: argparse.Namespace, title: str) -> None:
     """Ask the example's questions in one thread over a fresh copy of its database.
 
     A recording of this example's questions plays the recorded session, its one write
@@ -379,7 +377,6 @@ def _demo_session(
                 constrained="first_call" if constrained else False,
                 system_prompt=example.SYSTEM_PROMPT,
                 checkpointer=saver,
-                max_iterations=max_iterations,  # a model that never answers stops in time
                 interrupt_on=dict.fromkeys(gated, True) or None,
             )
             tracer = Tracer(example.SYSTEM_PROMPT) if (args.trace or trace_file) else None
@@ -525,6 +522,16 @@ def _model_options(p: argparse.ArgumentParser) -> None:
     )
 
 
+def _at_least_zero(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        value = -1
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"give a whole number, 0 or more; got {text!r}")
+    return value
+
+
 def _thread_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--mcp", metavar="mcp.json", help='MCP servers: {"mcpServers": {...}}')
     p.add_argument("--system", metavar="PROMPT", help="system prompt")
@@ -536,6 +543,15 @@ def _thread_options(p: argparse.ArgumentParser) -> None:
         metavar="FILE",
         help=f"SQLite file for checkpoints (default: ${DB_ENV}, else "
         "$XDG_STATE_HOME/fncall-graph/checkpoints.sqlite)",
+    )
+    p.add_argument(
+        "--max-repeats",
+        metavar="N",
+        type=_at_least_zero,
+        default=DEFAULT_MAX_REPEATS,
+        help="a call the model makes again with the same arguments in one question, after "
+        "its result came back, is answered with that result instead of running; the Nth "
+        f"such repeat ends the turn (default: {DEFAULT_MAX_REPEATS}; 0: calls always run)",
     )
     p.add_argument(
         "--approve",
