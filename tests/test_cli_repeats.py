@@ -28,7 +28,9 @@ def cli(*args: str) -> subprocess.CompletedProcess:
     )
 
 
-def twenty_repeats(tmp_path: Path, *extra: str) -> tuple[subprocess.CompletedProcess, list[Any]]:
+def twenty_repeats(
+    tmp_path: Path, *extra: str, json_output: bool = True
+) -> tuple[subprocess.CompletedProcess, list[Any]]:
     mcp = tmp_path / "mcp.json"
     mcp.write_text(json.dumps(sqlite_config(make_database(tmp_path / "test.db"))), "utf-8")
     replay = tmp_path / "repeats.json"
@@ -41,10 +43,12 @@ def twenty_repeats(tmp_path: Path, *extra: str) -> tuple[subprocess.CompletedPro
         str(mcp),
         "--db",
         str(tmp_path / "t.sqlite"),
-        "--json",
+        *(["--json"] if json_output else []),
         *extra,
         "which tables are there?",
     )
+    if not json_output:
+        return done, []
     return done, messages_from_dict(json.loads(done.stdout)["messages"])
 
 
@@ -71,3 +75,13 @@ def test_run_max_repeats_0_lets_every_call_run(tmp_path: Path) -> None:
     assert done.returncode == 1
     assert len(server_results(messages)) == DEFAULT_MAX_ITERATIONS
     assert messages[-1].additional_kwargs["fncall_stop_reason"] == "max_iterations"
+
+
+def test_a_repeat_is_shown_as_not_run(tmp_path: Path) -> None:
+    done, _ = twenty_repeats(tmp_path, json_output=False)
+    lines = [line for line in done.stdout.splitlines() if line.startswith("[tool]")]
+    finished = [line for line in lines if " running " not in line and " waiting" not in line]
+    assert len(finished) == 3, done.stdout
+    assert " done " in finished[0]
+    assert " repeated " in finished[1] and "not run again: earlier result" in finished[1]
+    assert " repeated " in finished[2] and "Not run: sqlite-list_tables" in finished[2]
