@@ -18,7 +18,14 @@ from langgraph.graph.state import CompiledStateGraph
 from langgraph.store.base import BaseStore
 from langgraph.types import Checkpointer, Command, Send
 
-__all__ = ["APPROVE", "MODEL", "TOOLS", "FncallGraph", "create_fncall_graph"]
+__all__ = [
+    "APPROVE",
+    "DEFAULT_MAX_ITERATIONS",
+    "MODEL",
+    "TOOLS",
+    "FncallGraph",
+    "create_fncall_graph",
+]
 
 from fncall_graph._compat import CONFIG_KEY_DURABILITY
 from fncall_graph.adapters import Dialect, get_dialect
@@ -34,6 +41,7 @@ from fncall_graph.adapters.formats.registry import DialectName, PromptDialectNam
 from fncall_graph.adapters.models import accepts_grammar, initial_dialect, resolve_model
 from fncall_graph.adapters.models.call_format import check_call_format
 from fncall_graph.nodes._plan import DialectPlan
+from fncall_graph.nodes._repeats import DEFAULT_MAX_REPEATS
 from fncall_graph.nodes.approve import (
     ApproveNode,
     InterruptMode,
@@ -204,6 +212,11 @@ class FncallGraph(CompiledStateGraph):
                 run_ended(config)
 
 
+#: Model calls allowed in one user turn by default (``max_iterations``), in every path
+#: (the CLI's too): enough for a few dependent calls and an answer; a model that repeats
+#: one call is stopped sooner by ``max_repeats``.
+DEFAULT_MAX_ITERATIONS = 10
+
 #: The graph's node names.
 MODEL, TOOLS, APPROVE = "model", "tools", "approve"
 # supersteps one model call can take: the model, its approval, its tools
@@ -241,7 +254,8 @@ def create_fncall_graph(
     interrupt_mode: InterruptMode = "batched",
     durability: Literal["sync", "async", "exit"] = "sync",
     store: BaseStore | None = None,
-    max_iterations: int = 20,
+    max_iterations: int = DEFAULT_MAX_ITERATIONS,
+    max_repeats: int | None = DEFAULT_MAX_REPEATS,
     max_concurrency: int = 8,
     tool_timeout: float | None = DEFAULT_TOOL_TIMEOUT,
     max_result_chars: int | None = 100_000,
@@ -318,8 +332,17 @@ def create_fncall_graph(
             again); ``"exit"`` saves only when the run ends. ``invoke(..., durability=)``
             overrides it per run.
         store: a LangGraph store, passed to tools that ask for it.
-        max_iterations: model calls allowed in one user turn; at the limit the turn
-            ends with an assistant message saying so (never ``GraphRecursionError``).
+        max_iterations: model calls allowed in one user turn (default 10,
+            ``DEFAULT_MAX_ITERATIONS``); at the limit the turn ends with an assistant
+            message saying so (never ``GraphRecursionError``).
+        max_repeats: the repeat guard (default 2). A call with the same tool and the
+            same arguments (compared as JSON with sorted keys) as one that already has a
+            result in this user turn is not run again: the model is answered with a
+            note and that result. The ``max_repeats``-th repeat of one call ends the turn
+            with an assistant message saying why (``fncall_stop_reason: "max_repeats"``
+            in its ``additional_kwargs``; that reply's other calls are answered "not run"
+            too). A call whose earlier attempts failed (an error result) runs again, and
+            a new user turn starts afresh. ``None``: calls always run.
         max_concurrency: tool calls of one turn running at once.
         tool_timeout: seconds one tool call may take (default 600, ``DEFAULT_TOOL_TIMEOUT``;
             ``None``: no limit). An async call past it is cancelled; a sync one cannot be
@@ -415,6 +438,8 @@ def create_fncall_graph(
     """
     if max_iterations < 1:
         raise ValueError(f"max_iterations must be at least 1, got {max_iterations}")
+    if max_repeats is not None and max_repeats < 1:
+        raise ValueError(f"max_repeats must be at least 1 or None, got {max_repeats}")
     if max_concurrency < 1:
         raise ValueError(f"max_concurrency must be at least 1, got {max_concurrency}")
     if max_result_chars is not None and max_result_chars < 1:
@@ -484,6 +509,7 @@ def create_fncall_graph(
         max_stored_result_chars=max_stored_result_chars,
         idempotent_tools=idempotent_tools,
         lease=lease,
+        max_repeats=max_repeats,
         name=TOOLS,
     )
     approve_node = (
@@ -498,7 +524,7 @@ def create_fncall_graph(
         if isinstance(last, AIMessage) and (last.tool_calls or last.invalid_tool_calls):
             if approve_node is not None and approve_node.needs_review(state):
                 return APPROVE
-            return tools_node.dispatch(last)
+            return tools_node.dispatch(last, state["messages"])
         return END
 
     def route_after_approve(state: dict[str, Any]) -> str | list[Send]:
@@ -507,7 +533,7 @@ def create_fncall_graph(
         if pending is None:
             return MODEL
         ai, calls = pending
-        sends = tools_node.dispatch(ai.model_copy(update={"tool_calls": calls}))
+        sends = tools_node.dispatch(ai.model_copy(update={"tool_calls": calls}), state["messages"])
         return sends or MODEL
 
     builder = StateGraph(

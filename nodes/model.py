@@ -50,12 +50,14 @@ from fncall_graph.adapters.models.call_format import CallFormat, resolve_call_fo
 from fncall_graph.adapters.models.chat_model import with_dialect
 
 from ._plan import DialectPlan, model_calls_this_turn, unparsed_streak
+from ._repeats import repeat_stop
 
 __all__ = [
     "STOP_REASON_KEY",
     "ModelNode",
     "empty_reply_message",
     "iteration_limit_message",
+    "repeat_limit_message",
 ]
 
 STOP_REASON_KEY = "fncall_stop_reason"
@@ -69,6 +71,20 @@ def iteration_limit_message(limit: int) -> AIMessage:
             "continue, or raise max_iterations."
         ),
         additional_kwargs={STOP_REASON_KEY: "max_iterations"},
+    )
+
+
+def repeat_limit_message(name: str, count: int, limit: int) -> AIMessage:
+    """The turn's end when the model called ``name`` again with the same arguments
+    ``count`` times after its result was in (see :mod:`~fncall_graph.nodes._repeats`)."""
+    return AIMessage(
+        content=(
+            f"I stopped: I called {name} again with the same arguments {count} times in "
+            f"this turn (max_repeats={limit}), and it would not give anything new. Its "
+            "result is in the conversation; ask me again in other words, or use a "
+            "stronger model."
+        ),
+        additional_kwargs={STOP_REASON_KEY: "max_repeats"},
     )
 
 
@@ -272,7 +288,11 @@ class ModelNode:
         return reply
 
     def _at_limit(self, state: dict[str, Any]) -> dict[str, Any] | None:
-        """The notice that ends a turn at ``max_iterations``, if it is reached."""
+        """The notice that ends a turn at ``max_iterations``, or after a call repeated
+        ``max_repeats`` times, if it is reached."""
+        repeated = repeat_stop(state["messages"])
+        if repeated is not None:
+            return {"messages": [repeat_limit_message(**repeated)]}
         if model_calls_this_turn(state["messages"]) >= self.max_iterations:
             return {"messages": [iteration_limit_message(self.max_iterations)]}
         return None

@@ -28,7 +28,7 @@ from functools import partial
 from typing import Any
 
 import jsonschema
-from langchain_core.messages import AIMessage, ToolMessage
+from langchain_core.messages import AIMessage, AnyMessage, ToolMessage
 from langchain_core.messages.tool import InvalidToolCall, ToolCall
 from langchain_core.runnables import RunnableConfig
 from langchain_core.tools import BaseTool
@@ -48,6 +48,8 @@ from fncall_graph.adapters.checkpoint.claims import (
     claims_for,
 )
 from fncall_graph.adapters.mcp import MCPCallOutcomeUnknown, MCPServerError
+
+from ._repeats import DEFAULT_MAX_REPEATS, repeat_answers
 
 __all__ = [
     "DEFAULT_MAX_STORED_RESULT_CHARS",
@@ -71,6 +73,9 @@ __all__ = [
     "wait_for_running_calls",
     "writes_by_annotation",
 ]
+
+# a call answered before it runs (by the repeat guard), as dispatch sends it
+_ANSWERED = "answered_tool_call"
 
 DEFAULT_TOOL_TIMEOUT = 600.0
 """Seconds a tool call may take by default (``tool_timeout``); ``None`` waits for ever."""
@@ -254,6 +259,10 @@ class ToolDispatchNode:
         lease: seconds a running call's claim counts as held after its process last
             renewed it (see :class:`~fncall_graph.adapters.checkpoint.claims.CallClaims`);
             a run that lost a claim this way stops with ``ToolCallTakenOver``.
+        max_repeats: how often one call (same tool, same arguments) may be made again
+            in a user turn after it succeeded: a repeat is answered with the earlier
+            result instead of running, and the ``max_repeats``-th repeat ends the turn
+            (see :mod:`~fncall_graph.nodes._repeats`); ``None``: calls always run.
         name: this node's name in the graph, where :meth:`dispatch` sends each call.
 
     In a thread with a checkpointer, each call is claimed in the checkpointer's database
@@ -289,9 +298,13 @@ class ToolDispatchNode:
         max_stored_result_chars: int | None = DEFAULT_MAX_STORED_RESULT_CHARS,
         idempotent_tools: Sequence[str] = (),
         lease: float | None = DEFAULT_LEASE,
+        max_repeats: int | None = DEFAULT_MAX_REPEATS,
         name: str = "tools",
     ) -> None:
+        if max_repeats is not None and max_repeats < 1:
+            raise ValueError(f"max_repeats must be at least 1 or None, got {max_repeats}")
         self.name = name
+        self.max_repeats = max_repeats
         self.lease = lease
         self.timeout = timeout
         self.max_result_chars = max_result_chars
@@ -310,13 +323,21 @@ class ToolDispatchNode:
 
     # -- fan-out
 
-    def dispatch(self, message: AIMessage) -> list[Send]:
+    def dispatch(self, message: AIMessage, history: Sequence[AnyMessage] = ()) -> list[Send]:
         """One ``Send`` per call of ``message``, unreadable calls included, in call order.
 
         Each carries ``[call]`` only (an ``InvalidToolCall`` for a call that could not
-        be read), the shape ``ToolNode`` takes without a copy of the state.
+        be read), the shape ``ToolNode`` takes without a copy of the state; a call the
+        repeat guard answers from ``history`` (the thread) carries its answer instead,
+        and does not run.
         """
-        calls: list[ToolCall | InvalidToolCall] = [*message.tool_calls]
+        answers = repeat_answers(message, history, self.max_repeats)
+        calls: list[Any] = [
+            {"type": _ANSWERED, "message": answers[c["id"] or ""]}
+            if (c["id"] or "") in answers
+            else c
+            for c in message.tool_calls
+        ]
         calls += message.invalid_tool_calls
         return [Send(self.name, [call]) for call in calls]
 
@@ -326,12 +347,16 @@ class ToolDispatchNode:
         call = payload[-1]
         if call.get("type") == "invalid_tool_call":
             return {"messages": [invalid_call_message(call)]}
+        if call.get("type") == _ANSWERED:
+            return {"messages": [call["message"]]}
         return self.tool_node.invoke(payload, config)
 
     async def ainvoke(self, payload: list[Any], config: RunnableConfig) -> Any:
         call = payload[-1]
         if call.get("type") == "invalid_tool_call":
             return {"messages": [invalid_call_message(call)]}
+        if call.get("type") == _ANSWERED:
+            return {"messages": [call["message"]]}
         tool = self.tools_by_name.get(call.get("name"))
         if self.timeout is not None and tool is not None and not has_own_async(tool):
             # A sync tool's ainvoke runs in the event loop's default executor, and a call

@@ -23,6 +23,7 @@ from sqlite_tools import SqliteTools
 
 from fncall_graph import create_fncall_graph
 from fncall_graph.adapters import get_dialect
+from fncall_graph.graphs.factory import DEFAULT_MAX_ITERATIONS
 from fncall_graph.nodes.model import STOP_REASON_KEY
 from fncall_graph.testing import ReplayChatModel
 
@@ -410,7 +411,7 @@ async def test_max_iterations_ends_the_turn_cleanly(mode, limit) -> None:
         model, [flaky], dialect="hermes", checkpointer=InMemorySaver(), **kwargs
     )
     out = await run(graph, "loop", mode, cfg("loop"))
-    n = limit or 20
+    n = limit or DEFAULT_MAX_ITERATIONS
     assert len(model.inputs) == n
     last = out["messages"][-1]
     assert isinstance(last, AIMessage) and not last.tool_calls

@@ -24,6 +24,7 @@ from langchain_core.utils.function_calling import convert_to_openai_tool
 
 from fncall_graph.adapters.formats.base import text_of
 from fncall_graph.graphs import environment
+from fncall_graph.nodes._repeats import DEFAULT_MAX_REPEATS
 from fncall_graph.trace import Tracer
 
 from .resources import (
@@ -54,6 +55,7 @@ __all__ = [
     "cmd_demo",
     "cmd_prompt",
     "cmd_run",
+    "cmd_serve_local",
     "main",
 ]
 
@@ -100,6 +102,7 @@ def _build_graph(
         system_prompt=args.system,
         checkpointer=saver,
         call_format=call_format,
+        max_repeats=args.max_repeats or None,
         **options,
     )
 
@@ -141,7 +144,7 @@ def _open_session(
     args: argparse.Namespace, ui: UI, thread_id: str, must_exist: bool, db: Path
 ) -> Iterator[Session]:
     """The model, MCP tools, checkpoints and trace output of ``chat`` and ``run``."""
-    model = load_model(args.model, ui)
+    model = load_model(args.model, ui, max_tokens=args.max_tokens)
     with (
         mcp_toolkit(args.mcp, ui, db.parent / MCP_LOG) as toolkit,
         sqlite_checkpointer(db) as saver,
@@ -303,7 +306,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
     ui.heading("fncall-graph demo · the database-assistant example")
     spec = environment.model_spec(args.model)
     if spec:
-        model = load_model(spec, ui, temperature=0, max_tokens=384)
+        model = load_model(spec, ui, max_tokens=args.max_tokens or 384, temperature=0)
         if spec.startswith("replay"):
             title = f"RECORDED replies ({spec}), not a live model"
         else:
@@ -318,7 +321,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
             "part 1 of 2 · RECORDED replies of Qwen-Max (not a live model) through the real "
             "parser, mcp-server-sqlite and a SQLite checkpointer",
         )
-        local = load_model("local", ui, temperature=0, max_tokens=384)
+        local = load_model("local", ui, max_tokens=args.max_tokens or 384, temperature=0)
         _demo_session(
             ui,
             local,
@@ -326,8 +329,6 @@ def cmd_demo(args: argparse.Namespace) -> int:
             "part 2 of 2 · LIVE: the bundled SmolLM2-135M on llama.cpp, the protocol working "
             "on a toy model: its calls are parsed and run for real (writes ask first), but a "
             f"135M-parameter model {LOCAL_MODEL_SCORE}; do not read its answers as facts",
-            # it repeats its first calls turn after turn: three model calls show the loop
-            max_iterations=3,
         )
     ui.heading(OWN_MODEL_HINT)
     return 0
@@ -337,9 +338,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
 LOCAL_MODEL_SCORE = "answers 0 of the 4 questions correctly (fncall-graph bench local)"
 
 
-def _demo_session(
-    ui: UI, model: BaseChatModel, args: argparse.Namespace, title: str, max_iterations: int = 6
-) -> None:
+def _demo_session(ui: UI, model: BaseChatModel, args: argparse.Namespace, title: str) -> None:
     """Ask the example's questions in one thread over a fresh copy of its database.
 
     A recording of this example's questions plays the recorded session, its one write
@@ -379,7 +378,6 @@ def _demo_session(
                 constrained="first_call" if constrained else False,
                 system_prompt=example.SYSTEM_PROMPT,
                 checkpointer=saver,
-                max_iterations=max_iterations,  # a model that never answers stops in time
                 interrupt_on=dict.fromkeys(gated, True) or None,
             )
             tracer = Tracer(example.SYSTEM_PROMPT) if (args.trace or trace_file) else None
@@ -417,6 +415,38 @@ def _demo_session(
             f"log rows now: {now.get('log', 0)} ({at_start['log']} at the start) · rows per "
             f"table: {', '.join(f'{name} {count}' for name, count in now.items())}"
         )
+
+
+def cmd_serve_local(args: argparse.Namespace) -> int:
+    """Serve the bundled SmolLM2-135M-Instruct with llama.cpp's OpenAI-compatible server on
+    127.0.0.1, until Ctrl-C (or SIGTERM); any OpenAI client, or --model of another
+    fncall-graph command, can then use it."""
+    import signal
+
+    from fncall_graph.adapters.models.local_server import (
+        MODEL_ALIAS,
+        LocalModelServer,
+        LocalServerError,
+    )
+
+    # the child's port setting is applied after its default (0: the kernel chooses)
+    server = LocalModelServer(extra_args=["--set", f"port={args.port}"])
+    stop = {signal.SIGINT, signal.SIGTERM}
+    try:
+        server.start()
+    except LocalServerError as exc:
+        raise CLIError(f"serve-local --port {args.port}: {exc}") from exc
+    try:
+        url = server.base_url
+        print(f"serving {MODEL_ALIAS} (OpenAI-compatible) at {url}", flush=True)
+        print(f"use it with: --model '{url}#{MODEL_ALIAS}'   (Ctrl-C stops it)", flush=True)
+        signal.pthread_sigmask(signal.SIG_BLOCK, stop)
+        signal.sigwait(stop)
+    finally:
+        server.stop()
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, stop)
+    print("stopped", flush=True)
+    return 0
 
 
 def cmd_bench(args: argparse.Namespace) -> int:
@@ -519,10 +549,38 @@ def _model_options(p: argparse.ArgumentParser) -> None:
         "?format=, the server's chat template or the model's name; else learned in the "
         "thread from its first call",
     )
+    p.add_argument(
+        "--max-tokens",
+        metavar="N",
+        type=_positive,
+        help="the longest reply the model may write, in tokens (default: 1024 for a "
+        "server URL, whose server may otherwise write until its context is full; 384 "
+        "for 'local' in demo; else the model's own)",
+    )
     p.add_argument("--trace", action="store_true", help="print every model call's four views")
     p.add_argument(
         "--trace-file", metavar="F", help="write every model call's four views to F as JSON Lines"
     )
+
+
+def _positive(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"give a whole number, 1 or more; got {text!r}")
+    return value
+
+
+def _at_least_zero(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        value = -1
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"give a whole number, 0 or more; got {text!r}")
+    return value
 
 
 def _thread_options(p: argparse.ArgumentParser) -> None:
@@ -536,6 +594,15 @@ def _thread_options(p: argparse.ArgumentParser) -> None:
         metavar="FILE",
         help=f"SQLite file for checkpoints (default: ${DB_ENV}, else "
         "$XDG_STATE_HOME/fncall-graph/checkpoints.sqlite)",
+    )
+    p.add_argument(
+        "--max-repeats",
+        metavar="N",
+        type=_at_least_zero,
+        default=DEFAULT_MAX_REPEATS,
+        help="a call the model makes again with the same arguments in one question, after "
+        "its result came back, is answered with that result instead of running; the Nth "
+        f"such repeat ends the turn (default: {DEFAULT_MAX_REPEATS}; 0: calls always run)",
     )
     p.add_argument(
         "--approve",
@@ -571,6 +638,16 @@ def build_parser() -> argparse.ArgumentParser:
     )
     _model_options(demo)
     demo.set_defaults(handler=cmd_demo)
+
+    serve = commands.add_parser(
+        "serve-local",
+        help="serve the bundled model as an OpenAI-compatible endpoint",
+        description=cmd_serve_local.__doc__,
+    )
+    serve.add_argument(
+        "--port", type=_positive, default=8080, help="port on 127.0.0.1 (default: 8080)"
+    )
+    serve.set_defaults(handler=cmd_serve_local)
 
     bench = commands.add_parser(
         "bench", help="which dialect suits a model, measured", description=cmd_bench.__doc__

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 import sqlite3
 import sys
 from collections.abc import Iterator, Mapping
@@ -24,6 +25,7 @@ __all__ = [
     "DIALECTS",
     "MCP_LOG",
     "PROG",
+    "URL_MAX_TOKENS",
     "CLIError",
     "choose_dialect",
     "default_db_path",
@@ -57,14 +59,34 @@ def default_db_path() -> Path:
     return environment.state_dir() / "checkpoints.sqlite"
 
 
-def load_model(spec: str | None, ui: UI, **kwargs: Any) -> BaseChatModel:
-    """The chat model for ``spec`` (``None``: ``$FNCALL_MODEL``, else ``local``)."""
+#: ``--max-tokens`` for a server URL when none is given: llama.cpp's server, for one,
+#: otherwise writes until the context is full.
+URL_MAX_TOKENS = 1024
+
+
+def load_model(
+    spec: str | None, ui: UI, *, max_tokens: int | None = None, **kwargs: Any
+) -> BaseChatModel:
+    """The chat model for ``spec`` (``None``: ``$FNCALL_MODEL``, else ``local``).
+
+    ``max_tokens`` (``--max-tokens``) applies to every spec but a replay (an Ollama model
+    takes it as ``num_predict``); a server URL gets :data:`URL_MAX_TOKENS` without it.
+    ``kwargs`` apply to the bundled ``local`` model only (they suit it alone)."""
     from fncall_graph.adapters.models import DEFAULT_SPEC, ModelSpecError, resolve_model
 
     spec = environment.model_spec(spec) or DEFAULT_SPEC
     try:
         if spec != "local":
-            return resolve_model(spec)  # the keyword settings suit the bundled model only
+            options: dict[str, Any] = {}
+            if re.match(r"(?i)https?://", spec):
+                options["max_tokens"] = max_tokens or URL_MAX_TOKENS
+            elif spec.startswith("ollama:") and max_tokens:
+                options["num_predict"] = max_tokens
+            elif not spec.startswith("replay") and max_tokens:
+                options["max_tokens"] = max_tokens
+            return resolve_model(spec, **options)
+        if max_tokens:
+            kwargs["max_tokens"] = max_tokens
         with ui.working("starting the bundled local model (SmolLM2-135M-Instruct on llama.cpp)"):
             return resolve_model(spec, **kwargs)
     except ModelSpecError as exc:

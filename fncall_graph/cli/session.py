@@ -20,6 +20,7 @@ from langchain_core.messages import (
 
 from fncall_graph.adapters.formats.base import text_of
 from fncall_graph.graphs.factory import APPROVE, MODEL, TOOLS
+from fncall_graph.nodes._repeats import REPEAT_KEY
 from fncall_graph.trace import ModelCallRecord, Tracer
 
 from .approval import TerminalReview
@@ -217,6 +218,11 @@ class Session:
                     text = text_of(message.content)
                     if node == APPROVE:
                         state, detail = "rejected", text
+                    elif isinstance(message.artifact, dict) and REPEAT_KEY in message.artifact:
+                        # the repeat guard answered it: not run, whatever its status
+                        ended = message.artifact[REPEAT_KEY].get("ends_turn")
+                        state = "repeated"
+                        detail = _first_line(text) if ended else "not run again: earlier result"
                     elif message.status == "error" or reports_failure(text):
                         state, detail = "error", _first_line(text)
                     else:

@@ -160,6 +160,7 @@ class UI:
         "done": "✓",
         "error": "✗",
         "rejected": "✗",
+        "repeated": "↺",
     }
     _STYLE: ClassVar[dict[str, str]] = {
         "running": "yellow",
@@ -167,6 +168,7 @@ class UI:
         "done": "green",
         "error": "red",
         "rejected": "red",
+        "repeated": "yellow",
     }
 
     def __init__(self, stream: TextIO, *, quiet: bool = False) -> None:
