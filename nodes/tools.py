@@ -47,7 +47,7 @@ from fncall_graph.adapters.checkpoint.claims import (
     claim_in_task,
     claims_for,
 )
-from fncall_graph.adapters.mcp import MCPCallOutcomeUnknown, MCPServerError
+from fncall_graph.adapters.mcp.errors import MCPCallOutcomeUnknown, MCPServerError
 
 __all__ = [
     "DEFAULT_MAX_STORED_RESULT_CHARS",
