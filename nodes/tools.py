@@ -27,7 +27,6 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from functools import partial
 from typing import Any
 
-import jsonschema
 from langchain_core.messages import AIMessage, ToolMessage
 from langchain_core.messages.tool import InvalidToolCall, ToolCall
 from langchain_core.runnables import RunnableConfig
@@ -379,6 +378,8 @@ class ToolDispatchNode:
         tool, call = request.tool, request.tool_call
         # unknown tools are answered by ToolNode; pydantic schemas validate themselves
         if tool is not None and isinstance(tool.args_schema, Mapping):
+            import jsonschema  # ~0.1 s to import: loaded by the first call with a JSON schema
+
             try:
                 jsonschema.validate(call["args"], dict(tool.args_schema))
             except jsonschema.ValidationError as exc:
