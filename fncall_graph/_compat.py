@@ -7,14 +7,18 @@ time: nothing falls back silently to a different behaviour.
 
 from __future__ import annotations
 
-from typing import Any
+import threading
+from typing import TYPE_CHECKING, Any
 
 from langchain_core.tools import BaseTool, StructuredTool, Tool
-from langchain_openai import ChatOpenAI
 
 # LangGraph reads a run's default durability from this config key when ``invoke`` gets
 # no ``durability=``; ``compile()`` and ``with_config`` have no public setting for it.
 from langgraph._internal._constants import CONFIG_KEY_DURABILITY
+
+if TYPE_CHECKING:
+    # made on first use, below; to a type checker it is the ChatOpenAI it extends
+    from langchain_openai import ChatOpenAI as ChatOpenAIMaxTokens
 
 __all__ = [
     "CONFIG_KEY_CHECKPOINTER",
@@ -39,21 +43,42 @@ def has_own_async(tool: BaseTool) -> bool:
     return type(tool)._arun is not BaseTool._arun
 
 
-class ChatOpenAIMaxTokens(ChatOpenAI):
-    """``ChatOpenAI`` that sends a token limit as ``max_tokens``.
+def _chat_openai_max_tokens() -> type:
+    # langchain-openai (and the openai client under it) takes a second or more to import:
+    # the class is made when first asked for, not when this module loads.
+    from langchain_openai import ChatOpenAI
 
-    langchain-openai sends it as ``max_completion_tokens`` (OpenAI's name since 2024);
-    llama.cpp's and other OpenAI-compatible servers read only ``max_tokens``. The
-    request payload has no public hook, so the one private method is overridden here.
-    """
+    class ChatOpenAIMaxTokens(ChatOpenAI):
+        """``ChatOpenAI`` that sends a token limit as ``max_tokens``.
 
-    def _get_request_payload(
-        self, input_: Any, *, stop: list[str] | None = None, **kwargs: Any
-    ) -> dict:
-        payload = super()._get_request_payload(input_, stop=stop, **kwargs)
-        if "max_completion_tokens" in payload:
-            payload["max_tokens"] = payload.pop("max_completion_tokens")
-        return payload
+        langchain-openai sends it as ``max_completion_tokens`` (OpenAI's name since 2024);
+        llama.cpp's and other OpenAI-compatible servers read only ``max_tokens``. The
+        request payload has no public hook, so the one private method is overridden here.
+        """
+
+        __qualname__ = "ChatOpenAIMaxTokens"
+
+        def _get_request_payload(
+            self, input_: Any, *, stop: list[str] | None = None, **kwargs: Any
+        ) -> dict:
+            payload = super()._get_request_payload(input_, stop=stop, **kwargs)
+            if "max_completion_tokens" in payload:
+                payload["max_tokens"] = payload.pop("max_completion_tokens")
+            return payload
+
+    return ChatOpenAIMaxTokens
+
+
+_made = threading.Lock()  # one class, even when two threads ask for it first at once
+
+
+def __getattr__(name: str) -> Any:
+    if name == "ChatOpenAIMaxTokens":
+        with _made:
+            if name not in globals():
+                globals()[name] = _chat_openai_max_tokens()
+        return globals()[name]
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 # The checkpointer a running graph saves to: the compiled graph's own, or the one a

@@ -27,7 +27,6 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from functools import partial
 from typing import Any
 
-import jsonschema
 from langchain_core.messages import AIMessage, AnyMessage, ToolMessage
 from langchain_core.messages.tool import InvalidToolCall, ToolCall
 from langchain_core.runnables import RunnableConfig
@@ -47,7 +46,7 @@ from fncall_graph.adapters.checkpoint.claims import (
     claim_in_task,
     claims_for,
 )
-from fncall_graph.adapters.mcp import MCPCallOutcomeUnknown, MCPServerError
+from fncall_graph.adapters.mcp.errors import MCPCallOutcomeUnknown, MCPServerError
 
 from ._repeats import DEFAULT_MAX_REPEATS, repeat_answers
 
@@ -430,6 +429,8 @@ class ToolDispatchNode:
         tool, call = request.tool, request.tool_call
         # unknown tools are answered by ToolNode; pydantic schemas validate themselves
         if tool is not None and isinstance(tool.args_schema, Mapping):
+            import jsonschema  # ~0.1 s to import: loaded by the first call with a JSON schema
+
             schema = dict(tool.args_schema)
             try:
                 jsonschema.validate(_without_optional_nulls(call["args"], schema), schema)

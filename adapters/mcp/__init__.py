@@ -7,8 +7,11 @@
 - :mod:`.errors`: what goes wrong, said with the server and field.
 """
 
-from ..formats.schema import clean_schema
-from .config import ConfigSource, RemoteServer, StdioServer, parse_mcp_config
+from importlib import import_module
+from typing import TYPE_CHECKING, Any
+
+# Only the exceptions load with the package: nodes catch them on every run, while the MCP
+# SDK (and the web stack it pulls in) loads when a toolkit or a config is first used.
 from .errors import (
     MCPAuthError,
     MCPCallOutcomeUnknown,
@@ -16,8 +19,37 @@ from .errors import (
     MCPServerError,
     MCPToolTimeoutError,
 )
-from .oauth import OAuthSettings, open_in_browser
-from .toolkit import MCPArtifact, MCPPrompt, MCPToolkit, load_mcp_tools
+
+if TYPE_CHECKING:
+    from ..formats.schema import clean_schema
+    from .config import ConfigSource, RemoteServer, StdioServer, parse_mcp_config
+    from .oauth import OAuthSettings, open_in_browser
+    from .toolkit import MCPArtifact, MCPPrompt, MCPToolkit, load_mcp_tools
+
+_LAZY = {
+    "clean_schema": "..formats.schema",
+    "ConfigSource": ".config",
+    "RemoteServer": ".config",
+    "StdioServer": ".config",
+    "parse_mcp_config": ".config",
+    "OAuthSettings": ".oauth",
+    "open_in_browser": ".oauth",
+    "MCPArtifact": ".toolkit",
+    "MCPPrompt": ".toolkit",
+    "MCPToolkit": ".toolkit",
+    "load_mcp_tools": ".toolkit",
+}
+
+
+def __getattr__(name: str) -> Any:
+    if name in _LAZY:
+        return getattr(import_module(_LAZY[name], __name__), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted([*globals(), *_LAZY])
+
 
 __all__ = [
     "ConfigSource",

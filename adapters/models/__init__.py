@@ -6,6 +6,8 @@
 - :mod:`.capabilities`: native tools, a declared dialect, grammars: what a model can do.
 """
 
+from typing import TYPE_CHECKING, Any
+
 from .capabilities import (
     accepts_grammar,
     declared_dialect,
@@ -15,7 +17,6 @@ from .capabilities import (
 from .specs import (
     DEFAULT_SPEC,
     MODEL_ENV,
-    CompatibleChatOpenAI,
     ModelServerUnreachable,
     ModelSpecError,
     is_tools_unsupported_error,
@@ -24,6 +25,9 @@ from .specs import (
     resolve_model,
     unreachable_server,
 )
+
+if TYPE_CHECKING:
+    from .openai_compatible import CompatibleChatOpenAI
 
 __all__ = [
     "DEFAULT_SPEC",
@@ -41,3 +45,12 @@ __all__ = [
     "supports_native_tools",
     "unreachable_server",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    # langchain-openai loads only when an OpenAI-compatible model is made or named
+    if name == "CompatibleChatOpenAI":
+        from .openai_compatible import CompatibleChatOpenAI
+
+        return CompatibleChatOpenAI
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -36,14 +36,14 @@ import os
 import re
 from importlib import resources
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from langchain_core.language_models import BaseChatModel
-from langchain_openai import ChatOpenAI
-
-from fncall_graph._compat import ChatOpenAIMaxTokens
 
 from .call_format import CALL_FORMAT_KEY, check_call_format
+
+if TYPE_CHECKING:
+    from .openai_compatible import CompatibleChatOpenAI
 
 __all__ = [
     "CompatibleChatOpenAI",
@@ -84,32 +84,6 @@ class ModelSpecError(ValueError):
         self.problem = problem
         self.remedy = remedy
         super().__init__(f"model spec {spec!r}: {problem}; {remedy}")
-
-
-class CompatibleChatOpenAI(ChatOpenAIMaxTokens):
-    """``ChatOpenAI`` for OpenAI-compatible servers (llama.cpp, vLLM, DashScope, DeepSeek).
-
-    langchain-openai sends a token limit as ``max_completion_tokens``, which OpenAI
-    introduced in 2024; llama-cpp-python's server ignores that field and other servers
-    may too, while all of them read ``max_tokens``. This class sends ``max_tokens``.
-
-    Attributes:
-        accepts_grammar: the server applies a request's GBNF ``grammar`` field, as
-            llama.cpp's servers do. ``create_fncall_graph`` then constrains the replies of
-            prompt dialects by default (see its ``constrained`` option). The bundled
-            ``local`` model sets it; pass ``accepts_grammar=True`` to ``resolve_model`` for
-            another llama.cpp server.
-        dialect: the dialect ``create_fncall_graph(dialect="auto")`` speaks with this
-            model, if set (the bundled ``local`` model sets ``"hermes"``); ``None``:
-            native when it binds tools.
-        model_path: the model file the server serves (a GGUF file, or a folder with a
-            ``tokenizer_config.json``), if it is local: its chat template tells the
-            model's call format where the server does not (the ``local`` model sets it).
-    """
-
-    accepts_grammar: bool = False
-    dialect: str | None = None
-    model_path: str | None = None
 
 
 def resolve_model(spec: str | BaseChatModel | None = None, **kwargs: Any) -> BaseChatModel:
@@ -221,6 +195,8 @@ def _url_model(spec: str, **kwargs: Any) -> BaseChatModel:
     kwargs.setdefault("model", name.strip() or "default")
     kwargs.setdefault("base_url", url)
     kwargs.setdefault("api_key", os.environ.get("OPENAI_API_KEY") or _DUMMY_KEY)
+    from .openai_compatible import CompatibleChatOpenAI
+
     return CompatibleChatOpenAI(**kwargs)
 
 
@@ -323,10 +299,23 @@ def _openai_model(spec: str, name: str, **kwargs: Any) -> BaseChatModel:
                 "set OPENAI_API_KEY (or OPENAI_BASE_URL for a local OpenAI-compatible server)",
             )
         kwargs["api_key"] = _DUMMY_KEY
+    from langchain_openai import ChatOpenAI
+
+    from .openai_compatible import CompatibleChatOpenAI
+
     if base_url:
         kwargs.setdefault("base_url", base_url)
         return CompatibleChatOpenAI(model=name, **kwargs)
     return ChatOpenAI(model=name, **kwargs)
+
+
+def __getattr__(name: str) -> Any:
+    # langchain-openai loads only when an OpenAI-compatible model is made or named
+    if name == "CompatibleChatOpenAI":
+        from .openai_compatible import CompatibleChatOpenAI
+
+        return CompatibleChatOpenAI
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def _init_chat_model(spec: str, provider: str, name: str, **kwargs: Any) -> BaseChatModel:

@@ -1,0 +1,130 @@
+"""The package's face loads no MCP SDK, provider client or web stack until one is used.
+
+Each check runs in a fresh interpreter, so what it sees in ``sys.modules`` is what the
+import itself loaded. Timings are in ``bench/import_cost.py``; here only which modules load.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+MCP_SDK = {"mcp", "langchain_mcp_adapters"}
+PROVIDERS = {"langchain_openai", "openai", "langchain_ollama", "ollama"}
+WEB_STACK = {"uvicorn", "starlette", "sse_starlette", "aiohttp"}
+# LangGraph's own graph module imports its SDK client (langgraph.runtime → langgraph_sdk),
+# as `from langchain.agents import create_agent` does; the model-boundary entry points
+# need no LangGraph and load none of it.
+LANGGRAPH_SDK = {"langgraph_sdk"}
+UNUSED = MCP_SDK | PROVIDERS | WEB_STACK
+
+
+def loaded_after(code: str, cwd: Path) -> Any:
+    """Run ``code`` in a fresh interpreter; it prints one JSON line, returned parsed."""
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, cwd=cwd, check=False
+    )
+    assert done.returncode == 0, done.stderr
+    return json.loads(done.stdout.splitlines()[-1])
+
+
+def top_level_loaded(statement: str, watched: set[str], cwd: Path) -> list[str]:
+    code = (
+        f"import json, sys\n{statement}\n"
+        f"print(json.dumps(sorted({{m.split('.')[0] for m in sys.modules}} & {watched!r})))"
+    )
+    return loaded_after(code, cwd)
+
+
+@pytest.mark.parametrize(
+    ("statement", "watched"),
+    [
+        ("from fncall_graph import with_dialect", UNUSED | LANGGRAPH_SDK),
+        ("from fncall_graph import normalize", UNUSED | LANGGRAPH_SDK),
+        (
+            "import fncall_graph\n"
+            "from fncall_graph import create_fncall_graph, with_dialect, normalize",
+            UNUSED,
+        ),
+        (
+            # what `fncall-graph --help` runs
+            "from fncall_graph.cli import build_parser\nbuild_parser().format_help()",
+            UNUSED,
+        ),
+    ],
+    ids=["with_dialect", "normalize", "create_fncall_graph", "cli-help"],
+)
+def test_the_face_loads_no_unused_heavy_package(
+    statement: str, watched: set[str], tmp_path: Path
+) -> None:
+    assert top_level_loaded(statement, watched, tmp_path) == []
+
+
+def test_a_spec_or_a_toolkit_loads_its_package_when_used(tmp_path: Path) -> None:
+    code = """
+import json, sys
+from fncall_graph import create_fncall_graph
+from fncall_graph.adapters.models import resolve_model
+
+def loaded(names):
+    return sorted({m.split(".")[0] for m in sys.modules} & set(names))
+
+steps = {"face": loaded(["langchain_openai", "openai", "langchain_ollama", "ollama", "mcp"])}
+model = resolve_model("http://127.0.0.1:9/v1#qwen2.5")
+steps["url"] = [type(model).__name__, loaded(["langchain_openai", "openai", "mcp"])]
+resolve_model("ollama:qwen3", base_url="http://127.0.0.1:9")
+steps["ollama"] = loaded(["langchain_ollama", "ollama", "mcp"])
+from fncall_graph import MCPToolkit
+steps["toolkit"] = loaded(["mcp"])
+print(json.dumps(steps))
+"""
+    steps = loaded_after(code, tmp_path)
+    assert steps == {
+        "face": [],
+        "url": ["CompatibleChatOpenAI", ["langchain_openai", "openai"]],
+        "ollama": ["langchain_ollama", "ollama"],
+        "toolkit": ["mcp"],
+    }
+
+
+def test_names_moved_out_of_the_import_path_still_import_from_where_they_were() -> None:
+    from langchain_core.tools import ToolException
+    from langchain_openai import ChatOpenAI
+
+    import fncall_graph.adapters.mcp as mcp_package
+    from fncall_graph import MCPToolkit, load_mcp_tools
+    from fncall_graph._compat import ChatOpenAIMaxTokens
+    from fncall_graph.adapters.mcp import (
+        MCPArtifact,
+        MCPAuthError,
+        MCPPrompt,
+        OAuthSettings,
+        clean_schema,
+        parse_mcp_config,
+    )
+    from fncall_graph.adapters.mcp import toolkit as toolkit_module
+    from fncall_graph.adapters.mcp.errors import MCPServerError
+    from fncall_graph.adapters.models import CompatibleChatOpenAI
+    from fncall_graph.adapters.models import specs as specs_module
+    from fncall_graph.adapters.models.openai_compatible import (
+        CompatibleChatOpenAI as defined,
+    )
+
+    assert CompatibleChatOpenAI is defined is specs_module.CompatibleChatOpenAI
+    assert issubclass(CompatibleChatOpenAI, ChatOpenAIMaxTokens)
+    assert issubclass(ChatOpenAIMaxTokens, ChatOpenAI)
+    assert ChatOpenAIMaxTokens.__qualname__ == "ChatOpenAIMaxTokens"
+    assert ChatOpenAIMaxTokens.__module__ == "fncall_graph._compat"
+    assert MCPToolkit is toolkit_module.MCPToolkit
+    assert load_mcp_tools is toolkit_module.load_mcp_tools
+    assert (MCPArtifact, MCPPrompt) == (toolkit_module.MCPArtifact, toolkit_module.MCPPrompt)
+    assert callable(parse_mcp_config) and callable(clean_schema) and OAuthSettings
+    assert issubclass(MCPAuthError, MCPServerError) and issubclass(MCPAuthError, ToolException)
+    assert set(mcp_package.__all__) <= set(dir(mcp_package))
+    with pytest.raises(AttributeError, match="no attribute 'nosuch'"):
+        mcp_package.nosuch  # noqa: B018
