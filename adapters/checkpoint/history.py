@@ -1,0 +1,505 @@
+"""Checkpoints that store each message once: a thread's storage grows with its length.
+
+A LangGraph checkpoint holds every channel's whole value, so each step of a thread
+saves its whole message history again: storage grows with the square of the thread's
+length (a thread of 1,000 tool turns is gigabytes) and every step serializes and writes
+the whole history, so turns get slower as the thread grows.
+
+:func:`stores_messages_once` makes a saver class that keeps message lists apart. Each
+message is serialized once (by the saver's own serializer, so an encrypting serializer
+still applies), stored in the table ``fncall_messages`` beside the checkpoints, keyed by
+the thread and a digest of its bytes; a checkpoint holds only a few digests in place of
+the list. The list is cut into power-of-two blocks (as a binary counter cuts a number:
+13 messages are blocks of 8, 4 and 1), each block a node naming its two halves, so a
+checkpoint holds at most log2(n) + 1 digests of 16 bytes, a new message adds one row
+and on average one node, and an edited or removed message changes only the nodes above
+it. Reading a checkpoint gives back the whole list, as LangGraph stored it: ``get_state``,
+``get_state_history``, resuming, forks and pending writes are as with the plain saver.
+
+What it costs: a saver remembers, per thread, the messages it last saved or read (by
+object, as LangGraph hands them over), so a step serializes only the messages it added;
+a message object changed in place after it was saved is not stored again (replace it by
+id, as ``add_messages`` does). Reading a thread in a new process loads its rows once.
+``delete_thread`` deletes the thread's rows too.
+
+Nothing here knows about graphs; any channel whose value is a list of messages is kept
+this way (``messages`` in ``create_fncall_graph`` and ``create_agent``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import operator
+import threading
+from collections import OrderedDict
+from collections.abc import AsyncIterator, Callable, Iterator, Sequence
+from dataclasses import dataclass, field
+from typing import Any, TypeVar
+
+from langchain_core.messages import BaseMessage
+from langchain_core.runnables import RunnableConfig
+from langgraph.checkpoint.base import (
+    BaseCheckpointSaver,
+    ChannelVersions,
+    Checkpoint,
+    CheckpointMetadata,
+    CheckpointTuple,
+)
+from langgraph.checkpoint.serde.base import SerializerProtocol
+
+__all__ = ["MESSAGES_TABLE", "MessageHistory", "StoredMessageMissing", "stores_messages_once"]
+
+MESSAGES_TABLE = "fncall_messages"
+
+_REF = "__fncall_messages__"  # the key of the value that stands for a list in a checkpoint
+_PAIR = "fncall-pair"  # the type of a node row: the digests of its two halves
+_THREADS_KEPT = 32  # threads whose messages a saver remembers (least recently used go)
+
+S = TypeVar("S", bound=BaseCheckpointSaver)
+
+Row = tuple[bytes, str, bytes]  # digest, type, value
+
+
+class StoredMessageMissing(LookupError):
+    """A checkpoint names a stored message (or node) that its table does not hold: the
+    rows were deleted without the checkpoint, or the database was copied in part."""
+
+
+def _digest(*parts: bytes) -> bytes:
+    h = hashlib.blake2b(digest_size=16)
+    for part in parts:
+        h.update(len(part).to_bytes(8, "little"))
+        h.update(part)
+    return h.digest()
+
+
+@dataclass
+class _Lineage:
+    """What one thread's (and namespace's) last saved or read list was: its message
+    objects, their digests, and the digest of each whole block ``(start, level)``
+    (``2**level`` messages from ``start``) inside it."""
+
+    items: list[BaseMessage] = field(default_factory=list)
+    leaves: list[bytes] = field(default_factory=list)
+    blocks: dict[tuple[int, int], bytes] = field(default_factory=dict)
+
+
+@dataclass
+class _Encoded:
+    lineage_key: tuple[str, str]
+    lineage: _Lineage
+    rows: list[Row]
+    added: dict[tuple[int, int], bytes]
+
+
+class MessageHistory:
+    """Message lists as blocks of stored messages: what a saver of
+    :func:`stores_messages_once` does to checkpoints before saving and after reading.
+
+    Args:
+        serde: the saver's serializer (each message is stored as it serializes it).
+    """
+
+    def __init__(self, serde: SerializerProtocol) -> None:
+        self.serde = serde
+        self._lock = threading.Lock()
+        self._lineages: OrderedDict[tuple[str, str], _Lineage] = OrderedDict()
+        self._rows: OrderedDict[str, dict[bytes, tuple[str, bytes]]] = OrderedDict()
+
+    # -- saving
+
+    def encode(
+        self, config: RunnableConfig, checkpoint: Checkpoint
+    ) -> tuple[Checkpoint, list[_Encoded]]:
+        """``checkpoint`` with each list of messages replaced by its blocks' digests, and
+        the rows to store first (call :meth:`saved` once they are)."""
+        values = checkpoint.get("channel_values") or {}
+        lists = [
+            k
+            for k, v in values.items()
+            if isinstance(v, list) and v and all(isinstance(m, BaseMessage) for m in v)
+        ]
+        if not lists:
+            return checkpoint, []
+        conf = config.get("configurable") or {}
+        thread, ns = str(conf.get("thread_id")), str(conf.get("checkpoint_ns", ""))
+        fresh = not conf.get("checkpoint_id")  # a thread's first checkpoint
+        encoded, new_values = [], dict(values)
+        for channel in lists:
+            ref, enc = self._encode((thread, f"{ns}\0{channel}"), values[channel], fresh)
+            new_values[channel] = ref
+            encoded.append(enc)
+        return {**checkpoint, "channel_values": new_values}, encoded
+
+    def _encode(
+        self, key: tuple[str, str], messages: list[BaseMessage], fresh: bool
+    ) -> tuple[dict[str, Any], _Encoded]:
+        with self._lock:
+            old = None if fresh else self._lineages.get(key)
+        old = old or _Lineage()
+        # the messages saved before, as the same objects, need not be serialized again
+        same = list(map(operator.is_, old.items, messages))
+        prefix = same.index(False) if False in same else len(same)
+        leaves = old.leaves[:prefix]
+        rows: list[Row] = []
+        for message in messages[prefix:]:
+            type_, data = self.serde.dumps_typed(message)
+            digest = _digest(type_.encode(), data)
+            leaves.append(digest)
+            rows.append((digest, type_, data))
+        if prefix == len(old.items):  # messages were only added: every block holds
+            blocks = old.blocks
+        else:
+            blocks = {
+                (start, level): h
+                for (start, level), h in old.blocks.items()
+                if start + (1 << level) <= prefix
+            }
+        added: dict[tuple[int, int], bytes] = {}  # remembered once their rows are stored
+
+        def block(start: int, level: int) -> bytes:
+            if level == 0:
+                return leaves[start]
+            h = blocks.get((start, level)) or added.get((start, level))
+            if h is None:
+                half = 1 << (level - 1)
+                left, right = block(start, level - 1), block(start + half, level - 1)
+                h = added[(start, level)] = _digest(_PAIR.encode(), left, right)
+                rows.append((h, _PAIR, left + right))
+            return h
+
+        heads, start, n = [], 0, len(messages)
+        for level in reversed(range(n.bit_length())):
+            if n >> level & 1:
+                heads.append(block(start, level))
+                start += 1 << level
+        lineage = _Lineage(list(messages), leaves, blocks)
+        return {_REF: heads, "n": n}, _Encoded(key, lineage, rows, added)
+
+    def saved(self, thread_id: str, encoded: Sequence[_Encoded]) -> None:
+        """The rows of ``encoded`` are stored: remember them, and the lists they made."""
+        with self._lock:
+            rows = self._rows.get(thread_id)
+            for enc in encoded:
+                enc.lineage.blocks.update(enc.added)
+                self._remember(enc.lineage_key, enc.lineage)
+                if rows is not None:
+                    rows.update((d, (t, v)) for d, t, v in enc.rows)
+
+    def _remember(self, key: tuple[str, str], lineage: _Lineage) -> None:
+        self._lineages[key] = lineage
+        self._lineages.move_to_end(key)
+        while len(self._lineages) > _THREADS_KEPT:
+            self._lineages.popitem(last=False)
+
+    # -- reading
+
+    def refs(self, checkpoint: Checkpoint) -> bool:
+        """Whether ``checkpoint`` names stored messages."""
+        return any(_is_ref(v) for v in (checkpoint.get("channel_values") or {}).values())
+
+    def known(self, thread_id: str) -> bool:
+        """Whether this process holds ``thread_id``'s rows (or has nothing to look up)."""
+        with self._lock:
+            return thread_id in self._rows
+
+    def loaded(self, thread_id: str, rows: Sequence[Row]) -> None:
+        """All of ``thread_id``'s rows, as read from the table."""
+        with self._lock:
+            known = self._rows.setdefault(thread_id, {})
+            known.update((bytes(d), (t, bytes(v))) for d, t, v in rows)
+            self._rows.move_to_end(thread_id)
+            while len(self._rows) > _THREADS_KEPT:
+                self._rows.popitem(last=False)
+
+    def decode(self, tup: CheckpointTuple, *, head: bool = False) -> CheckpointTuple:
+        """``tup`` with its stored lists read back; with ``head`` (the checkpoint a run
+        goes on from), the lists are remembered for the next save."""
+        values = tup.checkpoint.get("channel_values") or {}
+        refs = {k: v for k, v in values.items() if _is_ref(v)}
+        if not refs:
+            return tup
+        conf = tup.config["configurable"]
+        thread, ns = str(conf["thread_id"]), str(conf.get("checkpoint_ns", ""))
+        with self._lock:
+            rows = self._rows.get(thread, {})
+        new_values = dict(values)
+        for channel, ref in refs.items():
+            lineage = _Lineage()
+            new_values[channel] = self._decode(thread, conf, ref, rows, lineage)
+            if head:
+                with self._lock:
+                    self._remember((thread, f"{ns}\0{channel}"), lineage)
+        return tup._replace(checkpoint={**tup.checkpoint, "channel_values": new_values})
+
+    def _decode(
+        self,
+        thread: str,
+        conf: dict[str, Any],
+        ref: dict[str, Any],
+        rows: dict[bytes, tuple[str, bytes]],
+        lineage: _Lineage,
+    ) -> list[BaseMessage]:
+        def row(digest: bytes) -> tuple[str, bytes]:
+            found = rows.get(digest)
+            if found is None:
+                raise StoredMessageMissing(
+                    f"thread {thread!r}, checkpoint {conf.get('checkpoint_id')}: stored "
+                    f"message {digest.hex()} is missing from table {MESSAGES_TABLE}"
+                )
+            return found
+
+        def expand(digest: bytes, start: int, level: int) -> None:
+            if level == 0:
+                lineage.leaves.append(digest)
+                lineage.items.append(self.serde.loads_typed(row(digest)))
+                return
+            lineage.blocks[(start, level)] = digest
+            type_, value = row(digest)
+            if type_ != _PAIR or len(value) != 32:
+                raise StoredMessageMissing(
+                    f"thread {thread!r}: row {digest.hex()} of {MESSAGES_TABLE} is not a "
+                    f"block of {1 << level} messages"
+                )
+            half = 1 << (level - 1)
+            expand(value[:16], start, level - 1)
+            expand(value[16:], start + half, level - 1)
+
+        n, start = int(ref["n"]), 0
+        levels = [level for level in reversed(range(n.bit_length())) if n >> level & 1]
+        for digest, level in zip(ref[_REF], levels, strict=True):
+            expand(bytes(digest), start, level)
+            start += 1 << level
+        return list(lineage.items)
+
+    def forget(self, thread_id: str) -> None:
+        """The thread was deleted: drop what this process remembers of it."""
+        with self._lock:
+            self._rows.pop(thread_id, None)
+            for key in [k for k in self._lineages if k[0] == thread_id]:
+                del self._lineages[key]
+
+
+def _is_ref(value: Any) -> bool:
+    return isinstance(value, dict) and _REF in value
+
+
+def _thread(config: RunnableConfig) -> str:
+    return str((config.get("configurable") or {}).get("thread_id"))
+
+
+# -- the table, in SQLite
+
+_SQLITE_CREATE = (
+    f"CREATE TABLE IF NOT EXISTS {MESSAGES_TABLE} (thread_id TEXT NOT NULL, "
+    "digest BLOB NOT NULL, type TEXT NOT NULL, value BLOB NOT NULL, "
+    "PRIMARY KEY (thread_id, digest)) WITHOUT ROWID"
+)
+_SQLITE_INSERT = (
+    f"INSERT OR IGNORE INTO {MESSAGES_TABLE} (thread_id, digest, type, value) VALUES (?, ?, ?, ?)"
+)
+_SELECT = f"SELECT digest, type, value FROM {MESSAGES_TABLE} WHERE thread_id = ?"
+_DELETE = f"DELETE FROM {MESSAGES_TABLE} WHERE thread_id = ?"
+
+
+def _rows_of(thread: str, encoded: Sequence[_Encoded]) -> list[tuple[str, bytes, str, bytes]]:
+    return [(thread, d, t, v) for enc in encoded for d, t, v in enc.rows]
+
+
+class _SqliteMessagesOnce:
+    """Over a ``SqliteSaver``: message lists stored once (see the module)."""
+
+    conn: Any
+    serde: SerializerProtocol
+    cursor: Callable[..., Any]
+
+    @property
+    def history(self) -> MessageHistory:
+        """What this saver remembers of its threads' messages."""
+        if "_history" not in self.__dict__:
+            self.__dict__["_history"] = MessageHistory(self.serde)
+        return self.__dict__["_history"]
+
+    def setup(self) -> None:
+        super().setup()  # type: ignore[misc]
+        if not self.__dict__.get("_history_ready"):
+            # called under the saver's lock, on its connection
+            self.conn.execute(_SQLITE_CREATE)
+            self.conn.commit()
+            self.__dict__["_history_ready"] = True
+
+    def put(
+        self,
+        config: RunnableConfig,
+        checkpoint: Checkpoint,
+        metadata: CheckpointMetadata,
+        new_versions: ChannelVersions,
+    ) -> RunnableConfig:
+        stored, encoded = self.history.encode(config, checkpoint)
+        if rows := _rows_of(_thread(config), encoded):
+            # before the checkpoint that names them: a crash between leaves only rows
+            with self.cursor() as cur:
+                cur.executemany(_SQLITE_INSERT, rows)
+        saved = super().put(config, stored, metadata, new_versions)  # type: ignore[misc]
+        self.history.saved(_thread(config), encoded)
+        return saved
+
+    def _load(self, tup: CheckpointTuple) -> None:
+        thread = _thread(tup.config)
+        if self.history.refs(tup.checkpoint) and not self.history.known(thread):
+            with self.cursor(transaction=False) as cur:
+                rows = cur.execute(_SELECT, (thread,)).fetchall()
+            self.history.loaded(thread, rows)
+
+    def get_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
+        tup = super().get_tuple(config)  # type: ignore[misc]
+        if tup is None:
+            return None
+        self._load(tup)
+        return self.history.decode(tup, head=True)
+
+    def list(
+        self,
+        config: RunnableConfig | None,
+        *,
+        filter: dict[str, Any] | None = None,
+        before: RunnableConfig | None = None,
+        limit: int | None = None,
+    ) -> Iterator[CheckpointTuple]:
+        # the saver holds its lock while it lists: read the rows once it is done
+        tuples = list(super().list(config, filter=filter, before=before, limit=limit))  # type: ignore[misc]
+        for tup in tuples:
+            self._load(tup)
+            yield self.history.decode(tup)
+
+    def delete_thread(self, thread_id: str) -> None:
+        super().delete_thread(thread_id)  # type: ignore[misc]
+        with self.cursor() as cur:
+            cur.execute(_DELETE, (str(thread_id),))
+        self.history.forget(str(thread_id))
+
+
+class _AsyncSqliteMessagesOnce:
+    """Over an ``AsyncSqliteSaver``: message lists stored once (see the module)."""
+
+    conn: Any
+    lock: asyncio.Lock
+    serde: SerializerProtocol
+    history = _SqliteMessagesOnce.history
+
+    async def setup(self) -> None:
+        await super().setup()  # type: ignore[misc]
+        if not self.__dict__.get("_history_ready"):
+            async with self.lock:
+                await self.conn.execute(_SQLITE_CREATE)
+                await self.conn.commit()
+            self.__dict__["_history_ready"] = True
+
+    async def aput(
+        self,
+        config: RunnableConfig,
+        checkpoint: Checkpoint,
+        metadata: CheckpointMetadata,
+        new_versions: ChannelVersions,
+    ) -> RunnableConfig:
+        stored, encoded = self.history.encode(config, checkpoint)
+        if rows := _rows_of(_thread(config), encoded):
+            await self.setup()
+            async with self.lock:
+                await self.conn.executemany(_SQLITE_INSERT, rows)
+                await self.conn.commit()
+        saved = await super().aput(config, stored, metadata, new_versions)  # type: ignore[misc]
+        self.history.saved(_thread(config), encoded)
+        return saved
+
+    async def _aload(self, tup: CheckpointTuple) -> None:
+        thread = _thread(tup.config)
+        if self.history.refs(tup.checkpoint) and not self.history.known(thread):
+            async with self.lock, self.conn.execute(_SELECT, (thread,)) as cur:
+                rows = await cur.fetchall()
+            self.history.loaded(thread, rows)
+
+    async def aget_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
+        tup = await super().aget_tuple(config)  # type: ignore[misc]
+        if tup is None:
+            return None
+        await self._aload(tup)
+        return self.history.decode(tup, head=True)
+
+    async def alist(
+        self,
+        config: RunnableConfig | None,
+        *,
+        filter: dict[str, Any] | None = None,
+        before: RunnableConfig | None = None,
+        limit: int | None = None,
+    ) -> AsyncIterator[CheckpointTuple]:
+        tuples = [
+            t
+            async for t in super().alist(  # type: ignore[misc]
+                config, filter=filter, before=before, limit=limit
+            )
+        ]
+        for tup in tuples:
+            await self._aload(tup)
+            yield self.history.decode(tup)
+
+    async def adelete_thread(self, thread_id: str) -> None:
+        await super().adelete_thread(thread_id)  # type: ignore[misc]
+        async with self.lock:
+            await self.conn.execute(_DELETE, (str(thread_id),))
+            await self.conn.commit()
+        self.history.forget(str(thread_id))
+
+
+_MADE: dict[type, type] = {}
+_MADE_LOCK = threading.Lock()
+
+
+def stores_messages_once(saver_cls: type[S]) -> type[S]:
+    """A subclass of ``saver_cls`` (a LangGraph SQLite saver, sync or async, or a
+    subclass of one) that stores each message of a thread once.
+
+    Its checkpoints hold a few digests in place of each message list; the messages are
+    in the table ``fncall_messages`` beside the checkpoints (see the module). It reads
+    and writes the same checkpoints and writes as ``saver_cls`` otherwise, and the
+    subclass sits under ``saver_cls``'s own ``put``, so what ``saver_cls`` does around a
+    save (retries, errors) covers the messages' rows too.
+
+    Use it through ``sqlite_saver(path, store_messages_once=True)`` (or
+    ``async_sqlite_saver``); a database written with it must be read with it.
+
+    Example:
+        >>> import sqlite3
+        >>> from langgraph.checkpoint.sqlite import SqliteSaver
+        >>> saver = stores_messages_once(SqliteSaver)(sqlite3.connect(":memory:"))
+        >>> isinstance(saver, SqliteSaver)
+        True
+    """
+    names = {c.__module__ + "." + c.__name__ for c in saver_cls.__mro__}
+    with _MADE_LOCK:
+        made = _MADE.get(saver_cls)
+        if made is not None:
+            return made  # type: ignore[return-value]
+        if "langgraph.checkpoint.sqlite.aio.AsyncSqliteSaver" in names:
+            from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver as base
+
+            mixin: type = _AsyncSqliteMessagesOnce
+        elif "langgraph.checkpoint.sqlite.SqliteSaver" in names:
+            from langgraph.checkpoint.sqlite import SqliteSaver as base  # type: ignore[assignment]
+
+            mixin = _SqliteMessagesOnce
+        else:
+            raise TypeError(
+                f"store_messages_once: {saver_cls.__name__} is not a LangGraph SQLite saver "
+                "(SqliteSaver or AsyncSqliteSaver)"
+            )
+        # under saver_cls's own put (its retries and errors), over the LangGraph saver's
+        under = type(saver_cls.__name__, (mixin, base), {"__doc__": base.__doc__})
+        if saver_cls is not base:
+            made = type(saver_cls.__name__, (saver_cls, under), {"__doc__": saver_cls.__doc__})
+        else:
+            made = under
+        _MADE[saver_cls] = made
+        return made  # type: ignore[return-value]
