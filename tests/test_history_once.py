@@ -15,6 +15,7 @@ import signal
 import sqlite3
 import subprocess
 import sys
+import uuid
 from contextlib import closing
 from pathlib import Path
 from typing import Any
@@ -25,6 +26,7 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, Remove
 from langchain_core.outputs import ChatGeneration, ChatResult
 from langchain_core.tools import tool
 from langgraph.types import Command
+from pg_server import postgres_url  # noqa: F401  (the fixture)
 
 from fncall_graph import bind_decisions, create_fncall_graph
 from fncall_graph.adapters.checkpoint import async_sqlite_saver, sqlite_saver
@@ -319,3 +321,101 @@ async def test_async_saver_round_trips_and_deletes(tmp_path, effects):
         assert recorded(effects) == [1, 2, 3, 4, 5, 6]
         await saver.adelete_thread("long")
     assert message_rows(db) == 0
+
+
+# -- PostgreSQL: the same saver over langgraph-checkpoint-postgres, on a real server
+
+
+def pg_bytes(url: str, thread: str) -> int:
+    """The bytes PostgreSQL keeps for ``thread`` (checkpoints, channel blobs, writes,
+    messages)."""
+    import psycopg
+
+    with psycopg.connect(url) as db:
+        return sum(
+            db.execute(
+                f"SELECT COALESCE(SUM({size}), 0) FROM {table} WHERE thread_id = %s", (thread,)
+            ).fetchone()[0]
+            for table, size in (
+                ("checkpoints", "pg_column_size(checkpoint) + pg_column_size(metadata)"),
+                ("checkpoint_blobs", "COALESCE(LENGTH(blob), 0)"),
+                ("checkpoint_writes", "LENGTH(blob)"),
+                (MESSAGES_TABLE, "LENGTH(value)"),
+            )
+        )
+
+
+def pg_message_rows(url: str, thread: str) -> int:
+    import psycopg
+
+    with psycopg.connect(url) as db:
+        return db.execute(
+            f"SELECT COUNT(*) FROM {MESSAGES_TABLE} WHERE thread_id = %s", (thread,)
+        ).fetchone()[0]
+
+
+@pytest.mark.slow
+def test_postgres_round_trips_grows_linearly_and_deletes(postgres_url, effects):  # noqa: F811
+    from fncall_graph.adapters.checkpoint import postgres_saver
+
+    suffix = uuid.uuid4().hex
+    sizes = {}
+    for turns in (15, 30):
+        config = {"configurable": {"thread_id": f"t{turns}-{suffix}"}}
+        with postgres_saver(postgres_url, store_messages_once=True) as saver:
+            seen = capture_puts(saver)
+            graph = build("fncall", saver)
+            for turn in range(1, turns + 1):
+                graph.invoke(user(turn), config)
+            for snapshot in graph.get_state_history(config):
+                assert_as_saved(saver, snapshot, seen)
+        with postgres_saver(postgres_url, store_messages_once=True) as saver:  # nothing cached
+            state = build("fncall", saver).get_state(config)
+            assert len(state.values["messages"]) == 4 * turns
+            assert_as_saved(saver, state, seen)
+        sizes[turns] = pg_bytes(postgres_url, config["configurable"]["thread_id"])
+    assert sizes[30] <= 2.15 * sizes[15], sizes
+    with postgres_saver(postgres_url, store_messages_once=True) as saver:
+        saver.delete_thread(f"t15-{suffix}")
+        assert pg_message_rows(postgres_url, f"t15-{suffix}") == 0
+        assert pg_message_rows(postgres_url, f"t30-{suffix}") > 120
+        graph = build("fncall", saver)
+        assert (
+            len(
+                graph.get_state({"configurable": {"thread_id": f"t30-{suffix}"}}).values["messages"]
+            )
+            == 120
+        )
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("max_connections", [None, 3])
+async def test_async_postgres_round_trips_and_deletes(postgres_url, effects, max_connections):  # noqa: F811
+    from fncall_graph.adapters.checkpoint import async_postgres_saver
+
+    thread = uuid.uuid4().hex
+    config = {"configurable": {"thread_id": thread}}
+    options = {"max_connections": max_connections, "store_messages_once": True}
+    async with async_postgres_saver(postgres_url, **options) as saver:
+        graph = build("fncall", saver, interrupt_on={"record": True})
+        for turn in range(1, 5):
+            await graph.ainvoke(user(turn), config)
+            [pending] = (await graph.aget_state(config)).interrupts
+            decision = bind_decisions(pending.value, [{"type": "approve"}])
+            await graph.ainvoke(Command(resume=decision), config)
+        state = await graph.aget_state(config)
+        history = [s async for s in graph.aget_state_history(config)]
+    assert recorded(effects) == [1, 2, 3, 4]
+    async with async_postgres_saver(postgres_url, **options) as saver:
+        graph = build("fncall", saver, interrupt_on={"record": True})
+        again = await graph.aget_state(config)
+        assert serialized(saver, again.values["messages"]) == serialized(
+            saver, state.values["messages"]
+        )
+        again_history = [s async for s in graph.aget_state_history(config)]
+        assert [serialized(saver, s.values.get("messages", [])) for s in again_history] == [
+            serialized(saver, s.values.get("messages", [])) for s in history
+        ]
+        assert pg_message_rows(postgres_url, thread) > 16
+        await saver.adelete_thread(thread)
+    assert pg_message_rows(postgres_url, thread) == 0

@@ -30,10 +30,12 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
+import importlib
 import operator
 import threading
 from collections import OrderedDict
 from collections.abc import AsyncIterator, Callable, Iterator, Sequence
+from contextlib import asynccontextmanager, contextmanager
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
@@ -47,6 +49,8 @@ from langgraph.checkpoint.base import (
     CheckpointTuple,
 )
 from langgraph.checkpoint.serde.base import SerializerProtocol
+
+from .claims import _is_pool
 
 __all__ = ["MESSAGES_TABLE", "MessageHistory", "StoredMessageMissing", "stores_messages_once"]
 
@@ -289,30 +293,18 @@ def _thread(config: RunnableConfig) -> str:
     return str((config.get("configurable") or {}).get("thread_id"))
 
 
-# -- the table, in SQLite
-
-_SQLITE_CREATE = (
-    f"CREATE TABLE IF NOT EXISTS {MESSAGES_TABLE} (thread_id TEXT NOT NULL, "
-    "digest BLOB NOT NULL, type TEXT NOT NULL, value BLOB NOT NULL, "
-    "PRIMARY KEY (thread_id, digest)) WITHOUT ROWID"
-)
-_SQLITE_INSERT = (
-    f"INSERT OR IGNORE INTO {MESSAGES_TABLE} (thread_id, digest, type, value) VALUES (?, ?, ?, ?)"
-)
-_SELECT = f"SELECT digest, type, value FROM {MESSAGES_TABLE} WHERE thread_id = ?"
-_DELETE = f"DELETE FROM {MESSAGES_TABLE} WHERE thread_id = ?"
+# -- the savers: the same steps over each database's table
 
 
 def _rows_of(thread: str, encoded: Sequence[_Encoded]) -> list[tuple[str, bytes, str, bytes]]:
     return [(thread, d, t, v) for enc in encoded for d, t, v in enc.rows]
 
 
-class _SqliteMessagesOnce:
-    """Over a ``SqliteSaver``: message lists stored once (see the module)."""
+class _MessagesOnce:
+    """Over a sync LangGraph saver: message lists stored once (see the module). A
+    database's class says how its table is made, written, read and emptied."""
 
-    conn: Any
     serde: SerializerProtocol
-    cursor: Callable[..., Any]
 
     @property
     def history(self) -> MessageHistory:
@@ -321,13 +313,14 @@ class _SqliteMessagesOnce:
             self.__dict__["_history"] = MessageHistory(self.serde)
         return self.__dict__["_history"]
 
-    def setup(self) -> None:
-        super().setup()  # type: ignore[misc]
-        if not self.__dict__.get("_history_ready"):
-            # called under the saver's lock, on its connection
-            self.conn.execute(_SQLITE_CREATE)
-            self.conn.commit()
-            self.__dict__["_history_ready"] = True
+    def _store(self, rows: list[tuple[str, bytes, str, bytes]]) -> None:
+        raise NotImplementedError
+
+    def _fetch(self, thread_id: str) -> list[Row]:
+        raise NotImplementedError
+
+    def _drop(self, thread_id: str) -> None:
+        raise NotImplementedError
 
     def put(
         self,
@@ -338,9 +331,7 @@ class _SqliteMessagesOnce:
     ) -> RunnableConfig:
         stored, encoded = self.history.encode(config, checkpoint)
         if rows := _rows_of(_thread(config), encoded):
-            # before the checkpoint that names them: a crash between leaves only rows
-            with self.cursor() as cur:
-                cur.executemany(_SQLITE_INSERT, rows)
+            self._store(rows)  # before the checkpoint that names them: a crash leaves rows
         saved = super().put(config, stored, metadata, new_versions)  # type: ignore[misc]
         self.history.saved(_thread(config), encoded)
         return saved
@@ -348,9 +339,7 @@ class _SqliteMessagesOnce:
     def _load(self, tup: CheckpointTuple) -> None:
         thread = _thread(tup.config)
         if self.history.refs(tup.checkpoint) and not self.history.known(thread):
-            with self.cursor(transaction=False) as cur:
-                rows = cur.execute(_SELECT, (thread,)).fetchall()
-            self.history.loaded(thread, rows)
+            self.history.loaded(thread, self._fetch(thread))
 
     def get_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
         tup = super().get_tuple(config)  # type: ignore[misc]
@@ -367,7 +356,7 @@ class _SqliteMessagesOnce:
         before: RunnableConfig | None = None,
         limit: int | None = None,
     ) -> Iterator[CheckpointTuple]:
-        # the saver holds its lock while it lists: read the rows once it is done
+        # a saver may hold its lock while it lists: read the rows once it is done
         tuples = list(super().list(config, filter=filter, before=before, limit=limit))  # type: ignore[misc]
         for tup in tuples:
             self._load(tup)
@@ -375,26 +364,24 @@ class _SqliteMessagesOnce:
 
     def delete_thread(self, thread_id: str) -> None:
         super().delete_thread(thread_id)  # type: ignore[misc]
-        with self.cursor() as cur:
-            cur.execute(_DELETE, (str(thread_id),))
+        self._drop(str(thread_id))
         self.history.forget(str(thread_id))
 
 
-class _AsyncSqliteMessagesOnce:
-    """Over an ``AsyncSqliteSaver``: message lists stored once (see the module)."""
+class _AsyncMessagesOnce:
+    """:class:`_MessagesOnce` over an async LangGraph saver."""
 
-    conn: Any
-    lock: asyncio.Lock
     serde: SerializerProtocol
-    history = _SqliteMessagesOnce.history
+    history = _MessagesOnce.history
 
-    async def setup(self) -> None:
-        await super().setup()  # type: ignore[misc]
-        if not self.__dict__.get("_history_ready"):
-            async with self.lock:
-                await self.conn.execute(_SQLITE_CREATE)
-                await self.conn.commit()
-            self.__dict__["_history_ready"] = True
+    async def _astore(self, rows: list[tuple[str, bytes, str, bytes]]) -> None:
+        raise NotImplementedError
+
+    async def _afetch(self, thread_id: str) -> list[Row]:
+        raise NotImplementedError
+
+    async def _adrop(self, thread_id: str) -> None:
+        raise NotImplementedError
 
     async def aput(
         self,
@@ -405,10 +392,7 @@ class _AsyncSqliteMessagesOnce:
     ) -> RunnableConfig:
         stored, encoded = self.history.encode(config, checkpoint)
         if rows := _rows_of(_thread(config), encoded):
-            await self.setup()
-            async with self.lock:
-                await self.conn.executemany(_SQLITE_INSERT, rows)
-                await self.conn.commit()
+            await self._astore(rows)
         saved = await super().aput(config, stored, metadata, new_versions)  # type: ignore[misc]
         self.history.saved(_thread(config), encoded)
         return saved
@@ -416,9 +400,7 @@ class _AsyncSqliteMessagesOnce:
     async def _aload(self, tup: CheckpointTuple) -> None:
         thread = _thread(tup.config)
         if self.history.refs(tup.checkpoint) and not self.history.known(thread):
-            async with self.lock, self.conn.execute(_SELECT, (thread,)) as cur:
-                rows = await cur.fetchall()
-            self.history.loaded(thread, rows)
+            self.history.loaded(thread, await self._afetch(thread))
 
     async def aget_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
         tup = await super().aget_tuple(config)  # type: ignore[misc]
@@ -447,19 +429,189 @@ class _AsyncSqliteMessagesOnce:
 
     async def adelete_thread(self, thread_id: str) -> None:
         await super().adelete_thread(thread_id)  # type: ignore[misc]
-        async with self.lock:
-            await self.conn.execute(_DELETE, (str(thread_id),))
-            await self.conn.commit()
+        await self._adrop(str(thread_id))
         self.history.forget(str(thread_id))
 
 
+# -- SQLite
+
+_SQLITE_CREATE = (
+    f"CREATE TABLE IF NOT EXISTS {MESSAGES_TABLE} (thread_id TEXT NOT NULL, "
+    "digest BLOB NOT NULL, type TEXT NOT NULL, value BLOB NOT NULL, "
+    "PRIMARY KEY (thread_id, digest)) WITHOUT ROWID"
+)
+_SQLITE_INSERT = (
+    f"INSERT OR IGNORE INTO {MESSAGES_TABLE} (thread_id, digest, type, value) VALUES (?, ?, ?, ?)"
+)
+_SELECT = f"SELECT digest, type, value FROM {MESSAGES_TABLE} WHERE thread_id = ?"
+_DELETE = f"DELETE FROM {MESSAGES_TABLE} WHERE thread_id = ?"
+
+
+class _SqliteMessagesOnce(_MessagesOnce):
+    conn: Any
+    cursor: Callable[..., Any]
+
+    def setup(self) -> None:
+        super().setup()  # type: ignore[misc]
+        if not self.__dict__.get("_history_ready"):
+            # called under the saver's lock, on its connection
+            self.conn.execute(_SQLITE_CREATE)
+            self.conn.commit()
+            self.__dict__["_history_ready"] = True
+
+    def _store(self, rows: list[tuple[str, bytes, str, bytes]]) -> None:
+        with self.cursor() as cur:
+            cur.executemany(_SQLITE_INSERT, rows)
+
+    def _fetch(self, thread_id: str) -> list[Row]:
+        with self.cursor(transaction=False) as cur:
+            return cur.execute(_SELECT, (thread_id,)).fetchall()
+
+    def _drop(self, thread_id: str) -> None:
+        with self.cursor() as cur:
+            cur.execute(_DELETE, (thread_id,))
+
+
+class _AsyncSqliteMessagesOnce(_AsyncMessagesOnce):
+    conn: Any
+    lock: asyncio.Lock
+
+    async def setup(self) -> None:
+        await super().setup()  # type: ignore[misc]
+        if not self.__dict__.get("_history_ready"):
+            async with self.lock:
+                await self.conn.execute(_SQLITE_CREATE)
+                await self.conn.commit()
+            self.__dict__["_history_ready"] = True
+
+    async def _write(self, sql: str, params: Any, *, many: bool = False) -> None:
+        await self.setup()
+        async with self.lock:
+            await (self.conn.executemany if many else self.conn.execute)(sql, params)
+            await self.conn.commit()
+
+    async def _astore(self, rows: list[tuple[str, bytes, str, bytes]]) -> None:
+        await self._write(_SQLITE_INSERT, rows, many=True)
+
+    async def _afetch(self, thread_id: str) -> list[Row]:
+        async with self.lock, self.conn.execute(_SELECT, (thread_id,)) as cur:
+            return list(await cur.fetchall())
+
+    async def _adrop(self, thread_id: str) -> None:
+        await self._write(_DELETE, (thread_id,))
+
+
+# -- PostgreSQL
+
+_PG_CREATE = (
+    f"CREATE TABLE IF NOT EXISTS {MESSAGES_TABLE} (thread_id TEXT NOT NULL, "
+    "digest BYTEA NOT NULL, type TEXT NOT NULL, value BYTEA NOT NULL, "
+    "PRIMARY KEY (thread_id, digest))"
+)
+_PG_INSERT = (
+    f"INSERT INTO {MESSAGES_TABLE} (thread_id, digest, type, value) VALUES (%s, %s, %s, %s) "
+    "ON CONFLICT DO NOTHING"
+)
+_PG_SELECT = _SELECT.replace("?", "%s")
+_PG_DELETE = _DELETE.replace("?", "%s")
+
+
+class _PostgresMessagesOnce(_MessagesOnce):
+    conn: Any
+    lock: threading.Lock
+
+    @contextmanager
+    def _connection(self) -> Iterator[Any]:
+        # a pool lends a connection of its own; one shared connection is the saver's lock's
+        if _is_pool(self.conn):
+            with self.conn.connection() as conn:
+                yield conn
+        else:
+            with self.lock:
+                yield self.conn
+
+    def _execute(self, sql: str, params: Any = (), *, many: bool = False) -> list[Any]:
+        from psycopg.rows import tuple_row
+
+        with (
+            self._connection() as conn,
+            conn.transaction(),
+            conn.cursor(row_factory=tuple_row) as cur,
+        ):
+            if many:
+                cur.executemany(sql, params)
+                return []
+            cur.execute(sql, params)
+            return cur.fetchall() if cur.description else []
+
+    def setup(self) -> None:
+        super().setup()  # type: ignore[misc]
+        self._execute(_PG_CREATE)
+
+    def _store(self, rows: list[tuple[str, bytes, str, bytes]]) -> None:
+        self._execute(_PG_INSERT, rows, many=True)
+
+    def _fetch(self, thread_id: str) -> list[Row]:
+        return self._execute(_PG_SELECT, (thread_id,))
+
+    def _drop(self, thread_id: str) -> None:
+        self._execute(_PG_DELETE, (thread_id,))
+
+
+class _AsyncPostgresMessagesOnce(_AsyncMessagesOnce):
+    conn: Any
+    lock: asyncio.Lock
+
+    @asynccontextmanager
+    async def _connection(self) -> AsyncIterator[Any]:
+        if _is_pool(self.conn):
+            async with self.conn.connection() as conn:
+                yield conn
+        else:
+            async with self.lock:
+                yield self.conn
+
+    async def _execute(self, sql: str, params: Any = (), *, many: bool = False) -> list[Any]:
+        from psycopg.rows import tuple_row
+
+        async with (
+            self._connection() as conn,
+            conn.transaction(),
+            conn.cursor(row_factory=tuple_row) as cur,
+        ):
+            if many:
+                await cur.executemany(sql, params)
+                return []
+            await cur.execute(sql, params)
+            return list(await cur.fetchall()) if cur.description else []
+
+    async def setup(self) -> None:
+        await super().setup()  # type: ignore[misc]
+        await self._execute(_PG_CREATE)
+
+    async def _astore(self, rows: list[tuple[str, bytes, str, bytes]]) -> None:
+        await self._execute(_PG_INSERT, rows, many=True)
+
+    async def _afetch(self, thread_id: str) -> list[Row]:
+        return await self._execute(_PG_SELECT, (thread_id,))
+
+    async def _adrop(self, thread_id: str) -> None:
+        await self._execute(_PG_DELETE, (thread_id,))
+
+
+_MIXINS: dict[str, type] = {
+    "langgraph.checkpoint.sqlite.aio.AsyncSqliteSaver": _AsyncSqliteMessagesOnce,
+    "langgraph.checkpoint.sqlite.SqliteSaver": _SqliteMessagesOnce,
+    "langgraph.checkpoint.postgres.aio.AsyncPostgresSaver": _AsyncPostgresMessagesOnce,
+    "langgraph.checkpoint.postgres.PostgresSaver": _PostgresMessagesOnce,
+}
 _MADE: dict[type, type] = {}
 _MADE_LOCK = threading.Lock()
 
 
 def stores_messages_once(saver_cls: type[S]) -> type[S]:
-    """A subclass of ``saver_cls`` (a LangGraph SQLite saver, sync or async, or a
-    subclass of one) that stores each message of a thread once.
+    """A subclass of ``saver_cls`` (a LangGraph SQLite or PostgreSQL saver, sync or
+    async, or a subclass of one) that stores each message of a thread once.
 
     Its checkpoints hold a few digests in place of each message list; the messages are
     in the table ``fncall_messages`` beside the checkpoints (see the module). It reads
@@ -467,8 +619,9 @@ def stores_messages_once(saver_cls: type[S]) -> type[S]:
     subclass sits under ``saver_cls``'s own ``put``, so what ``saver_cls`` does around a
     save (retries, errors) covers the messages' rows too.
 
-    Use it through ``sqlite_saver(path, store_messages_once=True)`` (or
-    ``async_sqlite_saver``); a database written with it must be read with it.
+    Use it through ``sqlite_saver(path, store_messages_once=True)`` (and
+    ``async_sqlite_saver``, ``postgres_saver``, ``async_postgres_saver``); a database
+    written with it must be read with it.
 
     Example:
         >>> import sqlite3
@@ -482,19 +635,16 @@ def stores_messages_once(saver_cls: type[S]) -> type[S]:
         made = _MADE.get(saver_cls)
         if made is not None:
             return made  # type: ignore[return-value]
-        if "langgraph.checkpoint.sqlite.aio.AsyncSqliteSaver" in names:
-            from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver as base
-
-            mixin: type = _AsyncSqliteMessagesOnce
-        elif "langgraph.checkpoint.sqlite.SqliteSaver" in names:
-            from langgraph.checkpoint.sqlite import SqliteSaver as base  # type: ignore[assignment]
-
-            mixin = _SqliteMessagesOnce
-        else:
+        found = next(((q, m) for q, m in _MIXINS.items() if q in names), None)
+        if found is None:
             raise TypeError(
-                f"store_messages_once: {saver_cls.__name__} is not a LangGraph SQLite saver "
-                "(SqliteSaver or AsyncSqliteSaver)"
+                f"store_messages_once: {saver_cls.__name__} is not a LangGraph SQLite or "
+                "PostgreSQL saver (SqliteSaver, AsyncSqliteSaver, PostgresSaver, "
+                "AsyncPostgresSaver)"
             )
+        qualname, mixin = found
+        module, _, cls_name = qualname.rpartition(".")
+        base = getattr(importlib.import_module(module), cls_name)
         # under saver_cls's own put (its retries and errors), over the LangGraph saver's
         under = type(saver_cls.__name__, (mixin, base), {"__doc__": base.__doc__})
         if saver_cls is not base:

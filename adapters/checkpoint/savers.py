@@ -474,7 +474,9 @@ def _pool(pool_cls: Any, url: str, max_connections: int) -> Any:
 
 
 @contextmanager
-def postgres_saver(url: str, *, max_connections: int = 4) -> Iterator[PostgresSaver]:
+def postgres_saver(
+    url: str, *, max_connections: int = 4, store_messages_once: bool = False
+) -> Iterator[PostgresSaver]:
     """A ``PostgresSaver`` on ``url`` (``postgresql://user@host:port/db``), tables set up.
 
     It draws its connections from a pool (``psycopg_pool``) that checks each one before
@@ -485,6 +487,8 @@ def postgres_saver(url: str, *, max_connections: int = 4) -> Iterator[PostgresSa
         url: a PostgreSQL connection URL.
         max_connections: the pool's size (at least 1); the saver writes one checkpoint
             at a time, the tool-call claims beside it use connections of their own.
+        store_messages_once: store each message of a thread once, as
+            :func:`sqlite_saver` says.
 
     Needs the ``postgres`` extra; without it, ``ImportError`` says what to install.
 
@@ -495,6 +499,7 @@ def postgres_saver(url: str, *, max_connections: int = 4) -> Iterator[PostgresSa
         ```
     """
     saver_cls, _ = _postgres_modules()
+    saver_cls = stores_messages_once(saver_cls) if store_messages_once else saver_cls
     from psycopg_pool import ConnectionPool
 
     with _pool(ConnectionPool, url, max_connections) as pool:
@@ -505,7 +510,7 @@ def postgres_saver(url: str, *, max_connections: int = 4) -> Iterator[PostgresSa
 
 @asynccontextmanager
 async def async_postgres_saver(
-    url: str, *, max_connections: int | None = None
+    url: str, *, max_connections: int | None = None, store_messages_once: bool = False
 ) -> AsyncIterator[AsyncPostgresSaver]:
     """An ``AsyncPostgresSaver`` on ``url``, tables set up.
 
@@ -514,6 +519,8 @@ async def async_postgres_saver(
         max_connections: ``None`` shares one connection (the saver serialises access to
             it); a number opens a pool of up to that many connections, so many threads
             running at once write their checkpoints in parallel.
+        store_messages_once: store each message of a thread once, as
+            :func:`sqlite_saver` says.
 
     Example:
         ```python
@@ -523,6 +530,7 @@ async def async_postgres_saver(
         ```
     """
     _, saver_cls = _postgres_modules()
+    saver_cls = stores_messages_once(saver_cls) if store_messages_once else saver_cls
     if max_connections is None:
         async with saver_cls.from_conn_string(url) as saver:
             await saver.setup()
