@@ -419,3 +419,36 @@ async def test_async_postgres_round_trips_and_deletes(postgres_url, effects, max
         assert pg_message_rows(postgres_url, thread) > 16
         await saver.adelete_thread(thread)
     assert pg_message_rows(postgres_url, thread) == 0
+
+
+def test_a_message_changed_in_place_and_written_back_is_stored_again(tmp_path):
+    """A node that assigns a field of a message in place and writes the same object
+    back (its id replaces it, as ``add_messages`` does): the checkpoints hold the
+    change."""
+    from langgraph.graph import START, MessagesState, StateGraph
+
+    def answer(state: MessagesState) -> dict[str, Any]:
+        return {"messages": [AIMessage(f"answer {len(state['messages'])}")]}
+
+    def amend(state: MessagesState) -> dict[str, Any]:
+        first = state["messages"][0]
+        first.content = f"{first.content} (amended)"
+        return {"messages": [first]}
+
+    builder = StateGraph(MessagesState)
+    builder.add_node(answer)
+    builder.add_node(amend)
+    builder.add_edge(START, "answer")
+    builder.add_edge("answer", "amend")
+    db = tmp_path / "ck.db"
+    with sqlite_saver(db, store_messages_once=True) as saver:
+        seen = capture_puts(saver)
+        graph = builder.compile(checkpointer=saver)
+        for turn in range(1, 4):
+            graph.invoke(user(turn), CONFIG)
+    with sqlite_saver(db, store_messages_once=True) as saver:
+        graph = builder.compile(checkpointer=saver)
+        messages = graph.get_state(CONFIG).values["messages"]
+        assert messages[0].content.endswith("(amended) (amended) (amended)")
+        for snapshot in graph.get_state_history(CONFIG):
+            assert_as_saved(saver, snapshot, seen)

@@ -16,11 +16,14 @@ and on average one node, and an edited or removed message changes only the nodes
 it. Reading a checkpoint gives back the whole list, as LangGraph stored it: ``get_state``,
 ``get_state_history``, resuming, forks and pending writes are as with the plain saver.
 
-What it costs: a saver remembers, per thread, the messages it last saved or read (by
-object, as LangGraph hands them over), so a step serializes only the messages it added;
-a message object changed in place after it was saved is not stored again (replace it by
-id, as ``add_messages`` does). Reading a thread in a new process loads its rows once.
-``delete_thread`` deletes the thread's rows too.
+What it costs: a saver remembers, per thread, the messages it last saved or read (the
+objects LangGraph hands over, and their fields), so a step serializes only the messages
+it added or whose fields were assigned (a node may set ``message.content`` and write the
+message back); a change *inside* a field's value (a key added to an existing
+``additional_kwargs`` dict) is not seen: replace the message, as ``add_messages`` does by
+id. Reading a checkpoint deserializes its messages, as the plain saver does, and the
+first read of a thread in a process loads its rows once. ``delete_thread`` deletes the
+thread's rows too.
 
 Nothing here knows about graphs; any channel whose value is a list of messages is kept
 this way (``messages`` in ``create_fncall_graph`` and ``create_agent``).
@@ -85,6 +88,7 @@ class _Lineage:
     (``2**level`` messages from ``start``) inside it."""
 
     items: list[BaseMessage] = field(default_factory=list)
+    shapes: list[tuple[Any, ...]] = field(default_factory=list)
     leaves: list[bytes] = field(default_factory=list)
     blocks: dict[tuple[int, int], bytes] = field(default_factory=dict)
 
@@ -142,8 +146,17 @@ class MessageHistory:
         with self._lock:
             old = None if fresh else self._lineages.get(key)
         old = old or _Lineage()
-        # the messages saved before, as the same objects, need not be serialized again
-        same = list(map(operator.is_, old.items, messages))
+        # the messages saved before, as the same objects with the same fields, need not
+        # be serialized again (LangChain's approval middleware assigns an AI message's
+        # tool_calls in place and writes the same object back)
+        shapes = [_shape(m) for m in messages]
+        same = list(
+            map(
+                operator.and_,
+                map(operator.is_, old.items, messages),
+                map(operator.eq, old.shapes, shapes),
+            )
+        )
         prefix = same.index(False) if False in same else len(same)
         leaves = old.leaves[:prefix]
         rows: list[Row] = []
@@ -178,7 +191,7 @@ class MessageHistory:
             if n >> level & 1:
                 heads.append(block(start, level))
                 start += 1 << level
-        lineage = _Lineage(list(messages), leaves, blocks)
+        lineage = _Lineage(list(messages), shapes, leaves, blocks)
         return {_REF: heads, "n": n}, _Encoded(key, lineage, rows, added)
 
     def saved(self, thread_id: str, encoded: Sequence[_Encoded]) -> None:
@@ -257,7 +270,9 @@ class MessageHistory:
         def expand(digest: bytes, start: int, level: int) -> None:
             if level == 0:
                 lineage.leaves.append(digest)
-                lineage.items.append(self.serde.loads_typed(row(digest)))
+                message = self.serde.loads_typed(row(digest))
+                lineage.items.append(message)
+                lineage.shapes.append(_shape(message))
                 return
             lineage.blocks[(start, level)] = digest
             type_, value = row(digest)
@@ -283,6 +298,12 @@ class MessageHistory:
             self._rows.pop(thread_id, None)
             for key in [k for k in self._lineages if k[0] == thread_id]:
                 del self._lineages[key]
+
+
+def _shape(message: BaseMessage) -> tuple[Any, ...]:
+    """A message's field values (held, so compared by identity first, then by value)."""
+    extra = getattr(message, "__pydantic_extra__", None) or {}
+    return (*message.__dict__.values(), *extra.items())
 
 
 def _is_ref(value: Any) -> bool:
