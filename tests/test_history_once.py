@@ -445,10 +445,25 @@ def test_a_message_changed_in_place_and_written_back_is_stored_again(tmp_path):
         seen = capture_puts(saver)
         graph = builder.compile(checkpointer=saver)
         for turn in range(1, 4):
-            graph.invoke(user(turn), CONFIG)
+            # each checkpoint saved before the next step changes the message it holds
+            graph.invoke(user(turn), CONFIG, durability="sync")
     with sqlite_saver(db, store_messages_once=True) as saver:
         graph = builder.compile(checkpointer=saver)
         messages = graph.get_state(CONFIG).values["messages"]
         assert messages[0].content.endswith("(amended) (amended) (amended)")
         for snapshot in graph.get_state_history(CONFIG):
             assert_as_saved(saver, snapshot, seen)
+
+
+def test_a_message_its_reader_changed_is_read_again(tmp_path, effects):
+    """The saver hands a run the messages it saved last (no deserializing); one whose
+    field the caller assigned since is read from the table again."""
+    db = tmp_path / "ck.db"
+    with sqlite_saver(db, store_messages_once=True) as saver:
+        graph = build("fncall", saver)
+        result = graph.invoke(user(1), CONFIG)
+        result["messages"][0].content = "changed by the reader"
+        assert graph.get_state(CONFIG).values["messages"][0].content.startswith("turn 1:")
+        result = graph.invoke(user(2), CONFIG)
+        assert result["messages"][0].content.startswith("turn 1:")
+        assert len(result["messages"]) == 8
