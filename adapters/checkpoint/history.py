@@ -29,9 +29,9 @@ deserialize their messages, as the plain saver does; the first read of a thread 
 process loads its rows once. ``delete_thread`` deletes the thread's rows too.
 
 Each of these checks looks at every message of the list once per save or read (a copy
-of its fields' dict): about a microsecond per message, against the tens of microseconds
-a message costs to serialize or deserialize, and the bytes of the whole list written
-again at every step, without it.
+of its fields' dict, about two microseconds a message): about what serializing the
+whole list in one call costs the plain saver, so a step takes about as long as with it;
+what the option saves is the bytes (the whole list written again at every step).
 
 Nothing here knows about graphs; any channel whose value is a list of messages is kept
 this way (``messages`` in ``create_fncall_graph`` and ``create_agent``).
