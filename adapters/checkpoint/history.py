@@ -29,9 +29,8 @@ deserialize their messages, as the plain saver does; the first read of a thread 
 process loads its rows once. ``delete_thread`` deletes the thread's rows too.
 
 Each of these checks looks at every message of the list once per save or read (a copy
-of its fields' dict, about two microseconds a message): about what serializing the
-whole list in one call costs the plain saver, so a step takes about as long as with it;
-what the option saves is the bytes (the whole list written again at every step).
+of its fields' dict, about two microseconds a message), where the plain saver
+serializes the whole list and writes its bytes again at every step.
 
 Nothing here knows about graphs; any channel whose value is a list of messages is kept
 this way (``messages`` in ``create_fncall_graph`` and ``create_agent``).
