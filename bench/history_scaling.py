@@ -13,9 +13,22 @@ replayed model for every graph, side by side in one run:
 Bytes are what the turn added to the saver's tables (checkpoint and metadata blobs, and
 pending writes), read from SQLite itself; time is the median wall time of the turn over
 ``--repeats`` fresh threads. Prints two tables (KB per turn, ms per turn) with each
-fncall column also as a ratio to ``create_agent``. Nothing is asserted.
+fncall column also as a ratio to ``create_agent``.
 
-    python bench/history_scaling.py [--repeats 3] [--quick]
+Then one long thread of N tool turns (the user asks, the model calls one tool, the tool
+answers, the model answers: four messages a turn) on the product's own SQLite saver
+(``sqlite_saver``), for ``create_agent`` and ``create_fncall_graph(dialect="native")``,
+each with the saver as it is by default and with ``store_messages_once=True``: the
+database's size on disk (its write-ahead log folded in) at N/2 and N turns, the sum of
+the thread's messages' serialized sizes, and the median time of a turn over the first
+and the last 20 turns. By default N = 200 (a few minutes); ``--long`` runs N = 1,000
+for every column and N = 2,000 for the ``store_messages_once`` columns (about an hour
+on two busy cores), and carries each column to 5,000 turns from its longest thread
+(bytes as a quadratic through the N/2 and N figures for the default saver, whose every
+checkpoint holds the whole history, as a line with the option; time per turn as a
+line), marked "extrapolated" in the table. Nothing is asserted.
+
+    python bench/history_scaling.py [--repeats 3] [--quick] [--part turn|thread|all] [--long]
 """
 
 from __future__ import annotations
@@ -33,11 +46,14 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from langchain_core.messages import AIMessage, HumanMessage
+from langchain_core.language_models.chat_models import BaseChatModel
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
+from langchain_core.outputs import ChatGeneration, ChatResult
 from langchain_core.tools import tool
 from langgraph.checkpoint.sqlite import SqliteSaver
 
 from fncall_graph import create_fncall_graph
+from fncall_graph.adapters.checkpoint import sqlite_saver
 from fncall_graph.replay import ReplayChatModel
 
 FILLER = "这是一条较早的消息,内容用来让历史变长。" * 6 + "The thread goes on and on, as threads do."
@@ -111,11 +127,168 @@ def one_turn(kind: str, h: int, k: int, folder: Path) -> tuple[int, float]:
 KINDS = ("create_agent", "create_react_agent", "fncall native", "fncall hermes")
 
 
+class TurnModel(BaseChatModel):
+    """The long thread's model: after a user message it calls ``lookup`` once, after the
+    tool's result it answers (a replay that keeps no inputs, so a long thread costs no
+    memory in the model)."""
+
+    calls: int = 0
+
+    @property
+    def _llm_type(self) -> str:
+        return "turn-model"
+
+    def bind_tools(self, tools: Any, **kwargs: Any) -> Any:
+        return self.bind(tools=[getattr(t, "name", str(t)) for t in tools])
+
+    def _generate(
+        self, messages: list[BaseMessage], stop: Any = None, run_manager: Any = None, **kw: Any
+    ) -> ChatResult:
+        self.calls += 1
+        if isinstance(messages[-1], ToolMessage):
+            reply = AIMessage(f"The value is {messages[-1].content[:24]}; anything else?")
+        else:
+            call = {"name": "lookup", "args": {"key": self.calls}, "id": f"call_{self.calls}"}
+            reply = AIMessage("", tool_calls=[call])
+        return ChatResult(generations=[ChatGeneration(message=reply)])
+
+
+THREAD_KINDS = (
+    "create_agent",
+    "create_agent, once",
+    "fncall",
+    "fncall, once",
+)
+
+
+def disk_bytes(db: Path) -> int:
+    """The database file's size once its write-ahead log is folded in (and emptied)."""
+    with sqlite3.connect(db) as conn:
+        conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    return sum(p.stat().st_size for p in (db, Path(f"{db}-wal")) if p.exists())
+
+
+def long_thread(kind: str, turns: int, folder: Path) -> dict[str, float]:
+    """One thread of ``turns`` tool turns: bytes on disk at the middle and the end, the
+    messages' serialized bytes, and the median ms of a turn at the start and the end."""
+    db = folder / f"{uuid.uuid4().hex}.sqlite"
+    once = kind.endswith("once")
+    times: list[float] = []
+    mid = 0
+    with sqlite_saver(db, store_messages_once=once) as saver:
+        model = TurnModel()
+        if kind.startswith("create_agent"):
+            from langchain.agents import create_agent
+
+            graph = create_agent(model, [lookup], checkpointer=saver)
+        else:
+            graph = create_fncall_graph(model, [lookup], dialect="native", checkpointer=saver)
+        config = {"configurable": {"thread_id": "long"}}
+        for turn in range(1, turns + 1):
+            started = time.perf_counter()
+            graph.invoke({"messages": [HumanMessage(f"turn {turn}: {FILLER}")]}, config)
+            times.append(time.perf_counter() - started)
+            if turn == turns // 2:
+                mid = disk_bytes(db)
+            if turn % 100 == 0:
+                recent = statistics.median(times[-20:]) * 1000
+                print(
+                    f"    {kind}: {turn} turns, {recent:.0f} ms/turn", file=sys.stderr, flush=True
+                )
+        messages = graph.get_state(config).values["messages"]
+        assert len(messages) == 4 * turns, (kind, len(messages))
+        serialized = sum(len(saver.serde.dumps_typed(m)[1]) for m in messages)
+    window = min(20, max(1, turns // 4))
+    return {
+        "turns": turns,
+        "mid": mid,
+        "bytes": disk_bytes(db),
+        "messages": serialized,
+        "first_ms": statistics.median(times[1 : window + 1]) * 1000,
+        "last_ms": statistics.median(times[-window:]) * 1000,
+        "extrapolated": 0,
+    }
+
+
+def extrapolate(row: dict[str, float], turns: int, *, quadratic: bool) -> dict[str, float]:
+    """``row`` (measured at N, with its N/2 figure) carried to ``turns``: bytes through
+    (N/2, mid) and (N, bytes) as a·n² + b·n (``quadratic``: every checkpoint holds the
+    whole history) or as a line, the last turn's time as a line from the first turn's
+    time, the messages in proportion."""
+    n, half = row["turns"], row["turns"] / 2
+    if quadratic:  # solve a·n² + b·n = y at n and n/2
+        a = (row["bytes"] - 2 * row["mid"]) / (n * n - 2 * half * half)
+        b = (row["bytes"] - a * n * n) / n
+        at = lambda m: a * m * m + b * m  # noqa: E731
+    else:
+        slope = (row["bytes"] - row["mid"]) / half
+        at = lambda m: row["mid"] + slope * (m - half)  # noqa: E731
+    per_turn = (row["last_ms"] - row["first_ms"]) / n
+    return {
+        "turns": turns,
+        "mid": at(turns / 2),
+        "bytes": at(turns),
+        "messages": row["messages"] * turns / n,
+        "first_ms": row["first_ms"],
+        "last_ms": row["first_ms"] + per_turn * turns,
+        "extrapolated": 1,
+    }
+
+
+def thread_table(long: bool) -> None:
+    """Measure (and with ``long`` extrapolate) the long thread; print the table."""
+    once = tuple(k for k in THREAD_KINDS if k.endswith("once"))
+    measured = [(1000, THREAD_KINDS), (2000, once)] if long else [(200, THREAD_KINDS)]
+    rows: dict[tuple[int, str], dict[str, float]] = {}
+    with tempfile.TemporaryDirectory(prefix="fncall-bench-") as tmp:
+        for turns, kinds in measured:
+            for kind in kinds:
+                rows[(turns, kind)] = long_thread(kind, turns, Path(tmp))
+                print(f"  measured {kind} at {turns} turns", file=sys.stderr, flush=True)
+                for leftover in Path(tmp).iterdir():
+                    leftover.unlink()
+    if long:
+        # 5,000 turns take hours here (and tens of GB without the option): carried from
+        # the longest thread measured of each column
+        for kind in THREAD_KINDS:
+            last = max(t for t, k in rows if k == kind)
+            rows[(5000, kind)] = extrapolate(
+                rows[(last, kind)], 5000, quadratic=not kind.endswith("once")
+            )
+    print_thread_table(rows)
+
+
+def print_thread_table(rows: dict[tuple[int, str], dict[str, float]]) -> None:
+    print("\none thread of N tool turns on sqlite_saver (4 messages a turn)")
+    print(
+        f"{'N':>6}  {'graph, saver':<20}{'disk at N/2':>13}{'disk at N':>13}"
+        f"{'messages':>12}{'disk ÷ msgs':>13}{'N/2→N':>8}{'ms/turn first':>15}"
+        f"{'last':>9}"
+    )
+    for (turns, kind), r in sorted(rows.items()):
+        mark = "  (extrapolated)" if r["extrapolated"] else ""
+        print(
+            f"{turns:>6}  {kind:<20}{r['mid'] / 2**20:>10.1f} MB{r['bytes'] / 2**20:>10.1f} MB"
+            f"{r['messages'] / 2**20:>9.1f} MB{r['bytes'] / r['messages']:>12.1f}x"
+            f"{r['bytes'] / r['mid']:>7.2f}x{r['first_ms']:>12.1f} ms{r['last_ms']:>6.0f} ms"
+            f"{mark}"
+        )
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--quick", action="store_true", help="H up to 100 only")
+    parser.add_argument("--part", choices=("turn", "thread", "all"), default="all")
+    parser.add_argument(
+        "--long",
+        action="store_true",
+        help="the long thread at 1,000 and 2,000 turns, carried to 5,000",
+    )
     args = parser.parse_args(argv)
+    if args.part == "thread":
+        thread_table(args.long)
+        return 0
     sizes = [(10, 1), (10, 10), (100, 1), (100, 10)]
     if not args.quick:
         sizes += [(1000, 1), (1000, 10)]
@@ -146,6 +319,8 @@ def main(argv: list[str] | None = None) -> int:
 
     show("checkpoint bytes written per turn", lambda v: v[0] / 1024, "KB")
     show("time per turn (median)", lambda v: v[1] * 1000, "ms")
+    if args.part == "all":
+        thread_table(args.long)
     return 0
 
 

@@ -42,6 +42,7 @@ from langgraph.checkpoint.sqlite import SqliteSaver
 from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
 
 from .claims import DEFAULT_BUSY_TIMEOUT, aforget_thread, forget_thread, lost_run
+from .history import stores_messages_once
 
 if TYPE_CHECKING:
     from langgraph.checkpoint.postgres import PostgresSaver
@@ -372,7 +373,10 @@ class DurableAsyncSqliteSaver(_ForgetsClaims, AsyncSqliteSaver):
 
 @contextmanager
 def sqlite_saver(
-    path: str | Path, *, busy_timeout: float = DEFAULT_BUSY_TIMEOUT
+    path: str | Path,
+    *,
+    busy_timeout: float = DEFAULT_BUSY_TIMEOUT,
+    store_messages_once: bool = False,
 ) -> Iterator[SqliteSaver]:
     """A ``SqliteSaver`` on the file ``path`` (created with its tables if missing).
 
@@ -385,6 +389,12 @@ def sqlite_saver(
     could not be saved stops the run before its next step (:class:`CheckpointWriteError`)
     instead of running on and failing at the end.
 
+    ``store_messages_once=True`` stores each message of a thread once instead of in every
+    checkpoint (:mod:`~fncall_graph.adapters.checkpoint.history`): the file grows with
+    the thread's length instead of its square, and a step writes only its new messages;
+    reading a thread in a new process loads its messages once. A file written with it
+    must be opened with it.
+
     Example:
         >>> import tempfile, os
         >>> with sqlite_saver(os.path.join(tempfile.mkdtemp(), "t.db")) as saver:
@@ -394,7 +404,9 @@ def sqlite_saver(
     conn = sqlite3.connect(_file(path), check_same_thread=False, timeout=busy_timeout)
     saver: DurableSqliteSaver | None = None
     try:
-        saver = DurableSqliteSaver(conn)
+        saver = (
+            stores_messages_once(DurableSqliteSaver) if store_messages_once else DurableSqliteSaver
+        )(conn)
         saver.setup()
         yield saver
     finally:
@@ -406,10 +418,14 @@ def sqlite_saver(
 
 @asynccontextmanager
 async def async_sqlite_saver(
-    path: str | Path, *, busy_timeout: float = DEFAULT_BUSY_TIMEOUT
+    path: str | Path,
+    *,
+    busy_timeout: float = DEFAULT_BUSY_TIMEOUT,
+    store_messages_once: bool = False,
 ) -> AsyncIterator[AsyncSqliteSaver]:
     """An ``AsyncSqliteSaver`` on the file ``path``, for ``ainvoke``/``astream``; durable
-    as :func:`sqlite_saver` says (:class:`DurableAsyncSqliteSaver`).
+    as :func:`sqlite_saver` says (:class:`DurableAsyncSqliteSaver`), and with
+    ``store_messages_once`` as it says.
 
     Example:
         ```python
@@ -419,7 +435,11 @@ async def async_sqlite_saver(
         ```
     """
     async with aiosqlite.connect(_file(path), timeout=busy_timeout) as conn:
-        saver = DurableAsyncSqliteSaver(conn)
+        saver = (
+            stores_messages_once(DurableAsyncSqliteSaver)
+            if store_messages_once
+            else DurableAsyncSqliteSaver
+        )(conn)
         await saver.setup()
         yield saver
 
@@ -454,7 +474,9 @@ def _pool(pool_cls: Any, url: str, max_connections: int) -> Any:
 
 
 @contextmanager
-def postgres_saver(url: str, *, max_connections: int = 4) -> Iterator[PostgresSaver]:
+def postgres_saver(
+    url: str, *, max_connections: int = 4, store_messages_once: bool = False
+) -> Iterator[PostgresSaver]:
     """A ``PostgresSaver`` on ``url`` (``postgresql://user@host:port/db``), tables set up.
 
     It draws its connections from a pool (``psycopg_pool``) that checks each one before
@@ -465,6 +487,8 @@ def postgres_saver(url: str, *, max_connections: int = 4) -> Iterator[PostgresSa
         url: a PostgreSQL connection URL.
         max_connections: the pool's size (at least 1); the saver writes one checkpoint
             at a time, the tool-call claims beside it use connections of their own.
+        store_messages_once: store each message of a thread once, as
+            :func:`sqlite_saver` says.
 
     Needs the ``postgres`` extra; without it, ``ImportError`` says what to install.
 
@@ -475,6 +499,7 @@ def postgres_saver(url: str, *, max_connections: int = 4) -> Iterator[PostgresSa
         ```
     """
     saver_cls, _ = _postgres_modules()
+    saver_cls = stores_messages_once(saver_cls) if store_messages_once else saver_cls
     from psycopg_pool import ConnectionPool
 
     with _pool(ConnectionPool, url, max_connections) as pool:
@@ -485,7 +510,7 @@ def postgres_saver(url: str, *, max_connections: int = 4) -> Iterator[PostgresSa
 
 @asynccontextmanager
 async def async_postgres_saver(
-    url: str, *, max_connections: int | None = None
+    url: str, *, max_connections: int | None = None, store_messages_once: bool = False
 ) -> AsyncIterator[AsyncPostgresSaver]:
     """An ``AsyncPostgresSaver`` on ``url``, tables set up.
 
@@ -494,6 +519,8 @@ async def async_postgres_saver(
         max_connections: ``None`` shares one connection (the saver serialises access to
             it); a number opens a pool of up to that many connections, so many threads
             running at once write their checkpoints in parallel.
+        store_messages_once: store each message of a thread once, as
+            :func:`sqlite_saver` says.
 
     Example:
         ```python
@@ -503,6 +530,7 @@ async def async_postgres_saver(
         ```
     """
     _, saver_cls = _postgres_modules()
+    saver_cls = stores_messages_once(saver_cls) if store_messages_once else saver_cls
     if max_connections is None:
         async with saver_cls.from_conn_string(url) as saver:
             await saver.setup()
