@@ -473,6 +473,45 @@ def _pool(pool_cls: Any, url: str, max_connections: int) -> Any:
     )
 
 
+# any fixed number: the advisory lock that one process at a time takes to set up tables
+_SETUP_LOCK = 0x66_6E_63_61_6C_6C  # "fncall"
+
+
+@contextmanager
+def _setting_up(url: str) -> Iterator[None]:
+    """One process at a time runs LangGraph's migrations on a database: run by several
+    at once (processes starting together) they deadlock or collide on their version rows.
+    A session advisory lock, on a connection of its own (the saver's pool may have only
+    one). It is *tried* until taken: a session waiting inside ``pg_advisory_lock`` is an
+    open transaction, which the migrations' ``CREATE INDEX CONCURRENTLY`` waits for."""
+    import psycopg
+
+    with psycopg.connect(url, autocommit=True) as conn:
+        pause = threading.Event()
+        while not conn.execute("SELECT pg_try_advisory_lock(%s)", (_SETUP_LOCK,)).fetchone()[0]:
+            pause.wait(0.05)  # another process is setting up: its migrations take moments
+        try:
+            yield
+        finally:
+            conn.execute("SELECT pg_advisory_unlock(%s)", (_SETUP_LOCK,))
+
+
+@asynccontextmanager
+async def _asetting_up(url: str) -> AsyncIterator[None]:
+    import psycopg
+
+    async with await psycopg.AsyncConnection.connect(url, autocommit=True) as conn:
+        while True:
+            cur = await conn.execute("SELECT pg_try_advisory_lock(%s)", (_SETUP_LOCK,))
+            if (await cur.fetchone())[0]:
+                break
+            await asyncio.sleep(0.05)
+        try:
+            yield
+        finally:
+            await conn.execute("SELECT pg_advisory_unlock(%s)", (_SETUP_LOCK,))
+
+
 @contextmanager
 def postgres_saver(
     url: str, *, max_connections: int = 4, store_messages_once: bool = False
@@ -504,7 +543,8 @@ def postgres_saver(
 
     with _pool(ConnectionPool, url, max_connections) as pool:
         saver = saver_cls(pool)  # type: ignore[arg-type]
-        saver.setup()
+        with _setting_up(url):
+            saver.setup()
         yield saver
 
 
@@ -533,12 +573,14 @@ async def async_postgres_saver(
     saver_cls = stores_messages_once(saver_cls) if store_messages_once else saver_cls
     if max_connections is None:
         async with saver_cls.from_conn_string(url) as saver:
-            await saver.setup()
+            async with _asetting_up(url):
+                await saver.setup()
             yield saver
         return
     from psycopg_pool import AsyncConnectionPool
 
     async with _pool(AsyncConnectionPool, url, max_connections) as pool:
         saver = saver_cls(pool)  # type: ignore[arg-type]
-        await saver.setup()
+        async with _asetting_up(url):
+            await saver.setup()
         yield saver
