@@ -5,9 +5,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Annotated, Any, NotRequired
 
-from langchain_core.messages import AnyMessage, convert_to_messages
+from langchain_core.messages import AnyMessage, BaseMessage, convert_to_messages
 from langgraph.channels import UntrackedValue
 from langgraph.graph.message import add_messages
+from langgraph.types import Command
 from typing_extensions import TypedDict  # pydantic reads this one on Python 3.11
 
 __all__ = ["FncallDebugState", "FncallInput", "FncallState", "check_input"]
@@ -65,26 +66,53 @@ class FncallDebugState(TypedDict):
     call_format_source: NotRequired[str | None]
 
 
-def check_input(input: Any) -> None:
-    """Raise ``ValueError`` saying what and where when ``input`` is no valid run input.
+_EXAMPLE = "{'messages': [('user', 'hi')]}"
 
-    Only ``messages`` may be given (:class:`FncallInput`), and each must be a message
-    LangChain can read: a ``{"role": "tool"}`` dict without ``tool_call_id`` would
-    otherwise fail deep inside LangChain with a bare ``KeyError``.
+
+def check_input(input: Any) -> None:
+    """Raise ``TypeError`` or ``ValueError`` saying what and where when ``input`` is no
+    valid run input, before anything runs.
+
+    A run takes a dict of ``messages`` (:class:`FncallInput`), a ``Command``, or ``None``
+    (go on from the thread's last checkpoint). Only ``messages`` may be given, as a
+    message or a list of them, each one LangChain can read: a bare string or a
+    ``{"messages": None}`` would otherwise fail deep inside LangGraph, a
+    ``{"role": "tool"}`` dict without ``tool_call_id`` with a bare ``KeyError``.
     """
-    if not isinstance(input, Mapping):
+    if input is None or isinstance(input, Command):
         return
+    if isinstance(input, list | tuple) and any(isinstance(i, Command) for i in input):
+        return  # LangGraph applies a list of Commands in turn
+    if not isinstance(input, Mapping):
+        if hasattr(input, "messages") and not isinstance(input, BaseMessage | str | bytes):
+            return  # a state object (a dataclass, a pydantic model): LangGraph reads its fields
+        if isinstance(input, str):
+            hint = f"; for one user message: {_EXAMPLE}"
+        elif isinstance(input, BaseMessage | list | tuple):
+            hint = "; put the messages under 'messages': {'messages': [...]}"
+        else:
+            hint = f", e.g. {_EXAMPLE}"
+        raise TypeError(
+            "graph input must be a dict of messages, a Command, or None (go on from the "
+            f"thread's last checkpoint); got {type(input).__name__} {input!r:.80}{hint}"
+        )
     extra = sorted(set(input) - set(FncallInput.__annotations__))
     if extra:
         raise ValueError(
             f"graph input may only hold 'messages'; got {extra}: that is state the graph "
             "keeps itself (use update_state to change a thread's state on purpose)"
         )
-    messages = input.get("messages")
-    items = messages if isinstance(messages, list | tuple) else [messages]
+    if "messages" not in input:
+        return  # nothing new: the model answers the thread as it is
+    messages = input["messages"]
+    if messages is None:
+        raise ValueError(
+            f"input 'messages' is None: give a message or a list of them, e.g. {_EXAMPLE}"
+        )
+    items = messages if isinstance(messages, list) else [messages]  # as add_messages reads it
     for i, message in enumerate(items):
         if message is None:
-            continue
+            raise ValueError(f"input messages[{i}] is None: each message must be given")
         try:
             convert_to_messages([message])
         except KeyError as exc:

@@ -365,6 +365,36 @@ def test_config_from_json_file_and_qwen_agent_list(tmp_path: Path) -> None:
             },
             "math.terminate_on_close: must be true or false",
         ),
+        # the place and the name, not a bare ": server name ..."
+        (
+            {"mcpServers": {"": {"command": "x"}}},
+            "mcpServers: server name '' must be a non-empty string",
+        ),
+        (
+            {"mcpServers": {"ok": {"command": "x"}, " ": {"command": "x"}}},
+            "mcpServers: server name ' ' must be a non-empty string",
+        ),
+        (
+            {"": {"transport": "stdio", "command": "x", "args": []}},
+            "config: server name '' must be a non-empty string",
+        ),
+        # roots the server would be refused only when it asks for them
+        (
+            {"mcpServers": {"s": {"command": "x", "roots": [{"uri": "file:///srv", "name": 5}]}}},
+            "mcpServers.s.roots[0].name: must be a string, got int",
+        ),
+        (
+            {
+                "mcpServers": {
+                    "s": {"command": "x", "roots": ["/tmp", {"uri": "/srv", "nmae": "x"}]}
+                }
+            },
+            'mcpServers.s.roots[1].nmae: unknown key; a root may have "uri" and "name"',
+        ),
+        (
+            {"mcpServers": {"s": {"command": "x", "roots": ["https://example.com/data"]}}},
+            "mcpServers.s.roots[0]: must be a file:// URI or a path, got 'https://example.com/data'",
+        ),
     ],
 )
 def test_bad_config_is_refused_naming_server_and_field(
@@ -388,6 +418,11 @@ def test_bad_config_file(tmp_path: Path) -> None:
     latin.write_bytes('{"mcpServers": {"s": {"command": "café"}}}'.encode("latin-1"))
     with pytest.raises(MCPConfigError, match=r"latin\.json: config file is not UTF-8 text"):
         parse_mcp_config(latin)
+    nul = str(tmp_path / "mcp\x00.json")  # not a bare "embedded null byte" from the OS
+    for path in (nul, Path(nul)):
+        with pytest.raises(MCPConfigError) as info:
+            MCPToolkit.from_config(path)
+        assert str(info.value) == f"{nul!r}: config file path must not contain a NUL byte"
 
 
 def test_bad_roots_and_sampling_models_name_their_key() -> None:

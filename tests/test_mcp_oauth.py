@@ -120,6 +120,113 @@ def test_a_token_file_others_can_read_is_refused(tmp_path: Path) -> None:
         asyncio.run(TokenCache("api", path).get_tokens())
 
 
+TOKENS = '{"tokens": {"access_token": "at", "token_type": "Bearer"}}'
+NOBODY = 65534  # another user's uid (the tests run as root, who may chown to it)
+
+
+def cache_file(folder: Path, *, folder_mode: int = 0o700) -> Path:
+    """A good token file (0600, this user's) in ``folder``, made ``folder_mode``."""
+    folder.mkdir(exist_ok=True)
+    path = folder / "api.json"
+    path.write_text(TOKENS)
+    os.chmod(path, 0o600)
+    os.chmod(folder, folder_mode)
+    return path
+
+
+def refused(path: Path, says: str) -> None:
+    """Reading and writing the cache at ``path`` are both refused with ``says``, and
+    nothing is written."""
+    before = sorted(p.name for p in path.parent.iterdir())
+    with pytest.raises(MCPAuthError, match=says) as read:
+        asyncio.run(TokenCache("api", path).get_tokens())
+    cache = TokenCache("api", path)
+    with pytest.raises(MCPAuthError, match=says):
+        asyncio.run(cache.set_tokens(OAuthToken(access_token="new", token_type="Bearer")))
+    with pytest.raises(MCPAuthError, match=says):  # every time, not only the first
+        asyncio.run(cache.get_tokens())
+    assert sorted(p.name for p in path.parent.iterdir()) == before
+    assert "MCP server 'api'" in str(read.value)
+
+
+@pytest.mark.parametrize("mode", [0o777, 0o770, 0o702], ids=oct)
+def test_a_cache_folder_others_can_write_is_refused(tmp_path: Path, mode: int) -> None:
+    folder = tmp_path / "cache"
+    path = cache_file(folder, folder_mode=mode)
+    refused(
+        path,
+        rf"folder {folder} may be written by other users \(mode {mode:o}\); chmod 700 {folder}$",
+    )
+    path.unlink()  # an empty folder too: the first tokens would land there
+    refused(path, rf"folder {folder} may be written by other users")
+
+
+def test_a_shared_sticky_folder_is_refused_without_suggesting_to_close_it(tmp_path: Path) -> None:
+    folder = tmp_path / "shared"
+    path = cache_file(folder, folder_mode=0o1777)  # as /tmp
+    refused(
+        path,
+        rf"folder {folder} may be written by other users \(mode 1777\); set oauth.token_cache to a folder of your own$",
+    )
+
+
+def test_a_cache_folder_of_another_user_is_refused(tmp_path: Path) -> None:
+    folder = tmp_path / "cache"
+    path = cache_file(folder)
+    os.chown(folder, NOBODY, NOBODY)
+    refused(path, rf"folder {folder} belongs to uid {NOBODY}, not to this user .*oauth.token_cache")
+
+
+def test_a_token_file_of_another_user_is_refused(tmp_path: Path) -> None:
+    path = cache_file(tmp_path / "cache")
+    os.chown(path, NOBODY, NOBODY)  # still mode 0600
+    refused(path, rf"token cache {path} belongs to uid {NOBODY}, not to this user .*delete it")
+
+
+def test_a_token_file_others_can_write_is_refused(tmp_path: Path) -> None:
+    path = cache_file(tmp_path / "cache")
+    os.chmod(path, 0o620)
+    refused(path, rf"{path} may be written by other users \(mode 620\); chmod 600 it")
+
+
+def test_a_fifo_in_place_of_the_token_file_is_refused_without_blocking(tmp_path: Path) -> None:
+    import threading
+
+    folder = tmp_path / "cache"
+    folder.mkdir(mode=0o700)
+    path = folder / "api.json"
+    os.mkfifo(path, 0o600)
+    outcome: list[BaseException | None] = []
+
+    def read() -> None:
+        try:
+            asyncio.run(TokenCache("api", path).get_tokens())
+            outcome.append(None)
+        except BaseException as exc:  # handed to the test's thread
+            outcome.append(exc)
+
+    reader = threading.Thread(target=read, daemon=True)
+    reader.start()
+    reader.join(timeout=30)  # a bound on a hang, not a wait for something to happen
+    if reader.is_alive():  # blocked opening the FIFO: a writer releases it
+        os.close(os.open(path, os.O_WRONLY | os.O_NONBLOCK))
+        reader.join()
+        pytest.fail(f"reading the token cache blocked on the FIFO {path}")
+    [exc] = outcome
+    assert isinstance(exc, MCPAuthError)
+    assert f"the token cache {path} is not a regular file; delete it" in str(exc)
+
+
+def test_a_symbolic_link_in_place_of_the_token_file_is_refused(tmp_path: Path) -> None:
+    elsewhere = cache_file(tmp_path / "elsewhere")
+    folder = tmp_path / "cache"
+    folder.mkdir(mode=0o700)
+    path = folder / "api.json"
+    path.symlink_to(elsewhere)
+    with pytest.raises(MCPAuthError, match=rf"token cache {path} is a symbolic link"):
+        asyncio.run(TokenCache("api", path).get_tokens())
+
+
 def test_tokens_go_to_the_user_s_cache_unless_told_otherwise(tmp_path: Path, monkeypatch) -> None:
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
     assert default_token_dir() == tmp_path / "fncall-graph" / "mcp-oauth"

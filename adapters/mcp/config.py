@@ -351,6 +351,9 @@ def read_config(config: ConfigSource) -> Any:
     """The parsed config: a JSON file read once, or the dict as it is."""
     if isinstance(config, str | os.PathLike):
         path = Path(config)
+        if "\x00" in str(path):
+            # the OS layer would raise a bare "embedded null byte", naming no path
+            raise MCPConfigError(repr(str(path)), "config file path must not contain a NUL byte")
         try:
             text = path.read_text(encoding="utf-8")
         except OSError as exc:
@@ -423,9 +426,13 @@ def parse_mcp_config(config: ConfigSource) -> dict[str, Connection]:
         raise MCPConfigError(prefix.rstrip(".") or "config", "no servers configured")
     out: dict[str, Connection] = {}
     for name, spec in servers.items():
-        where = f"{prefix}{name}"
         if not isinstance(name, str) or not name.strip():
-            raise MCPConfigError(where, "server name must be a non-empty string")
+            raise MCPConfigError(
+                prefix.rstrip(".") or "config",
+                f"server name {name!r} must be a non-empty string (it prefixes the "
+                "server's tool names)",
+            )
+        where = f"{prefix}{name}"
         if not isinstance(spec, Mapping):
             raise MCPConfigError(where, f"must be an object, got {type(spec).__name__}")
         out[name] = parse(spec, where)  # type: ignore[assignment]
@@ -521,11 +528,13 @@ def oauth_settings(config: ConfigSource) -> dict[str, OAuthSettings]:
 def root_settings(config: ConfigSource) -> dict[str, list[dict[str, str]]]:
     """The ``roots`` each server of an ``mcpServers`` config may see (none by default).
 
-    An entry is a list of ``file://`` URIs or paths, or ``{"uri": ..., "name": ...}``;
-    paths become ``file://`` URIs.
+    An entry is a list of ``file://`` URIs or paths, or ``{"uri": ..., "name": ...}``
+    (``name`` a string); paths become ``file://`` URIs.
 
     Raises:
-        MCPConfigError: a ``roots`` entry that is not such a list.
+        MCPConfigError: a ``roots`` entry that is not such a list (another key, a name
+            that is not a string, a URI that is not ``file://``), here rather than when
+            the server asks for its roots.
     """
     out: dict[str, list[dict[str, str]]] = {}
     for name, roots, where, _ in _entries_with(config, "roots"):
@@ -539,15 +548,30 @@ def root_settings(config: ConfigSource) -> dict[str, list[dict[str, str]]]:
                 raise MCPConfigError(
                     f"{where}[{i}]", 'must be a URI, a path or {"uri": ..., "name": ...}'
                 )
+            for key in entry:
+                if key not in ("uri", "name"):
+                    raise MCPConfigError(
+                        f"{where}[{i}].{key}", 'unknown key; a root may have "uri" and "name"'
+                    )
+            root_name = entry.get("name")
+            if root_name is not None and not isinstance(root_name, str):
+                raise MCPConfigError(
+                    f"{where}[{i}].name", f"must be a string, got {type(root_name).__name__}"
+                )
             uri = _expand(uri, f"{where}[{i}]")
-            if "://" not in uri:
+            scheme = uri.partition("://")[0] if "://" in uri else None
+            if scheme is not None and scheme.lower() != "file":
+                raise MCPConfigError(
+                    f"{where}[{i}]", f"must be a file:// URI or a path, got {uri!r}"
+                )
+            if scheme is None:
                 try:
                     uri = Path(uri).expanduser().resolve().as_uri()
                 except (OSError, RuntimeError, ValueError) as exc:
                     raise MCPConfigError(f"{where}[{i}]", f"is not a usable path: {exc}") from None
             item = {"uri": uri}
-            if isinstance(entry.get("name"), str):
-                item["name"] = entry["name"]
+            if root_name is not None:
+                item["name"] = root_name
             checked.append(item)
         out[name] = checked
     return out

@@ -104,10 +104,21 @@ def default_token_dir() -> Path:
     return Path(base) / "fncall-graph" / "mcp-oauth"
 
 
+def _owner_problem(st: os.stat_result) -> str | None:
+    """What is wrong with who owns a file (``None``: this user does)."""
+    me = os.geteuid() if hasattr(os, "geteuid") else None  # no owners to check on Windows
+    if me is None or st.st_uid == me:
+        return None
+    return f"belongs to uid {st.st_uid}, not to this user (uid {me})"
+
+
 class TokenCache:
     """The MCP SDK's ``TokenStorage`` for one server: its tokens and client registration,
     in memory and, unless ``path`` is ``None``, in a JSON file only this user may read
-    (mode 0600 in a 0700 directory; a file others can read is refused, as ssh does).
+    (mode 0600 in a 0700 directory). As ssh does with its keys, the cache is refused
+    (:class:`MCPAuthError` naming the path and the fix) unless the file and its folder
+    belong to this user and no other user may write to them, and the file is a regular
+    file no other user may read (a symbolic link, a FIFO or a device is never opened).
     ``client``: the pre-registered client the config names, used instead of any stored."""
 
     def __init__(self, server: str, path: Path | None, client: Any = None) -> None:
@@ -115,32 +126,108 @@ class TokenCache:
         self.client = client  # a pre-registered client: never registered, never stored
         self._data: dict[str, Any] | None = None
 
+    def _refuse(self, problem: str) -> MCPAuthError:
+        return MCPAuthError(self.server, problem)
+
+    def _check_folder(self, folder: Path) -> None:
+        """Refuse a folder another user owns or may write to: they could put their own
+        tokens (and so their account) in place of this user's."""
+        try:
+            st = folder.stat()
+        except FileNotFoundError:
+            return  # created 0700 on the first save
+        owner = _owner_problem(st)
+        if owner:
+            raise self._refuse(
+                f"the token cache folder {folder} {owner}; set oauth.token_cache to a "
+                "folder of your own, or chown it to this user"
+            )
+        mode = stat.S_IMODE(st.st_mode)
+        if mode & 0o022:
+            # a sticky folder (/tmp) is shared on purpose: never suggest closing it
+            fix = (
+                "set oauth.token_cache to a folder of your own"
+                if mode & stat.S_ISVTX
+                else f"chmod 700 {folder}"
+            )
+            raise self._refuse(
+                f"the token cache folder {folder} may be written by other users (mode "
+                f"{mode:o}); {fix}"
+            )
+
+    def _check_file(self, st: os.stat_result) -> None:
+        path = self.path
+        if stat.S_ISLNK(st.st_mode):
+            raise self._refuse(
+                f"the token cache {path} is a symbolic link; delete it to authorize again"
+            )
+        if not stat.S_ISREG(st.st_mode):
+            raise self._refuse(
+                f"the token cache {path} is not a regular file; delete it to authorize again"
+            )
+        owner = _owner_problem(st)
+        if owner:
+            raise self._refuse(f"the token cache {path} {owner}; delete it to authorize again")
+        mode = stat.S_IMODE(st.st_mode)
+        if mode & 0o077:
+            what = "read" if mode & 0o044 else "written"
+            raise self._refuse(
+                f"the token cache {path} may be {what} by other users (mode {mode:o}); "
+                "chmod 600 it, or delete it to authorize again"
+            )
+
+    def _read(self) -> bytes | None:
+        """The cache file's bytes (``None``: no file yet), once it and its folder pass
+        the checks; checked on the open file too, so nothing swapped in between is read."""
+        assert self.path is not None
+        self._check_folder(self.path.parent)
+        try:
+            self._check_file(self.path.lstat())  # a FIFO or device is never even opened
+        except FileNotFoundError:
+            return None
+        flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)
+        try:
+            fd = os.open(self.path, flags | getattr(os, "O_CLOEXEC", 0))
+        except FileNotFoundError:
+            return None
+        except OSError as exc:
+            log.warning(
+                "MCP server %r: token cache %s unreadable (%s); ignored",
+                self.server,
+                self.path,
+                exc,
+            )
+            return b""
+        with os.fdopen(fd, "rb") as file:
+            self._check_file(os.fstat(file.fileno()))
+            return file.read()
+
     def _load(self) -> dict[str, Any]:
         if self._data is None:
-            self._data = {}
-            if self.path is not None and self.path.exists():
-                mode = stat.S_IMODE(self.path.stat().st_mode)
-                if mode & 0o077:
-                    raise MCPAuthError(
-                        self.server,
-                        f"the token cache {self.path} may be read by other users (mode "
-                        f"{mode:o}); chmod 600 it, or delete it to authorize again",
-                    )
+            # a refused cache raises on every call (nothing remembered, nothing saved over it)
+            raw = self._read() if self.path is not None else None
+            data: dict[str, Any] = {}
+            if raw:
                 try:
-                    self._data = json.loads(self.path.read_text(encoding="utf-8"))
-                except (OSError, ValueError) as exc:
+                    data = json.loads(raw.decode("utf-8"))
+                    if not isinstance(data, dict):
+                        raise ValueError(f"a JSON object expected, got {type(data).__name__}")
+                except ValueError as exc:
+                    data = {}
                     log.warning(
                         "MCP server %r: token cache %s unreadable (%s); ignored",
                         self.server,
                         self.path,
                         exc,
                     )
+            self._data = data
         return self._data
 
     def _save(self) -> None:
         if self.path is None:
             return
         self.path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+        self._check_folder(self.path.parent)  # one that was there already
         fd, tmp = tempfile.mkstemp(dir=self.path.parent, prefix=".tokens-")  # mode 0600
         try:
             with os.fdopen(fd, "w", encoding="utf-8") as out:
