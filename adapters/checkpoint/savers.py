@@ -550,15 +550,18 @@ def postgres_saver(
 
 @asynccontextmanager
 async def async_postgres_saver(
-    url: str, *, max_connections: int | None = None, store_messages_once: bool = False
+    url: str, *, max_connections: int | None = 4, store_messages_once: bool = False
 ) -> AsyncIterator[AsyncPostgresSaver]:
     """An ``AsyncPostgresSaver`` on ``url``, tables set up.
 
     Args:
         url: a PostgreSQL connection URL.
-        max_connections: ``None`` shares one connection (the saver serialises access to
-            it); a number opens a pool of up to that many connections, so many threads
-            running at once write their checkpoints in parallel.
+        max_connections: the size of its pool of checked connections (at least 1;
+            ``None``, one shared connection in earlier versions, means 1): like
+            :func:`postgres_saver`, it reconnects after the server restarts or drops a
+            connection, instead of failing with "the connection is closed" until the
+            process builds the saver again. The tool-call claims beside it take
+            connections of their own; a pool of 1 queues them with the checkpoints.
         store_messages_once: store each message of a thread once, as
             :func:`sqlite_saver` says.
 
@@ -571,15 +574,11 @@ async def async_postgres_saver(
     """
     _, saver_cls = _postgres_modules()
     saver_cls = stores_messages_once(saver_cls) if store_messages_once else saver_cls
-    if max_connections is None:
-        async with saver_cls.from_conn_string(url) as saver:
-            async with _asetting_up(url):
-                await saver.setup()
-            yield saver
-        return
     from psycopg_pool import AsyncConnectionPool
 
-    async with _pool(AsyncConnectionPool, url, max_connections) as pool:
+    # one shared connection (from_conn_string) is never replaced once the server cuts it
+    size = 1 if max_connections is None else max_connections
+    async with _pool(AsyncConnectionPool, url, size) as pool:
         saver = saver_cls(pool)  # type: ignore[arg-type]
         async with _asetting_up(url):
             await saver.setup()
