@@ -99,24 +99,24 @@ class FncallGraph(CompiledStateGraph):
         check_input(input)
         return isinstance(input, Command) and input.resume is not None
 
-    def _run_starts(self, config: RunnableConfig | None) -> tuple[RunnableConfig, RunnableConfig]:
+    def _run_starts(
+        self, config: RunnableConfig | None
+    ) -> tuple[RunnableConfig, RunnableConfig, bool]:
         """The run's config with a token of its own (:data:`RUN_KEY`: the claims its tool
         calls make remember it, and a run that lost a claim is refused its writes), and
         its whole config; a durable saver is told the run starts (it forgets what
-        earlier runs' failed writes left for the thread). A run inside another keeps the
-        outer run's token."""
+        earlier runs' failed writes left for the thread); and whether the token is this
+        run's own (a run inside another keeps the outer run's)."""
         config = dict(config or {})  # type: ignore[assignment]
         configurable = dict(config.get("configurable") or {})
+        owns = RUN_KEY not in configurable
         configurable.setdefault(RUN_KEY, uuid.uuid4().hex)
         config["configurable"] = configurable
         merged = merge_configs(self.config, config)
         starts = getattr(self.checkpointer, "run_starts", None)
         if starts is not None:
             starts(merged)
-        return config, merged
-
-    def _owns_token(self, config: RunnableConfig | None) -> bool:
-        return RUN_KEY not in ((config or {}).get("configurable") or {})
+        return config, merged, owns
 
     @staticmethod
     def _latest(merged: RunnableConfig) -> RunnableConfig | None:
@@ -162,8 +162,7 @@ class FncallGraph(CompiledStateGraph):
         return athread_run(**terms) if terms else nullcontext()
 
     def stream(self, input: Any, config: RunnableConfig | None = None, **kwargs: Any) -> Any:
-        owns = self._owns_token(config)
-        config, merged = self._run_starts(config)
+        config, merged, owns = self._run_starts(config)
         try:
             with self._holding(merged, owns):
                 if not self._resumes(input):
@@ -186,8 +185,7 @@ class FncallGraph(CompiledStateGraph):
                 run_ended(config)
 
     async def astream(self, input: Any, config: RunnableConfig | None = None, **kwargs: Any) -> Any:
-        owns = self._owns_token(config)
-        config, merged = self._run_starts(config)
+        config, merged, owns = self._run_starts(config)
         try:
             async with self._aholding(merged, owns):
                 if not self._resumes(input):

@@ -1152,7 +1152,7 @@ class CallClaims:
         finally:
             _forget(attempt.me)
 
-    def _held(self, row: ClaimRow) -> bool:
+    def held(self, row: ClaimRow) -> bool:
         """Whether the attempt that made claim ``row`` may still be going: running its
         call, or (a finished call) saving the result in its thread."""
         owner = row.holder
@@ -1184,7 +1184,7 @@ class CallClaims:
                     return _Started(output=output)
                 continue
             if held.status in ("running", "abandoned"):
-                if held.status == "running" and self._held(held):
+                if held.status == "running" and self.held(held):
                     raise ToolCallInProgress(
                         f"thread {key.thread_id!r}: tool call {key.call_id} ({tool}) is running "
                         f"in another run of this thread ({owner.describe()}); this run stopped "
@@ -1199,7 +1199,7 @@ class CallClaims:
                 attempt.replacing = False
                 continue
             moved_on = (yield _Head(key)) != step
-            if moved_on or self._held(held):
+            if moved_on or self.held(held):
                 raise ToolCallAlreadyRan(
                     f"thread {key.thread_id!r}: tool call {key.call_id} ({tool}) already ran in "
                     f"another run of this thread ({owner.describe()}) and is not run again; "

@@ -83,7 +83,7 @@ _POSTGRES_MISSING = (
 )
 
 
-class _ForgetsClaims:
+class _ClaimAware:
     """What the product's savers add for tool call claims, which live in a table of
     their own beside the checkpoints:
 
@@ -132,7 +132,7 @@ _WITH_CLAIMS: dict[type, type] = {}
 def _with_claims(cls: type[T]) -> type[T]:
     """``cls`` (a LangGraph saver class), its ``delete_thread`` deleting claims too."""
     if cls not in _WITH_CLAIMS:
-        _WITH_CLAIMS[cls] = type(cls.__name__, (_ForgetsClaims, cls), {"__doc__": cls.__doc__})
+        _WITH_CLAIMS[cls] = type(cls.__name__, (_ClaimAware, cls), {"__doc__": cls.__doc__})
     return _WITH_CLAIMS[cls]  # type: ignore[return-value]
 
 
@@ -280,7 +280,7 @@ def _try_again(what: str, exc: sqlite3.OperationalError, attempt: int) -> None:
     )
 
 
-class DurableSqliteSaver(_ForgetsClaims, SqliteSaver):
+class DurableSqliteSaver(_ClaimAware, SqliteSaver):
     """A ``SqliteSaver`` whose writes ride out a locked database (each statement waits
     up to the connection's busy timeout, a write is tried :data:`WRITE_ATTEMPTS` times)
     and whose failed step writes stop the run before its next step
@@ -327,7 +327,7 @@ class DurableSqliteSaver(_ForgetsClaims, SqliteSaver):
             )
 
 
-class DurableAsyncSqliteSaver(_ForgetsClaims, AsyncSqliteSaver):
+class DurableAsyncSqliteSaver(_ClaimAware, AsyncSqliteSaver):
     """:class:`DurableSqliteSaver` for ``ainvoke``/``astream``."""
 
     def __init__(self, conn: aiosqlite.Connection, **kwargs: Any) -> None:

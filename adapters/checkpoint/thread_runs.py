@@ -120,7 +120,7 @@ class _Hold:
             return "look"
         if held.owner == str(self.me):  # our own (an earlier attempt of this very run)
             return "held"
-        if not self.claims._held(held):
+        if not self.claims.held(held):
             return "take"
         waited = time.monotonic() - self.started
         if self.multitask == "reject":
