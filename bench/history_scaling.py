@@ -133,6 +133,7 @@ class TurnModel(BaseChatModel):
     memory in the model)."""
 
     calls: int = 0
+    markup: bool = False  # write the call as Hermes text (for a prompt dialect)
 
     @property
     def _llm_type(self) -> str:
@@ -145,8 +146,12 @@ class TurnModel(BaseChatModel):
         self, messages: list[BaseMessage], stop: Any = None, run_manager: Any = None, **kw: Any
     ) -> ChatResult:
         self.calls += 1
-        if isinstance(messages[-1], ToolMessage):
-            reply = AIMessage(f"The value is {messages[-1].content[:24]}; anything else?")
+        last = messages[-1]
+        if isinstance(last, ToolMessage) or "<tool_response>" in str(last.content):
+            reply = AIMessage(f"The value is {str(last.content)[:24]}; anything else?")
+        elif self.markup:
+            body = json.dumps({"name": "lookup", "arguments": {"key": self.calls}})
+            reply = AIMessage(f"<tool_call>\n{body}\n</tool_call>")
         else:
             call = {"name": "lookup", "args": {"key": self.calls}, "id": f"call_{self.calls}"}
             reply = AIMessage("", tool_calls=[call])
@@ -158,6 +163,8 @@ THREAD_KINDS = (
     "create_agent, once",
     "fncall",
     "fncall, once",
+    "fncall hermes",
+    "fncall hermes, once",
 )
 
 
@@ -176,13 +183,15 @@ def long_thread(kind: str, turns: int, folder: Path) -> dict[str, float]:
     times: list[float] = []
     mid = 0
     with sqlite_saver(db, store_messages_once=once) as saver:
-        model = TurnModel()
+        hermes = kind.startswith("fncall hermes")
+        model = TurnModel(markup=hermes)
         if kind.startswith("create_agent"):
             from langchain.agents import create_agent
 
             graph = create_agent(model, [lookup], checkpointer=saver)
         else:
-            graph = create_fncall_graph(model, [lookup], dialect="native", checkpointer=saver)
+            dialect = "hermes" if hermes else "native"
+            graph = create_fncall_graph(model, [lookup], dialect=dialect, checkpointer=saver)
         config = {"configurable": {"thread_id": "long"}}
         for turn in range(1, turns + 1):
             started = time.perf_counter()

@@ -1,4 +1,4 @@
-"""``create_fncall_graph``: wire the model, tools and approve nodes into a graph."""
+"""``create_fncall_graph``: wire the adapter, model, tools, approve and react_fallback nodes."""
 
 from __future__ import annotations
 
@@ -19,9 +19,11 @@ from langgraph.store.base import BaseStore
 from langgraph.types import Checkpointer, Command, Send
 
 __all__ = [
+    "ADAPTER",
     "APPROVE",
     "DEFAULT_MAX_ITERATIONS",
     "MODEL",
+    "REACT_FALLBACK",
     "TOOLS",
     "FncallGraph",
     "create_fncall_graph",
@@ -40,8 +42,10 @@ from fncall_graph.adapters.checkpoint.thread_runs import (
 from fncall_graph.adapters.formats.registry import DialectName, PromptDialectName
 from fncall_graph.adapters.models import accepts_grammar, initial_dialect, resolve_model
 from fncall_graph.adapters.models.call_format import check_call_format
+from fncall_graph.nodes._boundary import ModelBoundary
 from fncall_graph.nodes._plan import DialectPlan
 from fncall_graph.nodes._repeats import DEFAULT_MAX_REPEATS
+from fncall_graph.nodes.adapter import AdapterNode
 from fncall_graph.nodes.approve import (
     ApproveNode,
     InterruptMode,
@@ -52,6 +56,7 @@ from fncall_graph.nodes.approve import (
     unknown_tool,
 )
 from fncall_graph.nodes.model import ModelNode
+from fncall_graph.nodes.react_fallback import ReactFallbackNode
 from fncall_graph.nodes.tools import (
     DEFAULT_MAX_STORED_RESULT_CHARS,
     DEFAULT_TOOL_TIMEOUT,
@@ -59,7 +64,14 @@ from fncall_graph.nodes.tools import (
     writes_by_annotation,
 )
 
-from .state import FncallDebugState, FncallInput, FncallState, check_input
+from .state import (
+    FncallDebugState,
+    FncallInput,
+    FncallState,
+    GraphDebugState,
+    GraphState,
+    check_input,
+)
 
 
 class _Node(Runnable[Any, Any]):
@@ -216,9 +228,10 @@ class FncallGraph(CompiledStateGraph):
 DEFAULT_MAX_ITERATIONS = 10
 
 #: The graph's node names.
-MODEL, TOOLS, APPROVE = "model", "tools", "approve"
-# supersteps one model call can take: the model, its approval, its tools
-_STEPS_PER_ITERATION = 3
+ADAPTER, MODEL, TOOLS, APPROVE = "adapter", "model", "tools", "approve"
+REACT_FALLBACK = "react_fallback"
+# supersteps one model call can take: the adapter, the model, its approval, its tools
+_STEPS_PER_ITERATION = 4
 
 
 def _as_tools(tools: Sequence[BaseTool | Callable[..., Any]]) -> list[BaseTool]:
@@ -276,16 +289,18 @@ def create_fncall_graph(
     ``✿FUNCTION✿`` or ReAct ``Action:`` prompt text for models without. Independent calls
     of one turn run in parallel; dependent calls run in later turns, one after another.
 
-    Nodes: ``model`` (render the history for the thread's dialect once, call the model,
-    read its reply once; its update carries the rendered input as ``model_input``) →
-    ``tools`` (one task per call, run concurrently, each carrying only its call) → back
-    to ``model``; ``approve`` (with ``interrupt_on``) pauses between ``model`` and
-    ``tools`` for a person's decision on chosen tools. A dialect switch comes back with
-    the reply that caused it, in the same update: to ``fallback`` when native tool
-    calling fails (the call is made again at once in ``fallback``), to the prompt dialect
-    a native reply writes its calls in, or to ReAct when a prompt dialect's calls keep
-    coming out unreadable; ``fallback_reason`` records why. A reply with no calls ends
-    the turn.
+    Nodes, as drawn in LangGraph Studio and by ``get_graph()``: ``adapter`` (for a prompt
+    dialect, render the canonical history as the dialect's prompt text once; its update
+    shows it as ``model_input``; native threads skip it) → ``model`` (send exactly that,
+    or the history with the tools bound natively; read the reply once: the provider's own
+    run is the only chat-model run) → ``tools`` (one task per call, run concurrently,
+    each carrying only its call) → back to ``adapter``/``model``; ``approve`` (with
+    ``interrupt_on``) pauses between ``model`` and ``tools`` for a person's decision on
+    chosen tools; ``react_fallback`` is entered when native tool calling is refused: it
+    switches the thread to ``fallback`` and the adapter renders for it. Two switches come
+    back with the reply that caused them: to the prompt dialect a native reply writes its
+    calls in, and to ReAct when a prompt dialect's calls keep coming out unreadable;
+    ``fallback_reason`` records why. A reply with no calls ends the turn.
 
     Args:
         model: a LangChain chat model, or a model spec such as ``"ollama:qwen3"``,
@@ -394,8 +409,9 @@ def create_fncall_graph(
             ``resolve_model(url, accepts_grammar=True)`` for another llama.cpp server),
             else off. The model must take ``extra_body`` (``ChatOpenAI`` does); the
             native dialect is never constrained.
-        keep_model_input: also checkpoint ``model_input``, the exact input of the latest
-            model call, so ``get_state`` and LangGraph Studio show it for a saved thread.
+        keep_model_input: also checkpoint ``model_input`` and ``model_output``, the exact
+            input and the raw reply of the latest model call, so ``get_state`` and
+            LangGraph Studio show them for a saved thread.
             Off by default: it is the history once more, in the dialect's form, and
             would double what every checkpoint stores. The ``updates`` and ``values``
             stream modes show it either way while a run goes on.
@@ -490,13 +506,10 @@ def create_fncall_graph(
         constrained = "first_call" if accepts_grammar(chat_model) else False
     if call_format is not None:
         call_format = check_call_format(call_format)
-    model_node = ModelNode(
-        chat_model,
-        plan,
-        max_iterations=max_iterations,
-        constrained=constrained,
-        call_format=call_format,
-    )
+    boundary = ModelBoundary(chat_model, plan, constrained=constrained, call_format=call_format)
+    adapter_node = AdapterNode(boundary)
+    model_node = ModelNode(boundary, max_iterations=max_iterations, fallback_node=REACT_FALLBACK)
+    fallback_node = ReactFallbackNode(plan)
     problem = unknown_tool(idempotent_tools, [t.name for t in tool_list])
     if problem:
         raise ValueError(f"idempotent_tools names {problem}")
@@ -516,6 +529,10 @@ def create_fncall_graph(
         else None
     )
 
+    def to_model(state: dict[str, Any]) -> str:
+        # a prompt dialect's thread is rendered by the adapter first; native skips it
+        return MODEL if plan.current(state).native else ADAPTER
+
     def route_after_model(state: dict[str, Any]) -> str | list[Send]:
         # calls, readable or not, go to approval or straight to the tools; the rest ends
         last = state["messages"][-1]
@@ -529,28 +546,40 @@ def create_fncall_graph(
         # run every call not answered by a rejection; all rejected: back to the model
         pending = unanswered_calls(state["messages"])
         if pending is None:
-            return MODEL
+            return to_model(state)
         ai, calls = pending
         sends = tools_node.dispatch(ai.model_copy(update={"tool_calls": calls}), state["messages"])
-        return sends or MODEL
+        return sends or to_model(state)
 
     builder = StateGraph(
-        FncallDebugState if keep_model_input else FncallState, input_schema=FncallInput
+        GraphDebugState if keep_model_input else GraphState,
+        input_schema=FncallInput,
+        output_schema=FncallDebugState if keep_model_input else FncallState,
     )
-    builder.add_node(MODEL, _Node(MODEL, model_node.invoke, model_node.ainvoke))
+    builder.add_node(ADAPTER, _Node(ADAPTER, adapter_node.invoke, adapter_node.ainvoke))
+    builder.add_node(
+        MODEL,
+        _Node(MODEL, model_node.invoke, model_node.ainvoke),
+        destinations=(REACT_FALLBACK,),  # drawn: the hand-over when native calling fails
+    )
+    builder.add_node(
+        REACT_FALLBACK, _Node(REACT_FALLBACK, fallback_node.invoke, fallback_node.ainvoke)
+    )
     builder.add_node(TOOLS, _Node(TOOLS, tools_node.invoke, tools_node.ainvoke))
-    builder.add_edge(START, MODEL)
+    builder.add_conditional_edges(START, to_model, [ADAPTER, MODEL])
+    builder.add_edge(ADAPTER, MODEL)
+    builder.add_edge(REACT_FALLBACK, ADAPTER)
     after_model = [TOOLS, END]
     if approve_node is not None:
         builder.add_node(APPROVE, _Node(APPROVE, approve_node.invoke, approve_node.ainvoke))
-        builder.add_conditional_edges(APPROVE, route_after_approve, [TOOLS, MODEL])
+        builder.add_conditional_edges(APPROVE, route_after_approve, [TOOLS, ADAPTER, MODEL])
         after_model.insert(0, APPROVE)
     builder.add_conditional_edges(MODEL, route_after_model, after_model)
-    builder.add_edge(TOOLS, MODEL)
+    builder.add_conditional_edges(TOOLS, to_model, [ADAPTER, MODEL])
 
     graph = builder.compile(checkpointer=checkpointer, store=store, name=name, debug=debug)
     run_config: dict[str, Any] = {
-        "recursion_limit": max_iterations * _STEPS_PER_ITERATION + 10,
+        "recursion_limit": max_iterations * _STEPS_PER_ITERATION + 12,
         "max_concurrency": max_concurrency,
     }
     if checkpointer is not None and checkpointer is not False:

@@ -11,7 +11,16 @@ from langgraph.graph.message import add_messages
 from langgraph.types import Command
 from typing_extensions import TypedDict  # pydantic reads this one on Python 3.11
 
-__all__ = ["FncallDebugState", "FncallInput", "FncallState", "check_input"]
+from fncall_graph.nodes._boundary import RenderedInput
+
+__all__ = [
+    "FncallDebugState",
+    "FncallInput",
+    "FncallState",
+    "GraphDebugState",
+    "GraphState",
+    "check_input",
+]
 
 
 class FncallInput(TypedDict):
@@ -35,6 +44,9 @@ class FncallState(TypedDict):
             (for prompt dialects: the system prompt with tools, calls and results as
             the dialect writes them). Shown in the stream while the run goes on, and
             never checkpointed: it is the history once more, in another form.
+        model_output: the latest model reply as the model wrote it (an OpenAI-style
+            dict: for a prompt dialect, its calls as markup), beside the canonical
+            ``AIMessage`` in ``messages``. Shown like ``model_input``, never checkpointed.
         fallback_reason: why the thread last switched dialect.
         call_format: the format the thread's model writes calls in (``"hermes"``,
             ``"mistral"``, …), set with the first model call; ``None`` while it is not
@@ -48,22 +60,41 @@ class FncallState(TypedDict):
     messages: Annotated[list[AnyMessage], add_messages]
     dialect: NotRequired[str | None]
     model_input: NotRequired[Annotated[list[dict[str, Any]], UntrackedValue]]
+    model_output: NotRequired[Annotated[dict[str, Any], UntrackedValue]]
     fallback_reason: NotRequired[str | None]
     call_format: NotRequired[str | None]
     call_format_source: NotRequired[str | None]
 
 
 class FncallDebugState(TypedDict):
-    """:class:`FncallState` with ``model_input`` checkpointed, for inspecting threads in
+    """:class:`FncallState` with ``model_input`` and ``model_output`` checkpointed, for inspecting threads in
     LangGraph Studio or with ``get_state`` (``create_fncall_graph(keep_model_input=True)``).
     """
 
     messages: Annotated[list[AnyMessage], add_messages]
     dialect: NotRequired[str | None]
     model_input: NotRequired[list[dict[str, Any]]]
+    model_output: NotRequired[dict[str, Any]]
     fallback_reason: NotRequired[str | None]
     call_format: NotRequired[str | None]
     call_format_source: NotRequired[str | None]
+
+
+class GraphState(FncallState):
+    """:class:`FncallState` and what passes between the graph's own steps (not output).
+
+    Attributes:
+        rendered_input: the ``adapter`` node's rendering, for the ``model`` node; never
+            checkpointed (``model_input`` shows it).
+    """
+
+    rendered_input: NotRequired[Annotated[RenderedInput, UntrackedValue]]
+
+
+class GraphDebugState(FncallDebugState):
+    """:class:`GraphState` for :class:`FncallDebugState`."""
+
+    rendered_input: NotRequired[Annotated[RenderedInput, UntrackedValue]]
 
 
 _EXAMPLE = "{'messages': [('user', 'hi')]}"

@@ -1,20 +1,22 @@
-"""The ``model`` node: call the model in the thread's dialect and return a canonical reply.
+"""The ``model`` node: send the model what the ``adapter`` rendered, read its reply once.
 
-The call goes through :func:`~fncall_graph.adapters.with_dialect`, the same chat model
-that serves LangChain's and LangGraph's own agents, and the one pass through the model
-boundary: the history is rendered once for the dialect (native ``tools`` through
-``bind_tools``, or the tools and the history written into the prompt), the model is
-called (streamed through the dialect's parser, so the ``messages`` stream mode shows
-answer text and never call markup), and the reply is read once into canonical calls with
-ids unique in the thread. The rendered input is caught as the inner call starts and
-returned as ``model_input``, so what Studio and the ``updates`` stream show is what the
-model was sent, with no second rendering.
+The one chat-model run of a model call is the provider's own, as in LangChain's
+``create_agent``: callbacks, usage and traces see one run, named as the model. The call
+goes through the same boundary pipeline as :func:`~fncall_graph.adapters.with_dialect`
+(render → provider → read), without the wrapper's run: for a prompt dialect the
+``adapter`` node's rendering is sent as it is (rendered again only where it is absent,
+after a resume); for native, the history with the tools bound. The reply is read once
+into canonical calls with ids unique in the thread. While it streams, the provider's run
+is kept out of LangGraph's ``messages`` stream (its raw text may hold call markup) and
+each chunk is read and written there instead, so that stream shows answer text and never
+call markup.
 
-When the thread must change dialect, the switch and its reason come back in the same
-update as the reply, saved in the same checkpoint: native calling refused (the call is
-made again at once in the fallback dialect, as LangChain's ``ModelFallbackMiddleware``
-does), a native reply that writes its calls as a prompt dialect's markup (that dialect
-from now on), or replies whose calls cannot be read again and again (ReAct from now on).
+When native calling is refused, the node hands over to the ``react_fallback`` node
+(LangGraph's ``Send``, with the reason), which switches the thread; the ``adapter`` and
+this node then call again in the fallback dialect. Two other switches come back with the
+reply that caused them, in the same update: a native reply that writes its calls as a
+prompt dialect's markup (that dialect from now on), and replies whose calls cannot be
+read again and again (ReAct from now on).
 
 The thread's call format (how its model writes calls into text, read with it) is known
 before the reply is read: a prompt dialect's own, else the model's, resolved once per model
@@ -31,26 +33,38 @@ only write calls to the listed tools with arguments that fit their schemas, or a
 from __future__ import annotations
 
 import asyncio
-from typing import Any, Literal
-from uuid import UUID
+import operator
+from functools import reduce
+from typing import Any
 
 from langchain_core.callbacks import BaseCallbackHandler
-from langchain_core.language_models import BaseChatModel
-from langchain_core.messages import AIMessage, BaseMessage, convert_to_openai_messages
-from langchain_core.runnables import Runnable, RunnableConfig
+from langchain_core.messages import (
+    AIMessage,
+    AIMessageChunk,
+    BaseMessage,
+    convert_to_openai_messages,
+    message_chunk_to_message,
+)
+from langchain_core.outputs import ChatGenerationChunk
+from langchain_core.runnables import RunnableConfig
 from langchain_core.runnables.config import merge_configs
+from langgraph.constants import TAG_NOSTREAM
+from langgraph.graph.message import push_message
+from langgraph.types import Command, Send
 
 from fncall_graph.adapters import Dialect
 from fncall_graph.adapters.formats.base import text_of
-from fncall_graph.adapters.formats.grammar import grammar_max_bytes
 from fncall_graph.adapters.formats.normalize import MARKUP_FORMAT_KEY
 from fncall_graph.adapters.formats.registry import PROMPT_DIALECTS
 from fncall_graph.adapters.models import is_tools_unsupported_error, unreachable_server
-from fncall_graph.adapters.models.call_format import CallFormat, resolve_call_format
-from fncall_graph.adapters.models.chat_model import with_dialect
+from fncall_graph.adapters.models.call_format import CallFormat
+from fncall_graph.adapters.models.chat_model import ModelCall, restore_read_reply
 
-from ._plan import DialectPlan, model_calls_this_turn, unparsed_streak
+from ._boundary import ModelBoundary, RenderedInput
+from ._plan import model_calls_this_turn, unparsed_streak
 from ._repeats import repeat_stop
+from .adapter import RENDERED_KEY
+from .react_fallback import REASON_KEY
 
 __all__ = [
     "STOP_REASON_KEY",
@@ -88,20 +102,6 @@ def repeat_limit_message(name: str, count: int, limit: int) -> AIMessage:
     )
 
 
-def _room_for(grammar: str, model: BaseChatModel) -> dict[str, Any]:
-    """A ``max_tokens`` that lets every reply the grammar admits finish, where the model's is less.
-
-    A reply cut off by ``max_tokens`` half-way through a call is unreadable; a grammar
-    whose replies are bounded (calls only) fits in its byte count, since every token
-    writes at least one byte.
-    """
-    limit = getattr(model, "max_tokens", None)
-    need = grammar_max_bytes(grammar)
-    if isinstance(limit, int) and need is not None and limit < need:
-        return {"max_tokens": need}
-    return {}
-
-
 def _says_nothing(message: AIMessage) -> bool:
     return not (
         text_of(message.content).strip() or message.tool_calls or message.invalid_tool_calls
@@ -120,172 +120,140 @@ def empty_reply_message(reply: AIMessage) -> AIMessage:
     )
 
 
-class _SentInput(BaseCallbackHandler):
-    """Catches what the model was sent: the input of the wrapper's inner chat-model run.
+class _ShownReply(BaseCallbackHandler):
+    """Reads the provider's chunks as they stream and writes the read chunks to
+    LangGraph's ``messages`` stream (``push_message``), under the provider's message id.
 
-    The wrapper is the first chat-model run this handler sees; the inner run (the
-    provider's own model) is its child. Inline, so the input is there when the node ends.
+    Inline, so chunks are shown in order and the last is in before the node ends.
     """
 
     run_inline = True
-    fncall_sees_wrapped_run = True  # SEES_WRAPPED_RUN: the wrapped model's own run too
 
-    def __init__(self) -> None:
-        self.wrapper: UUID | None = None
-        self.messages: list[BaseMessage] = []
+    def __init__(self, call: ModelCall, config: RunnableConfig) -> None:
+        self.call = call
+        self.reading: Any = None  # opened at the first chunk: most calls are not streamed
+        self.chunks: list[AIMessageChunk] = []
+        self.id: str | None = None
+        # push_message reads the stream's handlers from the node's callbacks
+        self.shows = config.get("callbacks") is not None
 
-    def on_chat_model_start(
-        self,
-        serialized: dict[str, Any],
-        messages: list[list[BaseMessage]],
-        *,
-        run_id: UUID,
-        parent_run_id: UUID | None = None,
-        **kwargs: Any,
+    def on_llm_new_token(
+        self, token: str, *, chunk: ChatGenerationChunk | None = None, **kwargs: Any
     ) -> None:
-        if self.wrapper is None:
-            self.wrapper = run_id
-        elif parent_run_id == self.wrapper and messages:
-            self.messages = messages[0]
+        piece = chunk.message if chunk is not None else AIMessageChunk(content=token)
+        self.id = self.id or piece.id
+        if self.reading is None:
+            self.reading = self.call.reading()
+        out = self.reading.feed(piece)
+        if out is not None:
+            self._show(out)
+
+    def _show(self, chunk: AIMessageChunk) -> None:
+        chunk.id = self.id
+        self.chunks.append(chunk)
+        if self.shows and self.id is not None:
+            push_message(chunk, state_key=None)
+
+    def reply(self) -> AIMessage | None:
+        """The read reply, when the provider streamed it (else ``None``)."""
+        if self.reading is None:
+            return None
+        self._show(self.reading.close())
+        total = reduce(operator.add, self.chunks)
+        return restore_read_reply(message_chunk_to_message(total))  # type: ignore[return-value]
 
 
 class ModelNode:
-    """Call ``model`` for the current dialect and return its reply as a canonical ``AIMessage``.
+    """Call the model in the thread's dialect and return its reply as a canonical ``AIMessage``.
 
     Args:
-        model: any LangChain chat model.
-        plan: the thread's dialects, tools and system prompt.
+        boundary: the model as bound for each dialect, shared with the ``adapter`` node.
         max_iterations: model calls allowed per user turn; at the limit the turn ends with
             a message saying so instead of another call.
-        constrained: send prompt dialects' grammars with each call (``extra_body``):
-            ``False`` never, ``True`` always (calls or an answer), ``"first_call"`` always,
-            with the first call of each user turn held to tool calls only.
-        call_format: the format the model writes calls into a native reply's text in, as
-            declared; ``None``: resolved for the model, else learned in each thread.
+        fallback_node: the node to hand over to when native tool calling is refused.
     """
 
     def __init__(
         self,
-        model: BaseChatModel,
-        plan: DialectPlan,
+        boundary: ModelBoundary,
         *,
         max_iterations: int,
-        constrained: bool | Literal["first_call"] = False,
-        call_format: str | None = None,
+        fallback_node: str,
     ) -> None:
-        self.model = model
-        self.plan = plan
+        self.boundary = boundary
+        self.plan = boundary.plan
+        self.model = boundary.model
         self.max_iterations = max_iterations
-        self.constrained = constrained
-        self.call_format = call_format
-        self._runnables: dict[tuple[str, bool, str | None], Runnable] = {}
-
-    # -- what to call
-
-    def _runnable(
-        self, dialect: Dialect, *, require_call: bool = False, call_format: str | None = None
-    ) -> Runnable:
-        key = (dialect.name, require_call, call_format)
-        if key not in self._runnables:
-            tools = list(self.plan.tools)
-            options: dict[str, Any] = {}
-            grammar = None
-            if self.constrained and not dialect.native:
-                # the keyword only when needed: a custom dialect may predate it
-                grammar = (
-                    dialect.grammar(tools, require_call=True)
-                    if require_call
-                    else dialect.grammar(tools)
-                )
-            if grammar is not None:
-                # the wrapper passes call arguments on to the inner model's request;
-                # the model's own extra_body (if any) is kept
-                extra = {**(getattr(self.model, "extra_body", None) or {}), "grammar": grammar}
-                options = {"extra_body": extra, **_room_for(grammar, self.model)}
-            model = with_dialect(self.model, dialect, call_format=call_format)
-            self._runnables[key] = model.bind_tools(tools, **options)
-        return self._runnables[key]
-
-    def _call_for(self, calls_this_turn: int, dialect: Dialect, state: dict[str, Any]) -> Runnable:
-        first = calls_this_turn == 0
-        fmt = self._format(dialect, state).name if dialect.native else None
-        return self._runnable(
-            dialect, require_call=self.constrained == "first_call" and first, call_format=fmt
-        )
-
-    def _format(self, dialect: Dialect, state: dict[str, Any]) -> CallFormat:
-        """The thread's call format: a prompt dialect's own; one learned in the thread;
-        else the model's (declared, from its server, by its name), resolved once."""
-        learned = state.get("call_format")
-        if dialect.native and learned and state.get("call_format_source") == "learned":
-            return CallFormat(learned, "learned", "the thread's first call read")
-        return resolve_call_format(self.model, dialect=dialect, declared=self.call_format)
+        self.fallback_node = fallback_node
 
     # -- node
 
-    def invoke(self, state: dict[str, Any], config: RunnableConfig) -> dict[str, Any]:
+    def invoke(self, state: dict[str, Any], config: RunnableConfig) -> dict[str, Any] | Command:
         limit = self._at_limit(state)
         if limit is not None:
             return limit
         dialect = self.plan.current(state)
-        sent = _SentInput()
-        calls = model_calls_this_turn(state["messages"])
+        fmt = self.boundary.format(dialect, state)
         try:
-            reply = self._call(*self._request(dialect, calls, state, config, sent))
+            call, rendered_here = self._prepared(dialect, state, config, fmt)
+            message, raw = self._reply(call, config)
+            if _says_nothing(message):  # a second try often says something
+                message, raw = self._reply(call, config)
         except Exception as exc:
-            dialect, reason = self._fallback_for(dialect, exc)
-            sent = _SentInput()
-            reply = self._call(*self._request(dialect, calls, state, config, sent))
-            return self._finish(dialect, reply, state, sent, reason)
-        return self._finish(dialect, reply, state, sent)
+            return self._fallback_for(dialect, exc)
+        return self._finish(dialect, fmt, message, raw, state, call, rendered_here)
 
-    async def ainvoke(self, state: dict[str, Any], config: RunnableConfig) -> dict[str, Any]:
+    async def ainvoke(
+        self, state: dict[str, Any], config: RunnableConfig
+    ) -> dict[str, Any] | Command:
         limit = self._at_limit(state)
         if limit is not None:
             return limit
         dialect = self.plan.current(state)
         # the model's call format may be asked of its server (once per process): not on
         # the event loop
-        await asyncio.to_thread(self._format, dialect, state)
-        sent = _SentInput()
-        calls = model_calls_this_turn(state["messages"])
+        fmt = await asyncio.to_thread(self.boundary.format, dialect, state)
         try:
-            reply = await self._acall(*self._request(dialect, calls, state, config, sent))
+            call, rendered_here = self._prepared(dialect, state, config, fmt)
+            message, raw = await self._areply(call, config)
+            if _says_nothing(message):  # a second try often says something
+                message, raw = await self._areply(call, config)
         except Exception as exc:
-            dialect, reason = self._fallback_for(dialect, exc)
-            sent = _SentInput()
-            reply = await self._acall(*self._request(dialect, calls, state, config, sent))
-            return self._finish(dialect, reply, state, sent, reason)
-        return self._finish(dialect, reply, state, sent)
+            return self._fallback_for(dialect, exc)
+        return self._finish(dialect, fmt, message, raw, state, call, rendered_here)
 
-    def _request(
-        self,
-        dialect: Dialect,
-        calls: int,
-        state: dict[str, Any],
-        config: RunnableConfig,
-        sent: _SentInput,
-    ) -> tuple[Runnable, list[BaseMessage], RunnableConfig]:
-        """What one model call sends: the runnable, the history and the config."""
-        runnable = self._call_for(calls, dialect, state)
+    def _prepared(
+        self, dialect: Dialect, state: dict[str, Any], config: RunnableConfig, fmt: CallFormat
+    ) -> tuple[ModelCall, bool]:
+        """The call: the adapter's rendering when it is for this call, else rendered here;
+        and whether it was rendered here."""
+        binding = self.boundary.binding(dialect, state, fmt)
+        given = state.get(RENDERED_KEY)
+        rendered = None
+        if isinstance(given, RenderedInput) and given.key == self.boundary.key(
+            dialect, state, binding
+        ):
+            rendered = given.messages
+        # the provider's raw stream stays out of the messages stream: _ShownReply shows it read
+        sent = merge_configs(config, {"tags": [TAG_NOSTREAM]})
         history = self.plan.with_system(state["messages"])
-        return runnable, history, merge_configs(config, {"callbacks": [sent]})
+        call = self.boundary.wrapper(binding).model_call(
+            history, config=sent, rendered=rendered, **binding.kwargs
+        )
+        return call, rendered is None
 
     @staticmethod
-    def _call(runnable: Runnable, history: list[BaseMessage], config: RunnableConfig) -> AIMessage:
-        reply = runnable.invoke(history, config)
-        if _says_nothing(reply):  # a second try often says something
-            reply = runnable.invoke(history, config)
-        return reply
+    def _reply(call: ModelCall, config: RunnableConfig) -> tuple[AIMessage, BaseMessage]:
+        """The read reply and the provider's own."""
+        shown = _ShownReply(call, config)
+        reply = call.invoke(call.rendered, {"callbacks": [shown]})
+        return shown.reply() or call.read(reply), reply
 
     @staticmethod
-    async def _acall(
-        runnable: Runnable, history: list[BaseMessage], config: RunnableConfig
-    ) -> AIMessage:
-        reply = await runnable.ainvoke(history, config)
-        if _says_nothing(reply):  # a second try often says something
-            reply = await runnable.ainvoke(history, config)
-        return reply
+    async def _areply(call: ModelCall, config: RunnableConfig) -> tuple[AIMessage, BaseMessage]:
+        shown = _ShownReply(call, config)
+        reply = await call.ainvoke(call.rendered, {"callbacks": [shown]})
+        return shown.reply() or call.read(reply), reply
 
     def _at_limit(self, state: dict[str, Any]) -> dict[str, Any] | None:
         """The notice that ends a turn at ``max_iterations``, or after a call repeated
@@ -299,8 +267,8 @@ class ModelNode:
 
     # -- outcomes
 
-    def _fallback_for(self, dialect: Dialect, exc: Exception) -> tuple[Dialect, str]:
-        """The dialect to call again in, and why, when native calling was refused."""
+    def _fallback_for(self, dialect: Dialect, exc: Exception) -> Command:
+        """The hand-over to the fallback node, with why, when native calling was refused."""
         unreachable = unreachable_server(exc, self.model)
         if unreachable is not None:
             raise unreachable from exc
@@ -308,22 +276,29 @@ class ModelNode:
             raise exc
         # BaseChatModel.bind_tools raises a bare NotImplementedError: say what it means
         detail = str(exc) or f"{type(self.model).__name__} does not implement bind_tools"
-        return self.plan.fallback, f"native tool calling failed: {type(exc).__name__}: {detail}"
+        reason = f"native tool calling failed: {type(exc).__name__}: {detail}"
+        return Command(goto=Send(self.fallback_node, {REASON_KEY: reason}))
 
     def _finish(
         self,
         dialect: Dialect,
+        fmt: CallFormat,
         message: AIMessage,
+        raw: BaseMessage,
         state: dict[str, Any],
-        sent: _SentInput,
-        reason: str | None = None,
+        call: ModelCall,
+        rendered_here: bool,
     ) -> dict[str, Any]:
         if _says_nothing(message):
             message = empty_reply_message(message)
+        # the reply as the model wrote it, beside the canonical one (shown, not saved)
         update: dict[str, Any] = {
             "messages": [message],
-            "model_input": convert_to_openai_messages(sent.messages),
+            "model_output": convert_to_openai_messages(raw),
         }
+        if rendered_here:  # native, or a prompt rendered again after a resume
+            update["model_input"] = convert_to_openai_messages(call.rendered)
+        reason = None
         markup = message.response_metadata.get(MARKUP_FORMAT_KEY)
         if dialect.native and markup in PROMPT_DIALECTS:
             # the server has no tool parser and the model writes calls as text:
@@ -349,7 +324,8 @@ class ModelNode:
             update["fallback_reason"] = reason
         if reason is not None or state.get("dialect") != dialect.name:
             update["dialect"] = dialect.name  # the thread's dialect, from its first call on
-        fmt = self._format(dialect, state)
+        if reason is not None:  # the thread speaks another dialect from now on
+            fmt = self.boundary.format(dialect, state)
         if dialect.native and fmt.name is None and markup and message.tool_calls:
             # nothing said the format: the thread's first call read in one tells it
             fmt = CallFormat(markup, "learned", "the thread's first call read")

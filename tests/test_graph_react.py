@@ -15,7 +15,14 @@ from typing import Any
 
 import pytest
 from langchain_core.language_models import BaseChatModel
-from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
+from langchain_core.messages import (
+    AIMessage,
+    BaseMessage,
+    HumanMessage,
+    SystemMessage,
+    ToolMessage,
+    convert_to_openai_messages,
+)
 from langchain_core.outputs import ChatGeneration, ChatResult
 from langchain_core.tools import BaseTool, StructuredTool
 from langgraph.checkpoint.memory import InMemorySaver
@@ -297,3 +304,35 @@ def test_one_unreadable_reply_below_the_limit_stays_hermes() -> None:
     assert tool_results[1].content == OBS[0]
     state = graph.get_state(cfg("h")).values
     assert state["dialect"] == "hermes" and not state.get("fallback_reason")
+
+
+def test_each_node_shows_its_own_work_when_native_calling_fails() -> None:
+    """Studio's view: the model's refused call hands over to react_fallback (with the
+    reason), the adapter renders ReAct, the model sends that and shows its raw reply."""
+    model = ReplayChatModel(
+        [ACTION.format(city="北京"), final("北京晴")], raise_on_tools=True, model="deepseek-v3"
+    )
+    graph = create_fncall_graph(model, [weather_tool()], checkpointer=InMemorySaver())
+    updates = list(
+        graph.stream({"messages": [("user", "北京天气怎么样")]}, cfg("s"), stream_mode="updates")
+    )
+    steps = [next(iter(u)) for u in updates]
+    assert steps == ["model", "react_fallback", "adapter", "model", "tools", "adapter", "model"]
+    assert not updates[0]["model"]  # the refused call adds nothing to the history
+    switched = updates[1]["react_fallback"]
+    assert switched["dialect"] == "react"
+    assert "does not support tools" in switched["fallback_reason"]
+    prompt = updates[2]["adapter"]["model_input"]
+    # the model was sent exactly the adapter's rendering (the refused call came first)
+    assert prompt == convert_to_openai_messages(model.inputs[1])
+    assert "Action:" in prompt[0]["content"]
+    first = updates[3]["model"]
+    # the raw reply as written (ReAct text), and the canonical call read from it
+    assert first["model_output"]["content"] == ACTION.format(city="北京")
+    assert first["messages"][0].tool_calls[0]["args"] == {"location": "北京"}
+    assert "Action:" not in first["messages"][0].content
+    # neither the prompt nor the raw reply is checkpointed
+    assert all(
+        "model_input" not in s.values and "model_output" not in s.values
+        for s in graph.get_state_history(cfg("s"))
+    )

@@ -101,18 +101,20 @@ def test_updates_stream_and_model_input() -> None:
     graph, model = make_graph()
     updates = list(graph.stream(QUESTION, cfg("u"), stream_mode="updates"))
     names = [next(iter(u)) for u in updates]
-    # a model call is one update, with the input it was sent; tools come between
-    assert names == ["model", "tools", "model"]
+    # a prompt dialect's model call: the adapter renders, the model calls and reads
+    assert names == ["adapter", "model", "tools", "adapter", "model"]
     models = [u["model"] for u in updates if "model" in u]
-    first = models[0]
+    rendered = [u["adapter"] for u in updates if "adapter" in u]
     assert models[0]["dialect"] == "hermes"  # the model call records the thread's dialect
-    # model_input: the rendered prompt as OpenAI-style dicts, exactly what the model got
+    # model_input: the adapter's prompt as OpenAI-style dicts, exactly what the model got
+    first = rendered[0]
+    assert all("model_input" not in m for m in models)  # shown once, by the adapter
     assert all(isinstance(m, dict) for m in first["model_input"])
     sent = [(m.type, m.content) for m in model.inputs[0]]
     role = {"system": "system", "user": "human", "assistant": "ai"}
     assert [(role[m["role"]], m["content"]) for m in first["model_input"]] == sent
     assert first["model_input"][0]["content"].startswith("# Tools")
-    second = models[1]["model_input"]
+    second = rendered[1]["model_input"]
     assert second[-1] == {
         "role": "user",
         "content": "<tool_response>\n北京: 晴, 25°C\n</tool_response>",
@@ -136,7 +138,7 @@ def test_debug_stream_reports_each_task() -> None:
     graph, _ = make_graph()
     events = list(graph.stream(QUESTION, cfg("d"), stream_mode="debug"))
     tasks = [e["payload"]["name"] for e in events if e["type"] == "task"]
-    assert tasks == ["model", "tools", "model"]
+    assert tasks == ["adapter", "model", "tools", "adapter", "model"]
     assert {e["type"] for e in events} >= {"checkpoint", "task", "task_result"}
 
 
@@ -156,7 +158,7 @@ async def test_several_modes_at_once() -> None:
 def test_model_input_is_streamed_but_not_checkpointed() -> None:
     graph, _ = make_graph()
     updates = [c for c in graph.stream(QUESTION, cfg("u"), stream_mode="updates")]
-    shown = [c["model"]["model_input"] for c in updates if "model" in c]
+    shown = [c["adapter"]["model_input"] for c in updates if "adapter" in c]
     assert len(shown) == 2 and shown[0][0]["content"].startswith("# Tools")
     # no checkpoint of the thread holds it: it is the history again, in the dialect's form
     assert all("model_input" not in s.values for s in graph.get_state_history(cfg("u")))
@@ -169,9 +171,17 @@ def test_state_history_lists_the_steps() -> None:
     # newest first: the finished turn, then each step back to the input
     assert history[0].next == ()
     steps = [s.next for s in reversed(history)]
-    # a model call is one step, so one checkpoint, as in create_agent
-    assert steps == [("__start__",), ("model",), ("tools",), ("model",), ()]
-    assert [len(s.values.get("messages", [])) for s in reversed(history)] == [0, 1, 2, 3, 4]
+    # the adapter's step, then the model's: each a checkpoint, the rendering in neither
+    assert steps == [
+        ("__start__",),
+        ("adapter",),
+        ("model",),
+        ("tools",),
+        ("adapter",),
+        ("model",),
+        (),
+    ]
+    assert [len(s.values.get("messages", [])) for s in reversed(history)] == [0, 1, 1, 2, 3, 3, 4]
     # with keep_model_input, a checkpoint holds the prompt of the model call before it
     after_second_call = history[0]
     assert "<tool_response>" in after_second_call.values["model_input"][-1]["content"]

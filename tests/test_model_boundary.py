@@ -14,6 +14,7 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
+from langchain_core.callbacks import BaseCallbackHandler, get_usage_metadata_callback
 from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 from langchain_core.tools import tool
 from langgraph.checkpoint.memory import InMemorySaver
@@ -129,7 +130,9 @@ async def test_async_and_astream_render_once_and_read_once(
 def test_model_input_is_the_input_the_model_was_sent(counted: dict[str, int]) -> None:
     graph, model = graph_for("hermes", counted)
     updates = [
-        u["model"] for u in graph.stream(QUESTION, CONFIG, stream_mode="updates") if "model" in u
+        u["adapter"]
+        for u in graph.stream(QUESTION, CONFIG, stream_mode="updates")
+        if "adapter" in u
     ]
     for update, sent in zip(updates, model.inputs, strict=True):
         assert [m["content"] for m in update["model_input"]] == [m.content for m in sent]
@@ -197,3 +200,57 @@ def test_the_rule_lives_in_one_place() -> None:
     assert not hasattr(model_node, "unique_call_ids")
     assert not hasattr(chat_model, "new_call_id")
     assert normalize_module.CallIds is CallIds
+
+
+class ChatRuns(BaseCallbackHandler):
+    """Every chat-model run a graph run starts, by name."""
+
+    def __init__(self) -> None:
+        self.names: list[str] = []
+
+    def on_chat_model_start(self, serialized: Any, messages: Any, **kwargs: Any) -> None:
+        self.names.append(kwargs.get("name") or serialized.get("name") or "?")
+
+
+@pytest.mark.parametrize("name", ["native", "hermes"])
+@pytest.mark.parametrize("mode", ["invoke", "messages", "astream"])
+async def test_one_chat_model_run_per_model_call_named_as_the_model(
+    name: str, mode: str, counted: dict[str, int]
+) -> None:
+    graph, model = graph_for(name, counted)
+    runs = ChatRuns()
+    config = {**CONFIG, "callbacks": [runs]}
+    if mode == "invoke":
+        graph.invoke(QUESTION, config)
+    elif mode == "messages":
+        list(graph.stream(QUESTION, config, stream_mode="messages"))
+    else:
+        async for _ in graph.astream(QUESTION, config, stream_mode=["messages", "updates"]):
+            pass
+    assert len(model.inputs) == 2
+    # the provider's own run is the only one: no wrapper run around it
+    assert runs.names == ["ReplayChatModel", "ReplayChatModel"]
+
+
+# LangChain's usage counter counts a reply under its model's name
+NAMED = {"response_metadata": {"model_name": "replayed"}}
+
+
+@pytest.mark.parametrize("name", ["native", "hermes"])
+def test_usage_is_counted_once_per_model_call(name: str, counted: dict[str, int]) -> None:
+    outputs: list[Any] = native_turn() if name == "native" else hermes_turn()
+    used = [{"input_tokens": 10 * i, "output_tokens": i, "total_tokens": 11 * i} for i in (1, 2)]
+    outputs = [
+        {**(o if isinstance(o, dict) else {"content": o}), "usage_metadata": u, **NAMED}
+        for o, u in zip(outputs, used, strict=True)
+    ]
+    model = ReplayChatModel(outputs, chunk_size=3)
+    graph = create_fncall_graph(
+        model, [get_weather], dialect=counting_dialect(name, counted), checkpointer=InMemorySaver()
+    )
+    with get_usage_metadata_callback() as usage:
+        list(graph.stream(QUESTION, CONFIG, stream_mode="messages"))
+    state = graph.get_state(CONFIG).values["messages"]
+    stored = [m.usage_metadata["total_tokens"] for m in state if isinstance(m, AIMessage)]
+    assert stored == [11, 22]  # each reply keeps its own usage, streamed or not
+    assert sum(u["total_tokens"] for u in usage.usage_metadata.values()) == 33

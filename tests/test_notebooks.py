@@ -58,7 +58,7 @@ EXPECTED: dict[str, dict[str, list[str]]] = {
     },
 }
 # The nodes each notebook's drawing must show: the graph as it is built, nothing more.
-GRAPH_NODES = {"__start__", "model", "tools", "__end__"}
+GRAPH_NODES = {"__start__", "adapter", "model", "react_fallback", "tools", "__end__"}
 KERNEL = "fncall-graph-test"
 CELL_TIMEOUT = 300
 

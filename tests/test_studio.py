@@ -34,7 +34,7 @@ pytestmark = pytest.mark.slow
 REPO = Path(__file__).resolve().parent.parent
 LANGGRAPH = Path(sys.executable).parent / "langgraph"
 STARTUP_DEADLINE = 120.0
-NODES = {"__start__", "model", "tools", "__end__"}
+NODES = {"__start__", "adapter", "model", "react_fallback", "tools", "__end__"}
 QUESTIONS = [
     "数据库有几张表",
     "分别有多少条记录",
@@ -178,16 +178,24 @@ async def test_graphs_draw_the_design(studio: Studio) -> None:
         drawn = await client.assistants.get_graph(graph_id)
         assert {n["id"] for n in drawn["nodes"]} == nodes, graph_id
         edges = {(e["source"], e["target"], bool(e.get("conditional"))) for e in drawn["edges"]}
+        # the card's graph: a prompt dialect's thread goes through the adapter to the
+        # model, a native one straight to it; a refused native call to the fallback
         assert {
-            ("__start__", "model", False),
+            ("__start__", "adapter", True),
+            ("__start__", "model", True),
+            ("adapter", "model", False),
             ("model", "tools", True),
+            ("model", "react_fallback", True),
             ("model", "__end__", True),
-            ("tools", "model", False),
+            ("react_fallback", "adapter", False),
+            ("tools", "adapter", True),
+            ("tools", "model", True),
         } <= edges, graph_id
         if "approve" in nodes:
             assert {
                 ("model", "approve", True),
                 ("approve", "tools", True),
+                ("approve", "adapter", True),
                 ("approve", "model", True),
             } <= edges
 

@@ -15,7 +15,7 @@ import contextvars
 import json
 import re
 from collections.abc import AsyncIterator, Callable, Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass
 from functools import lru_cache, partial
 from typing import Any, Literal
@@ -45,6 +45,7 @@ from langchain_core.runnables import Runnable, RunnableBinding, RunnableConfig, 
 from langchain_core.runnables.config import (
     ensure_config,
     get_callback_manager_for_config,
+    merge_configs,
     var_child_runnable_config,
 )
 from langchain_core.runnables.configurable import DynamicRunnable
@@ -96,6 +97,7 @@ __all__ = [
     "READ_REPLY_KEY",
     "SEES_WRAPPED_RUN",
     "DialectChatModel",
+    "ModelCall",
     "restore_read_reply",
     "with_dialect",
 ]
@@ -149,7 +151,7 @@ _ONE_CALL = (
 
 
 @dataclass(slots=True)
-class _Call:
+class ModelCall:
     """One model call through the boundary: rendered once, its reply read once."""
 
     dialect: Dialect
@@ -166,19 +168,39 @@ class _Call:
     json_answer: bool = False  # an answer asked for as JSON by ``response_format``
     call_format: str | None = None  # the model's call format, when known
     echoes: Echoes | None = None  # the calls the history's results and user texts write
+    # the wrapper's own run is the call's: handlers set in context see it, not the inner one
+    wrapped: bool = True
 
     @property
     def reader(self) -> Dialect:
         """What reads the reply: the known call format's reader, else the dialect."""
         return self.dialect if self.call_format is None else get_reader(self.call_format)
 
-    def invoke(self, messages: list[BaseMessage]) -> BaseMessage:
-        with _context_handlers_muted():
-            return self.runnable.invoke(messages, **self.kwargs)
+    def invoke(
+        self, messages: list[BaseMessage], config: RunnableConfig | None = None
+    ) -> BaseMessage:
+        """The provider's reply to ``messages`` (usually :attr:`rendered`); ``config``
+        is merged into the call's own (more callbacks, say)."""
+        with _context_handlers_muted() if self.wrapped else nullcontext():
+            return self.runnable.invoke(messages, **self._with(config))
 
-    async def ainvoke(self, messages: list[BaseMessage]) -> BaseMessage:
-        with _context_handlers_muted():
-            return await self.runnable.ainvoke(messages, **self.kwargs)
+    async def ainvoke(
+        self, messages: list[BaseMessage], config: RunnableConfig | None = None
+    ) -> BaseMessage:
+        """As :meth:`invoke`."""
+        with _context_handlers_muted() if self.wrapped else nullcontext():
+            return await self.runnable.ainvoke(messages, **self._with(config))
+
+    def _with(self, config: RunnableConfig | None) -> dict[str, Any]:
+        if not config:
+            return self.kwargs
+        return {**self.kwargs, "config": merge_configs(self.kwargs.get("config"), config)}
+
+    def reading(self) -> _StreamState:
+        """The reading of this call's reply as it streams: ``feed`` each chunk of the
+        provider's, then ``close``; the chunks it returns add up to the read reply
+        (:func:`restore_read_reply` puts back what chunks cannot carry)."""
+        return _StreamState(self)
 
     def stream(self) -> Iterator[BaseMessage]:
         pieces = iter(self.runnable.stream(self.rendered, **self.kwargs))
@@ -533,14 +555,50 @@ class DialectChatModel(BaseChatModel):
 
     # ------------------------------------------------------------------ calls
 
+    def model_call(
+        self,
+        messages: Sequence[BaseMessage],
+        *,
+        config: RunnableConfig | None = None,
+        rendered: Sequence[BaseMessage] | None = None,
+        **kwargs: Any,
+    ) -> ModelCall:
+        """One call through the boundary, for a caller that makes it itself: the provider's
+        own run is then the only chat-model run (a graph's ``model`` node does this).
+
+        Args:
+            messages: the canonical history.
+            config: the config the provider is called with (its callbacks see its run).
+            rendered: the history as :meth:`render_input` rendered it for this same call
+                (then it is not rendered again).
+            **kwargs: the call's arguments, as bound (``bind_tools``' among them).
+
+        Returns:
+            the call: :meth:`ModelCall.invoke` it with ``call.rendered``, then
+            :meth:`ModelCall.read` the reply (or feed a stream to ``call.reading()``).
+        """
+        call = self._prepare(list(messages), None, kwargs, dict(config or {}), rendered=rendered)
+        call.wrapped = False
+        return call
+
+    def render_input(self, messages: Sequence[BaseMessage], **kwargs: Any) -> list[BaseMessage]:
+        """The history as this call sends it to the model: the dialect's prompt for a
+        prompt dialect (tools, calls and results written as its text), the history itself
+        for native. ``kwargs``: the call's arguments, as bound."""
+        return self._prepare(list(messages), None, kwargs, {}, render_only=True).rendered
+
     def _prepare(
         self,
         messages: list[BaseMessage],
         stop: list[str] | None,
-        run_manager: CallbackManagerForLLMRun | AsyncCallbackManagerForLLMRun | None,
         kwargs: dict[str, Any],
-    ) -> _Call:
-        """Render the history once; what to call, with what input and arguments."""
+        config: RunnableConfig,
+        *,
+        rendered: Sequence[BaseMessage] | None = None,
+        render_only: bool = False,
+    ) -> ModelCall:
+        """Render the history once (unless given); what to call, with what input and
+        arguments."""
         kwargs = dict(kwargs)
         formatted = kwargs.pop("tools", None) or None
         tools = kwargs.pop(_GIVEN_TOOLS, None) or formatted
@@ -557,7 +615,8 @@ class DialectChatModel(BaseChatModel):
             del kwargs["response_format"]
             json_output, json_answer = wanted, True
         if json_output is not None:
-            messages = asking_for_json(messages, json_output["schema"])
+            if rendered is None:
+                messages = asking_for_json(messages, json_output["schema"])
             if not tools and accepts_grammar(self.chat_model):
                 grammar = schema_to_gbnf(json_output["schema"] or {"type": "object"})
                 _with_grammar(kwargs, grammar, self.model)
@@ -565,13 +624,13 @@ class DialectChatModel(BaseChatModel):
         names = None
         forced = False
         if self.dialect.native:
-            rendered = self.dialect.render(messages, tools)
+            rendered = self.dialect.render(messages, tools) if rendered is None else rendered
             if tools:
                 inner = self._bound_to(tools, tool_choice, options)
                 names = [t["function"]["name"] for t in formatted or ()] or _names(tools)
         else:
             tools = _chosen(tools, tool_choice)
-            rendered = self.dialect.render(messages, tools)
+            rendered = self.dialect.render(messages, tools) if rendered is None else rendered
             forced = bool(tools) and _forces_a_call(tool_choice)
             one_call = options.get("parallel_tool_calls") is False
             if (
@@ -586,9 +645,11 @@ class DialectChatModel(BaseChatModel):
         merged = list(dict.fromkeys([*self.dialect.stop, *(stop or [])]))
         if merged:
             kwargs["stop"] = merged
-        kwargs["config"] = {"callbacks": _child(run_manager)}
-        taken = used_call_ids(messages)
-        call = _Call(self.dialect, inner, rendered, kwargs, tools, names, taken)
+        kwargs["config"] = config
+        call = ModelCall(self.dialect, inner, list(rendered), kwargs, tools, names, set())
+        if render_only:
+            return call
+        call.taken = used_call_ids(messages)
         call.forced = not self.dialect.native and forced
         call.one_call = not self.dialect.native and options.get("parallel_tool_calls") is False
         call.json_answer = json_answer
@@ -691,7 +752,7 @@ class DialectChatModel(BaseChatModel):
         run_manager: CallbackManagerForLLMRun | None = None,
         **kwargs: Any,
     ) -> ChatResult:
-        call = self._prepare(messages, stop, run_manager, kwargs)
+        call = self._prepare(messages, stop, kwargs, {"callbacks": _child(run_manager)})
         message = call.read(call.invoke(call.rendered))
         if call.forced and not message.tool_calls:
             insist = [*call.rendered, HumanMessage(_INSIST)]
@@ -706,7 +767,7 @@ class DialectChatModel(BaseChatModel):
         run_manager: AsyncCallbackManagerForLLMRun | None = None,
         **kwargs: Any,
     ) -> ChatResult:
-        call = self._prepare(messages, stop, run_manager, kwargs)
+        call = self._prepare(messages, stop, kwargs, {"callbacks": _child(run_manager)})
         message = call.read(await call.ainvoke(call.rendered))
         if call.forced and not message.tool_calls:
             insist = [*call.rendered, HumanMessage(_INSIST)]
@@ -721,7 +782,7 @@ class DialectChatModel(BaseChatModel):
         run_manager: CallbackManagerForLLMRun | None = None,
         **kwargs: Any,
     ) -> Iterator[ChatGenerationChunk]:
-        call = self._prepare(messages, stop, run_manager, kwargs)
+        call = self._prepare(messages, stop, kwargs, {"callbacks": _child(run_manager)})
         state = _StreamState(call)
         for piece in call.stream():
             if (chunk := state.feed(piece)) is not None:
@@ -735,7 +796,7 @@ class DialectChatModel(BaseChatModel):
         run_manager: AsyncCallbackManagerForLLMRun | None = None,
         **kwargs: Any,
     ) -> AsyncIterator[ChatGenerationChunk]:
-        call = self._prepare(messages, stop, run_manager, kwargs)
+        call = self._prepare(messages, stop, kwargs, {"callbacks": _child(run_manager)})
         state = _StreamState(call)
         async for piece in call.astream():
             if (chunk := state.feed(piece)) is not None:
@@ -1055,12 +1116,12 @@ class _StreamState:
     it, :func:`quotes_its_calls`). Calls the model streamed natively are added at the
     end, less those the text held.
     Native: text is shown until markup starts (:class:`_HeldMarkup`); at the end the whole
-    reply is read once (:meth:`_Call.read`) and what that reading adds is sent: the rest of
+    reply is read once (:meth:`ModelCall.read`) and what that reading adds is sent: the rest of
     the answer, reasoning from the text, and every call (the provider's, checked like
     calls read from text, and those from markup). Call ids follow the call's one rule (:class:`CallIds`) as they pass.
     """
 
-    def __init__(self, call: _Call) -> None:
+    def __init__(self, call: ModelCall) -> None:
         self.call = call
         self.ids = CallIds(call.taken)
         native = call.dialect.native
@@ -1170,7 +1231,7 @@ class _StreamState:
 
     def _fitted_late(self, out: dict[str, Any]) -> None:
         """Calls the dialect finds in a whole reply that held none of its own form
-        (ReAct's fenced action blob in prose), as :meth:`_Call.read` finds them."""
+        (ReAct's fenced action blob in prose), as :meth:`ModelCall.read` finds them."""
         reasoning = {"reasoning_content": "".join(self.reasoning)}
         whole = AIMessage(content="".join(self.shown), additional_kwargs=reasoning)
         for c in self.call.reader.fit_to_tools(whole, self.call.tools).tool_calls:

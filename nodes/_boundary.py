@@ -1,0 +1,138 @@
+"""What the ``adapter`` and ``model`` nodes call: the model bound for the thread's dialect.
+
+Shared by both nodes (not a node itself), so that the prompt the adapter renders is the
+one the model node's call would render: the same binding (tools, grammar, token room), the
+same system prompt, the same call format.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from langchain_core.language_models import BaseChatModel
+from langchain_core.messages import BaseMessage
+from langchain_core.runnables import RunnableBinding
+
+from fncall_graph.adapters import Dialect
+from fncall_graph.adapters.formats.grammar import grammar_max_bytes
+from fncall_graph.adapters.models.call_format import CallFormat, resolve_call_format
+from fncall_graph.adapters.models.chat_model import DialectChatModel, with_dialect
+
+from ._plan import DialectPlan, model_calls_this_turn
+
+__all__ = ["ModelBoundary", "RenderedInput"]
+
+
+@dataclass(frozen=True, slots=True)
+class RenderedInput:
+    """The history as the adapter rendered it for the next model call.
+
+    Carried from the ``adapter`` node to the ``model`` node in a channel LangGraph does not
+    checkpoint; ``key`` says which call it was rendered for, so a model call never sends
+    a prompt rendered for another history, dialect or binding.
+    """
+
+    messages: tuple[BaseMessage, ...]
+    key: tuple[Any, ...]
+
+
+def _room_for(grammar: str, model: BaseChatModel) -> dict[str, Any]:
+    """A ``max_tokens`` that lets every reply the grammar admits finish, where the model's is less.
+
+    A reply cut off by ``max_tokens`` half-way through a call is unreadable; a grammar
+    whose replies are bounded (calls only) fits in its byte count, since every token
+    writes at least one byte.
+    """
+    limit = getattr(model, "max_tokens", None)
+    need = grammar_max_bytes(grammar)
+    if isinstance(limit, int) and need is not None and limit < need:
+        return {"max_tokens": need}
+    return {}
+
+
+class ModelBoundary:
+    """The model, bound once per dialect, grammar and call format, for a graph's nodes.
+
+    Args:
+        model: any LangChain chat model.
+        plan: the thread's dialects, tools and system prompt.
+        constrained: send prompt dialects' grammars with each call (``extra_body``):
+            ``False`` never, ``True`` always, ``"first_call"`` always, with the first
+            call of each user turn held to tool calls only.
+        call_format: the format the model writes calls into a native reply's text in, as
+            declared; ``None``: resolved for the model, else learned in each thread.
+    """
+
+    def __init__(
+        self,
+        model: BaseChatModel,
+        plan: DialectPlan,
+        *,
+        constrained: bool | Literal["first_call"] = False,
+        call_format: str | None = None,
+    ) -> None:
+        self.model = model
+        self.plan = plan
+        self.constrained = constrained
+        self.call_format = call_format
+        self._bindings: dict[tuple[str, bool, str | None], RunnableBinding] = {}
+
+    def binding(
+        self, dialect: Dialect, state: dict[str, Any], fmt: CallFormat | None = None
+    ) -> RunnableBinding:
+        """The wrapper bound to the tools for this thread's next call: its ``bound`` is
+        the :class:`DialectChatModel`, its ``kwargs`` the call's arguments. ``fmt``: the
+        thread's call format, when the caller has it already."""
+        require_call = self.constrained == "first_call" and not model_calls_this_turn(
+            state["messages"]
+        )
+        name = (fmt or self.format(dialect, state)).name if dialect.native else None
+        key = (dialect.name, require_call, name)
+        if key not in self._bindings:
+            tools = list(self.plan.tools)
+            options: dict[str, Any] = {}
+            grammar = None
+            if self.constrained and not dialect.native:
+                # the keyword only when needed: a custom dialect may predate it
+                grammar = (
+                    dialect.grammar(tools, require_call=True)
+                    if require_call
+                    else dialect.grammar(tools)
+                )
+            if grammar is not None:
+                # passed on to the model's request; the model's own extra_body (if any) kept
+                extra = {**(getattr(self.model, "extra_body", None) or {}), "grammar": grammar}
+                options = {"extra_body": extra, **_room_for(grammar, self.model)}
+            bound = with_dialect(self.model, dialect, call_format=name).bind_tools(tools, **options)
+            assert isinstance(bound, RunnableBinding)
+            self._bindings[key] = bound
+        return self._bindings[key]
+
+    @staticmethod
+    def wrapper(binding: RunnableBinding) -> DialectChatModel:
+        wrapper = binding.bound
+        assert isinstance(wrapper, DialectChatModel)
+        return wrapper
+
+    @staticmethod
+    def key(dialect: Dialect, state: dict[str, Any], binding: RunnableBinding) -> tuple[Any, ...]:
+        """Which call a rendering is for: the dialect, the binding and the history's end."""
+        messages = state["messages"]
+        last = messages[-1].id if messages else None
+        return (dialect.name, id(binding), len(messages), last)
+
+    def render(self, dialect: Dialect, state: dict[str, Any]) -> RenderedInput:
+        """The thread's history (with the system prompt) as this call sends it."""
+        binding = self.binding(dialect, state)
+        history = self.plan.with_system(state["messages"])
+        rendered = self.wrapper(binding).render_input(history, **binding.kwargs)
+        return RenderedInput(tuple(rendered), self.key(dialect, state, binding))
+
+    def format(self, dialect: Dialect, state: dict[str, Any]) -> CallFormat:
+        """The thread's call format: a prompt dialect's own; one learned in the thread;
+        else the model's (declared, from its server, by its name), resolved once."""
+        learned = state.get("call_format")
+        if dialect.native and learned and state.get("call_format_source") == "learned":
+            return CallFormat(learned, "learned", "the thread's first call read")
+        return resolve_call_format(self.model, dialect=dialect, declared=self.call_format)
