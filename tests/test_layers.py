@@ -1,7 +1,8 @@
 """The rooms import downward only, and no module imports itself back through a circle.
 
 adapters/ (formats → models, mcp, checkpoint) knows nothing of nodes/ or graphs/; nodes/
-knows nothing of graphs/; within adapters/, formats/ knows nothing of the other rooms.
+knows nothing of graphs/; within adapters/, formats/ knows nothing of the other rooms, and
+tool_effects (whether a tool only reads, whether a call may run twice) nothing of any.
 ``fncall_graph._compat`` (the one shim over library internals) may be used anywhere.
 A function's own (lazy) import counts too: a circle closed at call time is still one.
 """
@@ -26,7 +27,12 @@ SHIM = "fncall_graph._compat"
 ALLOWED = {
     "fncall_graph.adapters.formats": (),
     "fncall_graph.adapters.models": ("fncall_graph.adapters.formats",),
-    "fncall_graph.adapters.mcp": ("fncall_graph.adapters.formats", "fncall_graph.adapters.models"),
+    "fncall_graph.adapters.tool_effects": (),
+    "fncall_graph.adapters.mcp": (
+        "fncall_graph.adapters.formats",
+        "fncall_graph.adapters.models",
+        "fncall_graph.adapters.tool_effects",
+    ),
     "fncall_graph.adapters.checkpoint": (),
     "fncall_graph.adapters": ("fncall_graph.adapters",),
     "fncall_graph.nodes": ("fncall_graph.adapters",),
