@@ -23,6 +23,7 @@ from langgraph.errors import GraphBubbleUp
 
 from fncall_graph._compat import CONFIG_KEY_CHECKPOINTER, task_position
 
+from ..retries import Retries
 from .errors import ThreadAlreadyResumed, ToolCallAlreadyRan, ToolCallClaimed, ToolCallInProgress
 from .lease import DEFAULT_LEASE, _beat, _forget, _held, _taken_over
 from .owner import RUN_KEY, ClaimKey, ClaimRow, Owner, Status, _lose
@@ -114,6 +115,8 @@ class _Driving:
 
 FINISH_ATTEMPTS = 3
 """How many times storing a call's outcome is tried before its claim is abandoned."""
+
+_STORING = Retries(FINISH_ATTEMPTS, log, "could not store the outcome of tool call %s")
 
 
 class CallClaims:
@@ -379,14 +382,7 @@ class CallClaims:
                 rtype, data = self.saver.serde.dumps_typed(output)
                 stored = yield _Finish(key, holder, status, rtype, data, time.time())
             except Exception as exc:
-                if tries < FINISH_ATTEMPTS:
-                    log.warning(
-                        "could not store the outcome of tool call %s (attempt %d of %d): %s",
-                        key.call_id,
-                        tries,
-                        FINISH_ATTEMPTS,
-                        exc,
-                    )
+                if _STORING.again(tries, exc, key.call_id):
                     continue
                 _UNSAVED[holder] = (status, output)  # its next run here stores it
                 # another process that asks first answers "outcome unknown": say here
