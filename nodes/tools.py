@@ -47,6 +47,7 @@ from fncall_graph.adapters.checkpoint.claims import (
     claims_for,
 )
 from fncall_graph.adapters.mcp.errors import MCPCallOutcomeUnknown, MCPServerError
+from fncall_graph.adapters.tool_effects import is_idempotent, is_read_only
 
 from ._repeats import DEFAULT_MAX_REPEATS, repeat_answers
 
@@ -62,8 +63,6 @@ __all__ = [
     "chain",
     "error_answer",
     "invalid_call_message",
-    "is_idempotent",
-    "is_read_only",
     "still_running",
     "stored_once",
     "stored_result",
@@ -179,31 +178,6 @@ def still_running(call: ToolCall, timeout: float) -> ToolMessage:
     )
 
 
-def is_idempotent(tool: BaseTool | None, names: frozenset[str]) -> bool:
-    """Whether a call of ``tool`` may run again when its outcome is unknown.
-
-    Named in ``idempotent_tools``, marked ``metadata={"idempotent": True}``, or an MCP
-    tool its server annotates as read-only or idempotent.
-    """
-    if tool is None:
-        return False
-    meta = tool.metadata or {}
-    return (
-        tool.name in names
-        or meta.get("idempotent") is True
-        or is_read_only(tool)
-        or meta.get("idempotentHint") is True
-    )
-
-
-def is_read_only(tool: BaseTool) -> bool:
-    """Whether ``tool`` says it changes nothing: MCP's ``readOnlyHint`` annotation (in
-    the tool's metadata, where the MCP toolkit puts a tool's annotations; a LangChain
-    tool's author may set it there too). MCP's default is ``False``: a tool that says
-    nothing may write."""
-    return (tool.metadata or {}).get("readOnlyHint") is True
-
-
 def writes_by_annotation(tools: Sequence[BaseTool]) -> dict[str, bool]:
     """``interrupt_on`` for the tools whose annotations do not say they only read: each
     asks for a decision before it runs (``create_fncall_graph(interrupt_on="annotations")``)."""
@@ -253,7 +227,7 @@ class ToolDispatchNode:
             :data:`DEFAULT_MAX_STORED_RESULT_CHARS`; ``None``: all of it); the tool's
             own artifact is kept with it unless it is longer than that too.
         idempotent_tools: tools that may run again when a process died during their
-            call (see :func:`is_idempotent`); other calls then get an "outcome unknown"
+            call (see :func:`~fncall_graph.adapters.tool_effects.is_idempotent`); other calls then get an "outcome unknown"
             answer.
         lease: seconds a running call's claim counts as held after its process last
             renewed it (see :class:`~fncall_graph.adapters.checkpoint.claims.CallClaims`);

@@ -1,7 +1,8 @@
 """The rooms import downward only, and no module imports itself back through a circle.
 
 adapters/ (formats → models, mcp, checkpoint) knows nothing of nodes/ or graphs/; nodes/
-knows nothing of graphs/; within adapters/, formats/ knows nothing of the other rooms.
+knows nothing of graphs/; within adapters/, formats/ knows nothing of the other rooms, and
+tool_effects (whether a tool only reads, whether a call may run twice) nothing of any.
 ``fncall_graph._compat`` (the one shim over library internals) may be used anywhere.
 A function's own (lazy) import counts too: a circle closed at call time is still one.
 """
@@ -26,7 +27,12 @@ SHIM = "fncall_graph._compat"
 ALLOWED = {
     "fncall_graph.adapters.formats": (),
     "fncall_graph.adapters.models": ("fncall_graph.adapters.formats",),
-    "fncall_graph.adapters.mcp": ("fncall_graph.adapters.formats", "fncall_graph.adapters.models"),
+    "fncall_graph.adapters.tool_effects": (),
+    "fncall_graph.adapters.mcp": (
+        "fncall_graph.adapters.formats",
+        "fncall_graph.adapters.models",
+        "fncall_graph.adapters.tool_effects",
+    ),
     "fncall_graph.adapters.checkpoint": (),
     "fncall_graph.adapters": ("fncall_graph.adapters",),
     "fncall_graph.nodes": ("fncall_graph.adapters",),
@@ -124,3 +130,33 @@ def test_every_module_says_what_it_exports(name: str) -> None:
         for node in tree.body
     )
     assert declared, f"{name} has no __all__"
+
+
+# the tool call claims are a package of one module a job; each imports only those above it
+CLAIMS = "fncall_graph.adapters.checkpoint.claims"
+CLAIMS_ORDER = ("errors", "owner", "store", "lease", "flows")
+
+
+def test_claims_modules_import_in_order() -> None:
+    inside = {name for name in ALL if name.startswith(CLAIMS + ".")}
+    expected = {f"{CLAIMS}.{part}" for part in CLAIMS_ORDER}
+    assert inside == expected, f"the claims package holds {sorted(inside)}, not {sorted(expected)}"
+    for i, part in enumerate(CLAIMS_ORDER):
+        name = f"{CLAIMS}.{part}"
+        below = [f"{CLAIMS}.{p}" for p in CLAIMS_ORDER[:i]]
+        within = {t for t in imports(name, ALL[name], top_level_only=False) if t.startswith(CLAIMS)}
+        above = sorted(t for t in within if not any(t == b or t.startswith(b + ".") for b in below))
+        assert not above, f"{name} imports a claims module not above it: {above}"
+
+
+def test_other_rooms_use_the_claims_face() -> None:
+    # outside adapters/checkpoint, the claims are reached through their package's names
+    for name, path in ALL.items():
+        if name.startswith("fncall_graph.adapters.checkpoint"):
+            continue
+        inner = sorted(
+            t
+            for t in imports(name, path, top_level_only=False)
+            if t.startswith(CLAIMS + ".") and t[len(CLAIMS) + 1 :].split(".")[0] in CLAIMS_ORDER
+        )
+        assert not inner, f"{name} imports the claims' inner modules: {inner}"

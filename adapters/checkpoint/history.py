@@ -60,7 +60,7 @@ from langgraph.checkpoint.base import (
 )
 from langgraph.checkpoint.serde.base import SerializerProtocol
 
-from .claims import _is_pool
+from .claims.store import _is_pool
 
 __all__ = ["MESSAGES_TABLE", "MessageHistory", "StoredMessageMissing", "stores_messages_once"]
 

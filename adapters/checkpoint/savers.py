@@ -43,6 +43,7 @@ from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
 
 from .claims import DEFAULT_BUSY_TIMEOUT, aforget_thread, forget_thread, lost_run
 from .history import stores_messages_once
+from .retries import Retries
 
 if TYPE_CHECKING:
     from langgraph.checkpoint.postgres import PostgresSaver
@@ -148,6 +149,11 @@ def _locked(exc: BaseException) -> bool:
     return isinstance(exc, sqlite3.OperationalError) and ("locked" in text or "busy" in text)
 
 
+# a checkpoint write that found the file locked is tried again (the connection's busy
+# timeout already waited within each try)
+_LOCKED = Retries(WRITE_ATTEMPTS, log, "SQLite checkpoint %s: database locked", _locked)
+
+
 class _WriteGuard:
     """What the durable savers share: writes retried while the database is locked, and
     a step's write that failed for good remembered, so the checkpoint that ends the step
@@ -242,21 +248,11 @@ class _WriteGuard:
 
     @staticmethod
     def retried(what: str, write: Callable[[], T]) -> T:
-        for attempt in range(1, WRITE_ATTEMPTS):
-            try:
-                return write()
-            except sqlite3.OperationalError as exc:
-                _try_again(what, exc, attempt)
-        return write()
+        return _LOCKED.run(write, what)
 
     @staticmethod
     async def aretried(what: str, write: Callable[[], Awaitable[T]]) -> T:
-        for attempt in range(1, WRITE_ATTEMPTS):
-            try:
-                return await write()
-            except sqlite3.OperationalError as exc:
-                _try_again(what, exc, attempt)
-        return await write()
+        return await _LOCKED.arun(write, what)
 
 
 def _step_unsaved(key: tuple[str, str], step: str, exc: BaseException) -> CheckpointWriteError:
@@ -264,19 +260,6 @@ def _step_unsaved(key: tuple[str, str], step: str, exc: BaseException) -> Checkp
         f"thread {key[0]!r}: a write of the step after checkpoint {step} could not be "
         f"saved ({exc}); the run stopped before saving another checkpoint. Run "
         "invoke(None, config) once the database takes writes again."
-    )
-
-
-def _try_again(what: str, exc: sqlite3.OperationalError, attempt: int) -> None:
-    """Say that a write found the database locked and is tried again; raise any other
-    error."""
-    if not _locked(exc):
-        raise exc
-    log.warning(
-        "SQLite checkpoint %s: database locked (attempt %d of %d); trying again",
-        what,
-        attempt,
-        WRITE_ATTEMPTS,
     )
 
 

@@ -28,25 +28,10 @@ from typing import Any, Literal
 
 from langgraph.checkpoint.base import BaseCheckpointSaver
 
-from .claims import (
-    DEFAULT_LEASE,
-    THREAD_RUN_ID,
-    CallClaims,
-    ClaimKey,
-    ClaimRow,
-    Owner,
-    ToolCallClaimed,
-    _arun,
-    _forget,
-    _Get,
-    _Heartbeat,
-    _hold,
-    _Insert,
-    _Release,
-    _Swap,
-    _this_process,
-    claims_for,
-)
+from .claims import CallClaims, ClaimKey, ClaimRow, Owner, ToolCallClaimed, claims_for
+from .claims.lease import DEFAULT_LEASE, _beat, _forget
+from .claims.owner import THREAD_RUN_ID, _this_process
+from .claims.store import _arun, _Get, _Insert, _Release, _Swap
 
 __all__ = [
     "LEASE_KEY",
@@ -134,10 +119,7 @@ class _Hold:
         return pause
 
     def beat(self) -> None:
-        every = (self.lease if self.lease is not None else DEFAULT_LEASE) / 4
-        beat = _Heartbeat(self.claims.store, self.key, str(self.me), every, time.time() + every)
-        beat.tool, beat.run, beat.lease = "run", self.token, self.lease
-        _hold(self.me, beat)
+        _beat(self.claims.store, self.me, self.key, tool="run", run=self.token, lease=self.lease)
 
 
 @contextmanager

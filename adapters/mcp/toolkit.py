@@ -72,6 +72,7 @@ from mcp.types import (
 )
 
 from ..formats.schema import clean_schema
+from ..tool_effects import is_idempotent
 from .config import (
     ConfigSource,
     SamplingSettings,
@@ -1009,17 +1010,11 @@ class MCPToolkit:
         schema = _input_schema(server.name, tool)
         if schema is None:
             return None
-        declared = (
-            name in self.idempotent_tools
-            or metadata.get("readOnlyHint") is True
-            or metadata.get("idempotentHint") is True
-        )
 
         def run(
             hooks: CallHooks | None, arguments: dict[str, Any]
         ) -> Coroutine[Any, Any, tuple[str, MCPArtifact | None]]:
-            # read at call time: a user may mark the tool idempotent after it was made
-            retry = declared or (made.metadata or {}).get("idempotent") is True
+            retry = is_idempotent(made, self.idempotent_tools)  # read at call time
             return call_tool(server, tool["name"], arguments, hooks, retry=retry)
 
         made = self._make_tool(
