@@ -472,12 +472,20 @@ def _sweep_soon(store: Any) -> None:
     try:
         store.run(_Sweep(time.time() - SWEEP_IDLE))
     except Exception as exc:
-        log.warning("could not delete the claims of deleted threads: %s", exc)
+        _not_swept(exc)
 
 
 def _swept(done: Any) -> None:
     if not done.cancelled() and done.exception() is not None:
-        log.warning("could not delete the claims of deleted threads: %s", done.exception())
+        _not_swept(done.exception())
+
+
+def _not_swept(exc: BaseException) -> None:
+    # a saver that has saved nothing yet has no checkpoints table: no thread to miss
+    if "no such table: checkpoints" in str(exc) or type(exc).__name__ == "UndefinedTable":
+        log.debug("no checkpoints yet, no claims to sweep: %s", exc)
+    else:
+        log.warning("could not delete the claims of deleted threads: %s", exc)
 
 
 def forget_thread(saver: BaseCheckpointSaver, thread_id: str) -> int:
