@@ -5,7 +5,7 @@ from __future__ import annotations
 import uuid
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from contextlib import nullcontext
-from typing import Any, Literal
+from typing import Any, Literal, get_type_hints
 
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage
@@ -17,6 +17,7 @@ from langgraph.graph import END, START, StateGraph
 from langgraph.graph.state import CompiledStateGraph
 from langgraph.store.base import BaseStore
 from langgraph.types import Checkpointer, Command, Send
+from typing_extensions import TypedDict
 
 __all__ = [
     "ADAPTER",
@@ -29,7 +30,7 @@ __all__ = [
     "create_fncall_graph",
 ]
 
-from fncall_graph._compat import CONFIG_KEY_DURABILITY
+from fncall_graph._compat import CONFIG_KEY_CHECKPOINTER, CONFIG_KEY_DURABILITY
 from fncall_graph.adapters import Dialect, get_dialect
 from fncall_graph.adapters.checkpoint.claims import DEFAULT_LEASE, RUN_KEY, run_ended
 from fncall_graph.adapters.checkpoint.thread_runs import (
@@ -55,8 +56,9 @@ from fncall_graph.nodes.approve import (
     unanswered_calls,
     unknown_tool,
 )
-from fncall_graph.nodes.model import ModelNode
+from fncall_graph.nodes.model import STOP_REASON_KEY, ModelNode
 from fncall_graph.nodes.react_fallback import ReactFallbackNode
+from fncall_graph.nodes.structured_response import StructuredResponseNode
 from fncall_graph.nodes.tools import (
     DEFAULT_MAX_STORED_RESULT_CHARS,
     DEFAULT_TOOL_TIMEOUT,
@@ -71,6 +73,7 @@ from .state import (
     GraphDebugState,
     GraphState,
     check_input,
+    with_fields,
 )
 
 
@@ -102,13 +105,42 @@ class FncallGraph(CompiledStateGraph):
     ``invoke``, ``batch`` and ``stream_events`` go through ``stream``/``astream``.
     """
 
-    @classmethod
-    def of(cls, graph: CompiledStateGraph) -> FncallGraph:
-        # as Pregel.copy does, into this class
-        return cls(**{k: v for k, v in vars(graph).items() if k != "__orig_class__"})
+    #: the keys a run's input may hold: ``messages``, and a ``state_schema``'s own
+    input_keys: frozenset[str] = frozenset({"messages"})
+    #: the graph pauses for approvals: it needs a checkpointer, its own or its parent's
+    pauses: bool = False
 
-    def _resumes(self, input: Any) -> bool:
-        check_input(input)
+    @classmethod
+    def of(
+        cls,
+        graph: CompiledStateGraph,
+        *,
+        input_keys: frozenset[str] | None = None,
+        pauses: bool = False,
+    ) -> FncallGraph:
+        # as Pregel.copy does, into this class
+        made = cls(**_fields(graph))
+        made.input_keys = input_keys or cls.input_keys
+        made.pauses = pauses
+        return made
+
+    def copy(self, update: dict[str, Any] | None = None) -> FncallGraph:
+        """As ``Pregel.copy`` (``with_config`` makes one), keeping this class's settings."""
+        made = type(self)(**{**_fields(self), **(update or {})})
+        made.input_keys, made.pauses = self.input_keys, self.pauses
+        return made
+
+    def _resumes(self, input: Any, merged: RunnableConfig) -> bool:
+        check_input(input, self.input_keys)
+        # a subgraph (checkpointer=None) saves to its parent's: LangGraph passes it on
+        inherited = (merged.get("configurable") or {}).get(CONFIG_KEY_CHECKPOINTER)
+        if self.pauses and self.checkpointer in (None, False) and inherited is None:
+            raise ValueError(
+                "interrupt_on needs a checkpointer: the paused thread must be saved to be "
+                "resumed with Command(resume=...). Pass checkpointer=InMemorySaver() or "
+                "a saver from fncall_graph.adapters.checkpoint (sqlite_saver, "
+                "postgres_saver), or add the graph as a node of a graph that has one."
+            )
         return isinstance(input, Command) and input.resume is not None
 
     def _run_starts(
@@ -177,7 +209,7 @@ class FncallGraph(CompiledStateGraph):
         config, merged, owns = self._run_starts(config)
         try:
             with self._holding(merged, owns):
-                if not self._resumes(input):
+                if not self._resumes(input, merged):
                     yield from super().stream(input, config, **kwargs)
                     return
                 try:
@@ -200,7 +232,7 @@ class FncallGraph(CompiledStateGraph):
         config, merged, owns = self._run_starts(config)
         try:
             async with self._aholding(merged, owns):
-                if not self._resumes(input):
+                if not self._resumes(input, merged):
                     async for chunk in super().astream(input, config, **kwargs):
                         yield chunk
                     return
@@ -229,9 +261,24 @@ DEFAULT_MAX_ITERATIONS = 10
 
 #: The graph's node names.
 ADAPTER, MODEL, TOOLS, APPROVE = "adapter", "model", "tools", "approve"
-REACT_FALLBACK = "react_fallback"
+REACT_FALLBACK, STRUCTURED = "react_fallback", "structured_response"
 # supersteps one model call can take: the adapter, the model, its approval, its tools
 _STEPS_PER_ITERATION = 4
+
+
+def _input_fields(state_schema: type | None) -> type | None:
+    """The fields of ``state_schema`` a run's input may set: not the graph's own."""
+    if state_schema is None:
+        return None
+    own = set(get_type_hints(GraphDebugState)) | {"jump_to"}  # create_agent's, never input
+    fields = {k: v for k, v in get_type_hints(state_schema, include_extras=True).items()}
+    return TypedDict("Input", {k: v for k, v in fields.items() if k not in own}, total=False)  # type: ignore[operator]
+
+
+def _fields(graph: Any) -> dict[str, Any]:
+    """What a compiled graph is made of (its constructor's arguments), as Pregel.copy reads it."""
+    own = ("__orig_class__", "input_keys", "pauses")
+    return {k: v for k, v in vars(graph).items() if k not in own}
 
 
 def _as_tools(tools: Sequence[BaseTool | Callable[..., Any]]) -> list[BaseTool]:
@@ -278,6 +325,9 @@ def create_fncall_graph(
     constrained: bool | Literal["first_call"] | None = None,
     keep_model_input: bool = False,
     call_format: str | None = None,
+    response_format: Any = None,
+    state_schema: type | None = None,
+    context_schema: type | None = None,
     name: str = "fncall_graph",
     debug: bool = False,
 ) -> FncallGraph:
@@ -319,6 +369,8 @@ def create_fncall_graph(
         system_prompt: put in front of the history when it has no system message.
         checkpointer: a LangGraph checkpointer, for threads that persist and resume
             (see :mod:`fncall_graph.adapters.checkpoint` for SQLite and PostgreSQL).
+            ``None`` inside a parent graph: the graph saves to the parent's (approvals
+            too); a run with approvals and no checkpointer at all raises ``ValueError``.
         interrupt_on: tools that need a person's decision before they run, shaped like
             LangChain's ``HumanInTheLoopMiddleware``: ``{"tool": True}`` (approve, edit
             or reject) or ``{"tool": {"allowed_decisions": [...], "description": ...}}``.
@@ -423,6 +475,18 @@ def create_fncall_graph(
             template or its name, once per process; else learned in each thread from
             its first call read. The state's ``call_format`` and ``call_format_source``
             say which format and where from.
+        response_format: a pydantic model, ``TypedDict`` or JSON schema (or LangChain's
+            ``ToolStrategy``/``ProviderStrategy`` of one): when the model ends a turn
+            with an answer, a ``structured_response`` step asks it once more for that
+            answer in this shape, through the thread's dialect (held to the schema by a
+            grammar where the server takes one), and keeps it as the state's
+            ``structured_response``.
+        state_schema: a ``TypedDict`` of more state fields (e.g. a subclass of
+            :class:`~fncall_graph.graphs.state.FncallState` or LangChain's
+            ``AgentState``): they are part of the thread, may be given as input and are
+            read by tools with ``InjectedState``; the graph's own fields stay its own.
+        context_schema: the type of the run's ``context=`` (LangGraph's runtime
+            context), read by tools through ``ToolRuntime``.
         name: the compiled graph's name.
         debug: LangGraph debug output.
 
@@ -475,11 +539,11 @@ def create_fncall_graph(
         )
     if durability not in ("sync", "async", "exit"):
         raise ValueError(f"durability must be 'sync', 'async' or 'exit', got {durability!r}")
-    if interrupt_on and (checkpointer is None or checkpointer is False):
+    if interrupt_on and checkpointer is False:
         raise ValueError(
             "interrupt_on needs a checkpointer: the paused thread must be saved to be resumed "
-            "with Command(resume=...). Pass checkpointer=InMemorySaver(), or a saver from "
-            "fncall_graph.adapters.checkpoint (sqlite_saver, postgres_saver)."
+            "with Command(resume=...); checkpointer=False refuses even a parent graph's. "
+            "Pass checkpointer=None inside a graph that has one, or a saver."
         )
 
     chat_model = model if isinstance(model, BaseChatModel) else resolve_model(model)
@@ -510,6 +574,9 @@ def create_fncall_graph(
     adapter_node = AdapterNode(boundary)
     model_node = ModelNode(boundary, max_iterations=max_iterations, fallback_node=REACT_FALLBACK)
     fallback_node = ReactFallbackNode(plan)
+    structured_node = (
+        StructuredResponseNode(boundary, response_format) if response_format is not None else None
+    )
     problem = unknown_tool(idempotent_tools, [t.name for t in tool_list])
     if problem:
         raise ValueError(f"idempotent_tools names {problem}")
@@ -540,6 +607,8 @@ def create_fncall_graph(
             if approve_node is not None and approve_node.needs_review(state):
                 return APPROVE
             return tools_node.dispatch(last, state["messages"])
+        if structured_node is not None and not last.additional_kwargs.get(STOP_REASON_KEY):
+            return STRUCTURED  # the model's answer, in the shape asked for
         return END
 
     def route_after_approve(state: dict[str, Any]) -> str | list[Send]:
@@ -552,9 +621,12 @@ def create_fncall_graph(
         return sends or to_model(state)
 
     builder = StateGraph(
-        GraphDebugState if keep_model_input else GraphState,
-        input_schema=FncallInput,
-        output_schema=FncallDebugState if keep_model_input else FncallState,
+        with_fields(GraphDebugState if keep_model_input else GraphState, state_schema, "State"),
+        context_schema=context_schema,
+        input_schema=with_fields(FncallInput, _input_fields(state_schema), "Input"),
+        output_schema=with_fields(
+            FncallDebugState if keep_model_input else FncallState, state_schema, "Output"
+        ),
     )
     builder.add_node(ADAPTER, _Node(ADAPTER, adapter_node.invoke, adapter_node.ainvoke))
     builder.add_node(
@@ -574,6 +646,12 @@ def create_fncall_graph(
         builder.add_node(APPROVE, _Node(APPROVE, approve_node.invoke, approve_node.ainvoke))
         builder.add_conditional_edges(APPROVE, route_after_approve, [TOOLS, ADAPTER, MODEL])
         after_model.insert(0, APPROVE)
+    if structured_node is not None:
+        builder.add_node(
+            STRUCTURED, _Node(STRUCTURED, structured_node.invoke, structured_node.ainvoke)
+        )
+        builder.add_edge(STRUCTURED, END)
+        after_model.append(STRUCTURED)
     builder.add_conditional_edges(MODEL, route_after_model, after_model)
     builder.add_conditional_edges(TOOLS, to_model, [ADAPTER, MODEL])
 
@@ -589,4 +667,8 @@ def create_fncall_graph(
             MULTITASK_KEY: multitask,
             LEASE_KEY: lease,
         }
-    return FncallGraph.of(graph.with_config(**run_config))
+    return FncallGraph.of(
+        graph.with_config(**run_config),
+        input_keys=frozenset(get_type_hints(builder.input_schema)),
+        pauses=approve_node is not None,
+    )

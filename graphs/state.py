@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Annotated, Any, NotRequired
+from typing import Annotated, Any, NotRequired, get_type_hints
 
 from langchain_core.messages import AnyMessage, BaseMessage, convert_to_messages
 from langgraph.channels import UntrackedValue
@@ -20,6 +20,7 @@ __all__ = [
     "GraphDebugState",
     "GraphState",
     "check_input",
+    "with_fields",
 ]
 
 
@@ -55,6 +56,8 @@ class FncallState(TypedDict):
             dialect's own), ``"declared"``, ``"server"`` (its chat template), ``"name"``
             (the model family table), ``"learned"`` (the thread's first read call) or
             ``"unknown"``.
+        structured_response: the last turn's answer in the shape of the graph's
+            ``response_format`` (only with one).
     """
 
     messages: Annotated[list[AnyMessage], add_messages]
@@ -64,6 +67,7 @@ class FncallState(TypedDict):
     fallback_reason: NotRequired[str | None]
     call_format: NotRequired[str | None]
     call_format_source: NotRequired[str | None]
+    structured_response: NotRequired[Any]
 
 
 class FncallDebugState(TypedDict):
@@ -78,6 +82,7 @@ class FncallDebugState(TypedDict):
     fallback_reason: NotRequired[str | None]
     call_format: NotRequired[str | None]
     call_format_source: NotRequired[str | None]
+    structured_response: NotRequired[Any]
 
 
 class GraphState(FncallState):
@@ -97,10 +102,30 @@ class GraphDebugState(FncallDebugState):
     rendered_input: NotRequired[Annotated[RenderedInput, UntrackedValue]]
 
 
+def with_fields(base: type, extra: type | None, name: str) -> type:
+    """``base`` with ``extra``'s fields added (a ``state_schema`` of the caller's, as
+    ``create_agent`` takes one): a ``TypedDict`` LangGraph reads with each field's reducer.
+    ``base``'s own fields stay as they are."""
+    if extra is None:
+        return base
+    try:
+        added = get_type_hints(extra, include_extras=True)
+    except TypeError as exc:
+        raise TypeError(
+            f"state_schema must be a TypedDict class (e.g. a subclass of FncallState or "
+            f"LangChain's AgentState), got {extra!r}"
+        ) from exc
+    own = get_type_hints(base, include_extras=True)
+    fields = {**{k: v for k, v in added.items() if k not in own}, **own}
+    return TypedDict(name, fields, total=False)  # type: ignore[operator]
+
+
 _EXAMPLE = "{'messages': [('user', 'hi')]}"
 
 
-def check_input(input: Any) -> None:
+def check_input(
+    input: Any, allowed: frozenset[str] = frozenset(FncallInput.__annotations__)
+) -> None:
     """Raise ``TypeError`` or ``ValueError`` saying what and where when ``input`` is no
     valid run input, before anything runs.
 
@@ -127,11 +152,12 @@ def check_input(input: Any) -> None:
             "graph input must be a dict of messages, a Command, or None (go on from the "
             f"thread's last checkpoint); got {type(input).__name__} {input!r:.80}{hint}"
         )
-    extra = sorted(set(input) - set(FncallInput.__annotations__))
+    extra = sorted(set(input) - allowed)
     if extra:
         raise ValueError(
-            f"graph input may only hold 'messages'; got {extra}: that is state the graph "
-            "keeps itself (use update_state to change a thread's state on purpose)"
+            f"graph input may only hold {', '.join(map(repr, sorted(allowed)))}; got {extra}: "
+            "that is state the "
+            "graph keeps itself (use update_state to change a thread's state on purpose)"
         )
     if "messages" not in input:
         return  # nothing new: the model answers the thread as it is

@@ -70,9 +70,18 @@ def messages(graph) -> list[Any]:
 
 def test_interrupt_on_needs_a_checkpointer(tmp_path):
     tools = SqliteTools(make_database(tmp_path / "test.db"))
+    # None may be a parent graph's: refused when a run has none at all, before it runs
+    graph = create_fncall_graph(
+        ReplayChatModel(SERIAL), tools.tools(), interrupt_on={"sqlite-write_query": True}
+    )
+    with pytest.raises(ValueError, match="interrupt_on needs a checkpointer"):
+        graph.invoke({"messages": [("user", "hi")]})
     with pytest.raises(ValueError, match="interrupt_on needs a checkpointer"):
         create_fncall_graph(
-            ReplayChatModel(SERIAL), tools.tools(), interrupt_on={"sqlite-write_query": True}
+            ReplayChatModel(SERIAL),
+            tools.tools(),
+            interrupt_on={"sqlite-write_query": True},
+            checkpointer=False,
         )
 
 
