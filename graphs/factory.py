@@ -7,6 +7,7 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from contextlib import nullcontext
 from typing import Any, Literal, get_type_hints
 
+from langchain.agents.middleware import AgentMiddleware
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage
 from langchain_core.runnables import Runnable, RunnableConfig
@@ -56,6 +57,7 @@ from fncall_graph.nodes.approve import (
     unanswered_calls,
     unknown_tool,
 )
+from fncall_graph.nodes.hooks import HOOKS, HookNode, hook_name
 from fncall_graph.nodes.model import STOP_REASON_KEY, ModelNode
 from fncall_graph.nodes.react_fallback import ReactFallbackNode
 from fncall_graph.nodes.structured_response import StructuredResponseNode
@@ -66,6 +68,7 @@ from fncall_graph.nodes.tools import (
     writes_by_annotation,
 )
 
+from .middleware import Middleware
 from .state import (
     FncallDebugState,
     FncallInput,
@@ -325,6 +328,7 @@ def create_fncall_graph(
     constrained: bool | Literal["first_call"] | None = None,
     keep_model_input: bool = False,
     call_format: str | None = None,
+    middleware: Sequence[AgentMiddleware] = (),
     response_format: Any = None,
     state_schema: type | None = None,
     context_schema: type | None = None,
@@ -475,6 +479,13 @@ def create_fncall_graph(
             template or its name, once per process; else learned in each thread from
             its first call read. The state's ``call_format`` and ``call_format_source``
             say which format and where from.
+        middleware: LangChain ``AgentMiddleware``, as ``create_agent`` takes it (outermost
+            first): ``wrap_model_call`` wraps the model node's call (a changed request is
+            rendered for the thread's dialect), ``wrap_tool_call`` runs inside each tool
+            call's claim, ``before_agent``/``before_model``/``after_model``/
+            ``after_agent`` are graph nodes named ``"<name>.<hook>"`` that may
+            ``jump_to`` ``"model"``, ``"tools"`` or ``"end"``; their ``tools`` and
+            ``state_schema`` join the graph's.
         response_format: a pydantic model, ``TypedDict`` or JSON schema (or LangChain's
             ``ToolStrategy``/``ProviderStrategy`` of one): when the model ends a turn
             with an answer, a ``structured_response`` step asks it once more for that
@@ -547,7 +558,9 @@ def create_fncall_graph(
         )
 
     chat_model = model if isinstance(model, BaseChatModel) else resolve_model(model)
-    tool_list = _as_tools(tools)
+    hooks = Middleware(middleware)
+    tool_list = _as_tools([*tools, *hooks.tools])
+    state_schema = hooks.state_fields(state_schema)
     if isinstance(interrupt_on, str):
         if interrupt_on != "annotations":
             raise ValueError(
@@ -572,7 +585,13 @@ def create_fncall_graph(
         call_format = check_call_format(call_format)
     boundary = ModelBoundary(chat_model, plan, constrained=constrained, call_format=call_format)
     adapter_node = AdapterNode(boundary)
-    model_node = ModelNode(boundary, max_iterations=max_iterations, fallback_node=REACT_FALLBACK)
+    model_node = ModelNode(
+        boundary,
+        max_iterations=max_iterations,
+        fallback_node=REACT_FALLBACK,
+        wrap_model_call=hooks.wrap_model_call,
+        awrap_model_call=hooks.awrap_model_call,
+    )
     fallback_node = ReactFallbackNode(plan)
     structured_node = (
         StructuredResponseNode(boundary, response_format) if response_format is not None else None
@@ -589,6 +608,7 @@ def create_fncall_graph(
         lease=lease,
         max_repeats=max_repeats,
         name=TOOLS,
+        wrappers=hooks.tool_wrappers,
     )
     approve_node = (
         ApproveNode(interrupt_on, tools=tool_list, interrupt_mode=interrupt_mode)
@@ -596,29 +616,61 @@ def create_fncall_graph(
         else None
     )
 
+    # middleware hooks, each a node, in create_agent's order: before_agent at the start,
+    # before_model before each model call, after_model after it, after_agent at the end
+    chains = {hook: [hook_name(m, hook) for m in hooks.with_hook(hook)] for hook in HOOKS}
+    before_agent, before_model = chains["before_agent"], chains["before_model"]
+    after_model, after_agent = chains["after_model"], chains["after_agent"]
+
     def to_model(state: dict[str, Any]) -> str:
         # a prompt dialect's thread is rendered by the adapter first; native skips it
         return MODEL if plan.current(state).native else ADAPTER
+
+    def enter_model(state: dict[str, Any]) -> str:
+        return before_model[0] if before_model else to_model(state)
+
+    def leave(state: dict[str, Any]) -> str:
+        return after_agent[0] if after_agent else END
+
+    def calls_of(last: AIMessage, state: dict[str, Any]) -> str | list[Send]:
+        if approve_node is not None and approve_node.needs_review(state):
+            return APPROVE
+        return tools_node.dispatch(last, state["messages"])
 
     def route_after_model(state: dict[str, Any]) -> str | list[Send]:
         # calls, readable or not, go to approval or straight to the tools; the rest ends
         last = state["messages"][-1]
         if isinstance(last, AIMessage) and (last.tool_calls or last.invalid_tool_calls):
-            if approve_node is not None and approve_node.needs_review(state):
-                return APPROVE
-            return tools_node.dispatch(last, state["messages"])
+            return calls_of(last, state)
         if structured_node is not None and not last.additional_kwargs.get(STOP_REASON_KEY):
             return STRUCTURED  # the model's answer, in the shape asked for
-        return END
+        return leave(state)
 
     def route_after_approve(state: dict[str, Any]) -> str | list[Send]:
         # run every call not answered by a rejection; all rejected: back to the model
         pending = unanswered_calls(state["messages"])
         if pending is None:
-            return to_model(state)
+            return enter_model(state)
         ai, calls = pending
         sends = tools_node.dispatch(ai.model_copy(update={"tool_calls": calls}), state["messages"])
-        return sends or to_model(state)
+        return sends or enter_model(state)
+
+    def after_hook(
+        then: Callable[[dict[str, Any]], Any], *, ending: bool = False
+    ) -> Callable[[dict[str, Any]], Any]:
+        # a hook's jump_to goes first (as in create_agent); else the chain goes on
+        def route(state: dict[str, Any]) -> Any:
+            jump = state.get("jump_to")
+            if jump == "end":
+                return END if ending else leave(state)
+            if jump == "model":
+                return enter_model(state)
+            if jump == "tools":
+                last = next(m for m in reversed(state["messages"]) if isinstance(m, AIMessage))
+                return calls_of(last, state)
+            return then(state)
+
+        return route
 
     builder = StateGraph(
         with_fields(GraphDebugState if keep_model_input else GraphState, state_schema, "State"),
@@ -638,22 +690,53 @@ def create_fncall_graph(
         REACT_FALLBACK, _Node(REACT_FALLBACK, fallback_node.invoke, fallback_node.ainvoke)
     )
     builder.add_node(TOOLS, _Node(TOOLS, tools_node.invoke, tools_node.ainvoke))
-    builder.add_conditional_edges(START, to_model, [ADAPTER, MODEL])
     builder.add_edge(ADAPTER, MODEL)
     builder.add_edge(REACT_FALLBACK, ADAPTER)
-    after_model = [TOOLS, END]
-    if approve_node is not None:
-        builder.add_node(APPROVE, _Node(APPROVE, approve_node.invoke, approve_node.ainvoke))
-        builder.add_conditional_edges(APPROVE, route_after_approve, [TOOLS, ADAPTER, MODEL])
-        after_model.insert(0, APPROVE)
+    ends = [after_agent[0]] if after_agent else [END]
+    entries = [before_model[0]] if before_model else [ADAPTER, MODEL]
+    calls = [APPROVE, TOOLS] if interrupt_on else [TOOLS]
+    everywhere = [*entries, ADAPTER, MODEL, *calls, *ends]
+    for hook, chain in chains.items():
+        for i, node in enumerate(chain):
+            middleware_of = next(m for m in hooks.with_hook(hook) if hook_name(m, hook) == node)
+            hook_node = HookNode(middleware_of, hook)
+            builder.add_node(node, _Node(node, hook_node.invoke, hook_node.ainvoke))
+            nxt = chain[i + 1] if i + 1 < len(chain) else None
+            if hook == "before_agent":
+                then: Callable[[dict[str, Any]], Any] = (
+                    (lambda s, n=nxt: n) if nxt else enter_model  # type: ignore[misc]
+                )
+            elif hook == "before_model":
+                then = (lambda s, n=nxt: n) if nxt else to_model  # type: ignore[misc]
+            elif hook == "after_model":
+                then = (lambda s, n=nxt: n) if nxt else route_after_model  # type: ignore[misc]
+            else:
+                then = lambda s, n=nxt: n or END  # type: ignore[misc]  # noqa: E731
+            targets = [*everywhere, *(chain[i + 1 : i + 2] or []), STRUCTURED, END]
+            if structured_node is None:
+                targets.remove(STRUCTURED)
+            route = after_hook(then, ending=hook == "after_agent")
+            builder.add_conditional_edges(node, route, list(dict.fromkeys(targets)))
+    start = before_agent[0] if before_agent else None
+    if start:
+        builder.add_edge(START, start)
+    else:
+        builder.add_conditional_edges(START, enter_model, entries)
+    after = [*calls, *ends]
     if structured_node is not None:
         builder.add_node(
             STRUCTURED, _Node(STRUCTURED, structured_node.invoke, structured_node.ainvoke)
         )
-        builder.add_edge(STRUCTURED, END)
-        after_model.append(STRUCTURED)
-    builder.add_conditional_edges(MODEL, route_after_model, after_model)
-    builder.add_conditional_edges(TOOLS, to_model, [ADAPTER, MODEL])
+        builder.add_conditional_edges(STRUCTURED, leave, ends)
+        after.append(STRUCTURED)
+    if approve_node is not None:
+        builder.add_node(APPROVE, _Node(APPROVE, approve_node.invoke, approve_node.ainvoke))
+        builder.add_conditional_edges(APPROVE, route_after_approve, [TOOLS, *entries])
+    if after_model:
+        builder.add_edge(MODEL, after_model[0])
+    else:
+        builder.add_conditional_edges(MODEL, route_after_model, after)
+    builder.add_conditional_edges(TOOLS, enter_model, entries)
 
     graph = builder.compile(checkpointer=checkpointer, store=store, name=name, debug=debug)
     run_config: dict[str, Any] = {

@@ -6,7 +6,7 @@ from collections.abc import Mapping
 from typing import Annotated, Any, NotRequired, get_type_hints
 
 from langchain_core.messages import AnyMessage, BaseMessage, convert_to_messages
-from langgraph.channels import UntrackedValue
+from langgraph.channels import EphemeralValue, UntrackedValue
 from langgraph.graph.message import add_messages
 from langgraph.types import Command
 from typing_extensions import TypedDict  # pydantic reads this one on Python 3.11
@@ -91,15 +91,20 @@ class GraphState(FncallState):
     Attributes:
         rendered_input: the ``adapter`` node's rendering, for the ``model`` node; never
             checkpointed (``model_input`` shows it).
+        jump_to: where a middleware hook sends the run next (``"model"``, ``"tools"``,
+            ``"end"``), for the next edge only.
     """
 
     rendered_input: NotRequired[Annotated[RenderedInput, UntrackedValue]]
+    # a middleware hook's ``jump_to`` (``create_agent``'s field), read by the next edge
+    jump_to: NotRequired[Annotated[str | None, EphemeralValue]]
 
 
 class GraphDebugState(FncallDebugState):
     """:class:`GraphState` for :class:`FncallDebugState`."""
 
     rendered_input: NotRequired[Annotated[RenderedInput, UntrackedValue]]
+    jump_to: NotRequired[Annotated[str | None, EphemeralValue]]
 
 
 def with_fields(base: type, extra: type | None, name: str) -> type:

@@ -34,14 +34,18 @@ from __future__ import annotations
 
 import asyncio
 import operator
+from collections.abc import Callable
+from dataclasses import dataclass, replace
 from functools import reduce
 from typing import Any
 
+from langchain.agents.middleware import ModelRequest, ModelResponse
 from langchain_core.callbacks import BaseCallbackHandler
 from langchain_core.messages import (
     AIMessage,
     AIMessageChunk,
     BaseMessage,
+    SystemMessage,
     convert_to_openai_messages,
     message_chunk_to_message,
 )
@@ -50,6 +54,7 @@ from langchain_core.runnables import RunnableConfig
 from langchain_core.runnables.config import merge_configs
 from langgraph.constants import TAG_NOSTREAM
 from langgraph.graph.message import push_message
+from langgraph.runtime import get_runtime
 from langgraph.types import Command, Send
 
 from fncall_graph.adapters import Dialect
@@ -99,6 +104,33 @@ def repeat_limit_message(name: str, count: int, limit: int) -> AIMessage:
             "stronger model."
         ),
         additional_kwargs={STOP_REASON_KEY: "max_repeats"},
+    )
+
+
+def _changed(request: ModelRequest, thread: ModelRequest) -> bool:
+    """Whether a middleware's ``request`` asks for another call than the thread's."""
+    return (
+        request.model is not thread.model
+        or request.messages != thread.messages
+        or request.system_message != thread.system_message
+        or list(request.tools) != list(thread.tools)
+        or request.tool_choice is not None
+        or bool(request.model_settings)
+    )
+
+
+def _result(response: Any) -> list[BaseMessage]:
+    """The messages a composed ``wrap_model_call`` answered with."""
+    if isinstance(response, AIMessage):
+        return [response]
+    if isinstance(response, ModelResponse) and any(
+        isinstance(m, AIMessage) for m in response.result
+    ):
+        return list(response.result)
+    raise TypeError(
+        "wrap_model_call must return a ModelResponse with an AIMessage (or an AIMessage); "
+        f"got {type(response).__name__}. A Command from wrap_model_call is not supported "
+        "here: use a before_model/after_model hook with jump_to instead."
     )
 
 
@@ -163,6 +195,15 @@ class _ShownReply(BaseCallbackHandler):
         return restore_read_reply(message_chunk_to_message(total))  # type: ignore[return-value]
 
 
+@dataclass
+class _Asked:
+    """What the pipeline did for one model call (kept for the node's update)."""
+
+    call: ModelCall | None = None
+    raw: BaseMessage | None = None
+    rendered_here: bool = True
+
+
 class ModelNode:
     """Call the model in the thread's dialect and return its reply as a canonical ``AIMessage``.
 
@@ -171,6 +212,12 @@ class ModelNode:
         max_iterations: model calls allowed per user turn; at the limit the turn ends with
             a message saying so instead of another call.
         fallback_node: the node to hand over to when native tool calling is refused.
+        wrap_model_call: LangChain ``wrap_model_call`` hooks (``AgentMiddleware``'s),
+            composed, outermost first: ``(request, handler) -> ModelResponse``. The
+            handler is this node's call through the boundary: the adapter's rendering
+            when the request is the thread's as it stands, else the request's model,
+            messages, system message, tools and settings rendered for the dialect.
+        awrap_model_call: the same, async.
     """
 
     def __init__(
@@ -179,12 +226,16 @@ class ModelNode:
         *,
         max_iterations: int,
         fallback_node: str,
+        wrap_model_call: Callable[..., Any] | None = None,
+        awrap_model_call: Callable[..., Any] | None = None,
     ) -> None:
         self.boundary = boundary
         self.plan = boundary.plan
         self.model = boundary.model
         self.max_iterations = max_iterations
         self.fallback_node = fallback_node
+        self.wrap = wrap_model_call
+        self.awrap = awrap_model_call
 
     # -- node
 
@@ -194,14 +245,24 @@ class ModelNode:
             return limit
         dialect = self.plan.current(state)
         fmt = self.boundary.format(dialect, state)
-        try:
-            call, rendered_here = self._prepared(dialect, state, config, fmt)
-            message, raw = self._reply(call, config)
+        asked = _Asked()
+
+        def handler(request: ModelRequest | None) -> AIMessage:
+            asked.call, asked.rendered_here = self._prepared(dialect, state, config, fmt, request)
+            message, asked.raw = self._reply(asked.call, config)
             if _says_nothing(message):  # a second try often says something
-                message, raw = self._reply(call, config)
+                message, asked.raw = self._reply(asked.call, config)
+            return message
+
+        try:
+            if self.wrap is None:
+                result: list[BaseMessage] = [handler(None)]
+            else:
+                request = self._request(state)
+                result = _result(self.wrap(request, lambda r: ModelResponse([handler(r)])))
         except Exception as exc:
             return self._fallback_for(dialect, exc)
-        return self._finish(dialect, fmt, message, raw, state, call, rendered_here)
+        return self._finish(dialect, fmt, result, state, asked)
 
     async def ainvoke(
         self, state: dict[str, Any], config: RunnableConfig
@@ -213,32 +274,85 @@ class ModelNode:
         # the model's call format may be asked of its server (once per process): not on
         # the event loop
         fmt = await asyncio.to_thread(self.boundary.format, dialect, state)
-        try:
-            call, rendered_here = self._prepared(dialect, state, config, fmt)
-            message, raw = await self._areply(call, config)
+        asked = _Asked()
+
+        async def handler(request: ModelRequest | None) -> AIMessage:
+            asked.call, asked.rendered_here = self._prepared(dialect, state, config, fmt, request)
+            message, asked.raw = await self._areply(asked.call, config)
             if _says_nothing(message):  # a second try often says something
-                message, raw = await self._areply(call, config)
+                message, asked.raw = await self._areply(asked.call, config)
+            return message
+
+        async def respond(request: ModelRequest) -> ModelResponse:
+            return ModelResponse([await handler(request)])
+
+        try:
+            if self.awrap is None:
+                result: list[BaseMessage] = [await handler(None)]
+            else:
+                result = _result(await self.awrap(self._request(state), respond))
         except Exception as exc:
             return self._fallback_for(dialect, exc)
-        return self._finish(dialect, fmt, message, raw, state, call, rendered_here)
+        return self._finish(dialect, fmt, result, state, asked)
+
+    def _request(self, state: dict[str, Any]) -> ModelRequest:
+        """The model call as LangChain middleware sees it: the thread as it stands."""
+        messages = list(state["messages"])
+        system = SystemMessage(self.plan.system_prompt) if self.plan.system_prompt else None
+        if messages and isinstance(messages[0], SystemMessage):  # the thread's own wins
+            system, messages = messages[0], messages[1:]
+        return ModelRequest(
+            model=self.model,
+            messages=messages,
+            system_message=system,
+            tools=list(self.plan.tools),
+            state=state,  # type: ignore[arg-type]
+            runtime=get_runtime(),
+        )
 
     def _prepared(
-        self, dialect: Dialect, state: dict[str, Any], config: RunnableConfig, fmt: CallFormat
+        self,
+        dialect: Dialect,
+        state: dict[str, Any],
+        config: RunnableConfig,
+        fmt: CallFormat,
+        request: ModelRequest | None = None,
     ) -> tuple[ModelCall, bool]:
         """The call: the adapter's rendering when it is for this call, else rendered here;
-        and whether it was rendered here."""
-        binding = self.boundary.binding(dialect, state, fmt)
+        and whether it was rendered here. A middleware's ``request`` that changed the call
+        (another model, messages, tools or settings) is rendered for it here."""
+        boundary, history, extra = self.boundary, None, {}
+        if request is not None and _changed(request, self._request(state)):
+            tools = list(request.tools)
+            if request.model is not self.model or tools != list(self.plan.tools):
+                plan = replace(self.plan, tools=tools)
+                boundary = ModelBoundary(
+                    request.model,
+                    plan,
+                    constrained=self.boundary.constrained,
+                    call_format=self.boundary.call_format,
+                )
+                fmt = boundary.format(dialect, state)
+            history = [request.system_message] if request.system_message else []
+            history += list(request.messages)
+            extra = dict(request.model_settings)
+            if request.tool_choice is not None:
+                extra["tool_choice"] = request.tool_choice
+        binding = boundary.binding(dialect, state, fmt)
         given = state.get(RENDERED_KEY)
         rendered = None
-        if isinstance(given, RenderedInput) and given.key == self.boundary.key(
-            dialect, state, binding
+        if (
+            history is None
+            and isinstance(given, RenderedInput)
+            and given.key == boundary.key(dialect, state, binding)
         ):
             rendered = given.messages
         # the provider's raw stream stays out of the messages stream: _ShownReply shows it read
         sent = merge_configs(config, {"tags": [TAG_NOSTREAM]})
-        history = self.plan.with_system(state["messages"])
-        call = self.boundary.wrapper(binding).model_call(
-            history, config=sent, rendered=rendered, **binding.kwargs
+        if history is None:
+            history = self.plan.with_system(state["messages"])
+        call = boundary.wrapper(binding).model_call(
+            history, config=sent, rendered=rendered, **{**binding.kwargs, **extra}
         )
         return call, rendered is None
 
@@ -283,21 +397,22 @@ class ModelNode:
         self,
         dialect: Dialect,
         fmt: CallFormat,
-        message: AIMessage,
-        raw: BaseMessage,
+        result: list[BaseMessage],
         state: dict[str, Any],
-        call: ModelCall,
-        rendered_here: bool,
+        asked: _Asked,
     ) -> dict[str, Any]:
+        at = max(i for i, m in enumerate(result) if isinstance(m, AIMessage))
+        message = result[at]
+        assert isinstance(message, AIMessage)
         if _says_nothing(message):
             message = empty_reply_message(message)
-        # the reply as the model wrote it, beside the canonical one (shown, not saved)
-        update: dict[str, Any] = {
-            "messages": [message],
-            "model_output": convert_to_openai_messages(raw),
-        }
-        if rendered_here:  # native, or a prompt rendered again after a resume
-            update["model_input"] = convert_to_openai_messages(call.rendered)
+        update: dict[str, Any] = {"messages": [*result[:at], message, *result[at + 1 :]]}
+        if asked.raw is not None:
+            # the reply as the model wrote it, beside the canonical one (shown, not saved)
+            update["model_output"] = convert_to_openai_messages(asked.raw)
+        if asked.call is not None and asked.rendered_here:
+            # native, a prompt rendered again after a resume, or a middleware's request
+            update["model_input"] = convert_to_openai_messages(asked.call.rendered)
         reason = None
         markup = message.response_metadata.get(MARKUP_FORMAT_KEY)
         if dialect.native and markup in PROMPT_DIALECTS:

@@ -237,6 +237,10 @@ class ToolDispatchNode:
             result instead of running, and the ``max_repeats``-th repeat ends the turn
             (see :mod:`~fncall_graph.nodes._repeats`); ``None``: calls always run.
         name: this node's name in the graph, where :meth:`dispatch` sends each call.
+        wrappers: LangChain ``wrap_tool_call``/``awrap_tool_call`` hooks (an
+            ``AgentMiddleware``'s), outermost first; they run inside the claim and the
+            answer layers (a retry they make stays one claimed call, an exception they
+            let through is answered) and outside the argument check.
 
     In a thread with a checkpointer, each call is claimed in the checkpointer's database
     before it runs (:mod:`fncall_graph.adapters.checkpoint.claims`), so a call id runs at
@@ -273,6 +277,7 @@ class ToolDispatchNode:
         lease: float | None = DEFAULT_LEASE,
         max_repeats: int | None = DEFAULT_MAX_REPEATS,
         name: str = "tools",
+        wrappers: Sequence[tuple[Callable[..., Any] | None, Callable[..., Any] | None]] = (),
     ) -> None:
         if max_repeats is not None and max_repeats < 1:
             raise ValueError(f"max_repeats must be at least 1 or None, got {max_repeats}")
@@ -283,11 +288,18 @@ class ToolDispatchNode:
         self.max_result_chars = max_result_chars
         self.max_stored_result_chars = max_stored_result_chars
         self.idempotent_tools = frozenset(idempotent_tools)
+        # a hook is layer(request, execute); LangChain's is hook(request, handler)
+        sync_hooks = [_layer(w) for w, _ in wrappers if w is not None]
+        async_hooks = [_layer(a) for _, a in wrappers if a is not None]
         self.tool_node = ToolNode(
             list(tools),
             handle_tool_errors=False,  # the answer layer does it, inside the claim
-            wrap_tool_call=chain(self._timed, self._claimed, self._answered, self._check_args),
-            awrap_tool_call=chain(self._aclaimed, self._aanswered, self._check_args, self._atimed),
+            wrap_tool_call=chain(
+                self._timed, self._claimed, self._answered, *sync_hooks, self._check_args
+            ),
+            awrap_tool_call=chain(
+                self._aclaimed, self._aanswered, *async_hooks, self._check_args, self._atimed
+            ),
         )
 
     @property
@@ -547,6 +559,15 @@ def _whole(message: ToolMessage, stored: Any) -> ToolMessage | None:
     return message.model_copy(
         update={"content": stored.artifact.get("full_content"), "artifact": stored.artifact}
     )
+
+
+def _layer(hook: Callable[..., Any]) -> Callable[..., Any]:
+    """A LangChain ``wrap_tool_call`` hook (``hook(request, handler)``) as a layer."""
+
+    def layer(request: ToolCallRequest, execute: Callable[[ToolCallRequest], Any]) -> Any:
+        return hook(request, execute)
+
+    return layer
 
 
 def chain(*layers: Callable[..., Any]) -> ToolCallWrapper:

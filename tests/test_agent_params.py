@@ -66,7 +66,9 @@ def test_interrupt_on_in_a_parent_graph_with_its_checkpointer() -> None:
 def test_interrupt_on_without_any_checkpointer_says_how() -> None:
     model = ReplayChatModel([{"content": "hi"}])
     graph = create_fncall_graph(model, [log_age], interrupt_on={"log_age": True})
-    with pytest.raises(ValueError, match=r"interrupt_on needs a checkpointer.*as a node of a graph"):
+    with pytest.raises(
+        ValueError, match=r"interrupt_on needs a checkpointer.*as a node of a graph"
+    ):
         graph.invoke({"messages": [("user", "hi")]})
 
 
