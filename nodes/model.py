@@ -51,7 +51,6 @@ from langchain_core.messages import (
 )
 from langchain_core.outputs import ChatGenerationChunk
 from langchain_core.runnables import RunnableConfig
-from langchain_core.runnables.config import merge_configs
 from langgraph.constants import TAG_NOSTREAM
 from langgraph.graph.message import push_message
 from langgraph.runtime import get_runtime
@@ -347,26 +346,25 @@ class ModelNode:
             and given.key == boundary.key(dialect, state, binding)
         ):
             rendered = given.messages
-        # the provider's raw stream stays out of the messages stream: _ShownReply shows it read
-        sent = merge_configs(config, {"tags": [TAG_NOSTREAM]})
         if history is None:
             history = self.plan.with_system(state["messages"])
         call = boundary.wrapper(binding).model_call(
-            history, config=sent, rendered=rendered, **{**binding.kwargs, **extra}
+            history, config=config, rendered=rendered, **{**binding.kwargs, **extra}
         )
         return call, rendered is None
 
     @staticmethod
     def _reply(call: ModelCall, config: RunnableConfig) -> tuple[AIMessage, BaseMessage]:
-        """The read reply and the provider's own."""
+        """The read reply and the provider's own. The provider's raw stream stays out of
+        the messages stream (``nostream``): :class:`_ShownReply` shows it read."""
         shown = _ShownReply(call, config)
-        reply = call.invoke(call.rendered, {"callbacks": [shown]})
+        reply = call.invoke(call.rendered, {"tags": [TAG_NOSTREAM], "callbacks": [shown]})
         return shown.reply() or call.read(reply), reply
 
     @staticmethod
     async def _areply(call: ModelCall, config: RunnableConfig) -> tuple[AIMessage, BaseMessage]:
         shown = _ShownReply(call, config)
-        reply = await call.ainvoke(call.rendered, {"callbacks": [shown]})
+        reply = await call.ainvoke(call.rendered, {"tags": [TAG_NOSTREAM], "callbacks": [shown]})
         return shown.reply() or call.read(reply), reply
 
     def _at_limit(self, state: dict[str, Any]) -> dict[str, Any] | None:
