@@ -23,8 +23,10 @@ if TYPE_CHECKING:
 __all__ = [
     "CONFIG_KEY_CHECKPOINTER",
     "CONFIG_KEY_DURABILITY",
+    "CONFIG_KEY_RESUME_MAP",
     "ChatOpenAIMaxTokens",
     "has_own_async",
+    "resumed_by_id",
     "task_position",
 ]
 
@@ -83,7 +85,27 @@ def __getattr__(name: str) -> Any:
 
 # The checkpointer a running graph saves to: the compiled graph's own, or the one a
 # LangGraph server gives it at run time. Nodes read it from their config under this key.
-from langgraph._internal._constants import CONFIG_KEY_CHECKPOINTER  # noqa: E402
+# A run resumed with ``Command(resume={interrupt_id: value, ...})`` carries that map in its
+# tasks' config under CONFIG_KEY_RESUME_MAP; LangGraph hands each value to the interrupt
+# of that id only.
+from langgraph._internal._constants import (  # noqa: E402
+    CONFIG_KEY_CHECKPOINTER,
+    CONFIG_KEY_RESUME_MAP,
+)
+
+# The id LangGraph gives a task's interrupt number ``n`` (0, 1, ... in call order).
+from langgraph.types import _interrupt_id  # noqa: E402
+
+
+def resumed_by_id(config: Any, index: int = 0) -> bool:
+    """Whether the run of the task ``config`` belongs to answers the task's interrupt
+    number ``index`` by that interrupt's id (``Command(resume={interrupt.id: value})``):
+    that value reaches that interrupt only. Any other answer an interrupt gets is the
+    run's (or an earlier run's) answer without an id."""
+    configurable = (config or {}).get("configurable") or {}
+    answers = configurable.get(CONFIG_KEY_RESUME_MAP)
+    task_ns = configurable.get("checkpoint_ns")
+    return bool(answers) and task_ns is not None and _interrupt_id(task_ns, index) in answers
 
 
 def task_position(config: Any) -> tuple[str, str, str] | None:

@@ -67,6 +67,7 @@ from pydantic import (
     model_validator,
 )
 
+from fncall_graph._compat import resumed_by_id
 from fncall_graph.adapters.checkpoint.claims import TaskClaim, claim_in_task
 
 __all__ = [
@@ -415,11 +416,13 @@ class _RunAnswer:
     tied: bool = False
 
 
-def _answer_tied(config: RunnableConfig | None) -> bool:
-    """Whether the run ``config`` belongs to brought an answer tied to the review
-    pending when it started (see :func:`resume_guard`)."""
+def _answer_tied(config: RunnableConfig | None, index: int = 0) -> bool:
+    """Whether the answer the node's interrupt number ``index`` gets is tied to it: the
+    run ``config`` belongs to brought an answer tied to the review pending when it
+    started (see :func:`resume_guard`), or answers that interrupt by its id
+    (``Command(resume={interrupt.id: ...})``), which LangGraph hands to it alone."""
     mine = ((config or {}).get("configurable") or {}).get(_ANSWERS_KEY)
-    return isinstance(mine, _RunAnswer) and mine.tied
+    return (isinstance(mine, _RunAnswer) and mine.tied) or resumed_by_id(config, index)
 
 
 def note_answer(config: RunnableConfig | None, schema: Any, answer: Any) -> None:
@@ -788,7 +791,7 @@ class ApproveNode:
                 self.configs[call["name"]]["allowed_decisions"],
                 token=value["review_token"],
                 # an unbound answer to a later call could be a retried answer to an earlier one
-                first_review=(first and i == 0) or _answer_tied(config),
+                first_review=(first and i == 0) or _answer_tied(config, i),
             )
             answers.append(interrupt(value, response_schema=schema))
             note_answer(config, schema, answers[-1])

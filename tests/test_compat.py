@@ -126,3 +126,39 @@ def test_a_task_knows_its_thread_step_and_checkpointer() -> None:
     sub_steps = saver.list({"configurable": {"thread_id": "t", "checkpoint_ns": namespace}})
     assert step in [c.config["configurable"]["checkpoint_id"] for c in sub_steps]
     assert task_position({"configurable": {}}) is None
+
+
+def test_a_node_knows_when_its_interrupt_is_answered_by_id() -> None:
+    """LangGraph hands a resume map's value to the interrupt of that id, and the node's
+    config shows it (``resumed_by_id``): for its first and later interrupts, not for an
+    answer without an id, nor for another interrupt's id."""
+    from langgraph.types import Command, interrupt
+
+    from fncall_graph._compat import resumed_by_id
+
+    seen: list[tuple[bool, bool]] = []
+
+    def ask(state: _State, config: RunnableConfig) -> _State:
+        seen.append((resumed_by_id(config, 0), resumed_by_id(config, 1)))
+        interrupt("first")
+        interrupt("second")
+        return {"n": state["n"] + 1}
+
+    builder = StateGraph(_State)
+    builder.add_node("ask", ask)
+    builder.add_edge(START, "ask")
+    graph = builder.compile(checkpointer=InMemorySaver())
+    config = {"configurable": {"thread_id": "t"}}
+    [first] = graph.invoke({"n": 0}, config)["__interrupt__"]
+    graph.invoke(Command(resume={"0" * 32: "elsewhere"}), config)  # another id
+    graph.invoke(Command(resume="plain"), config)  # no id
+    [second] = graph.get_state(config).interrupts
+    assert second.id != first.id
+    graph.invoke(Command(resume={second.id: "yes"}), config)
+    assert seen == [(False, False), (False, False), (False, False), (False, True)]
+    # the map of a run resumed by the first interrupt's id
+    graph2 = builder.compile(checkpointer=InMemorySaver())
+    [first2] = graph2.invoke({"n": 0}, config)["__interrupt__"]
+    seen.clear()
+    graph2.invoke(Command(resume={first2.id: "yes"}), config)
+    assert seen == [(True, False)]
