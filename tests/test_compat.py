@@ -162,3 +162,35 @@ def test_a_node_knows_when_its_interrupt_is_answered_by_id() -> None:
     seen.clear()
     graph2.invoke(Command(resume={first2.id: "yes"}), config)
     assert seen == [(True, False)]
+
+
+def test_pause_stops_a_task_as_interrupt_does_without_taking_an_answer() -> None:
+    """``pause`` raises the interrupt ``interrupt`` would (same id, value and schema, so
+    an answer by that id reaches it), while an answer without an id waiting at the
+    checkpoint is left alone."""
+    from langgraph.types import Command, interrupt
+
+    from fncall_graph._compat import pause
+
+    got: list[object] = []
+
+    def ask(state: _State, config: RunnableConfig) -> _State:
+        got.append(interrupt("first", response_schema=str))
+        if state["n"] == 0:
+            pause(config, "second", 1, str)
+        got.append(interrupt("second", response_schema=str))
+        return {"n": state["n"] + 1}
+
+    builder = StateGraph(_State)
+    builder.add_node("ask", ask)
+    builder.add_edge(START, "ask")
+    graph = builder.compile(checkpointer=InMemorySaver())
+    config = {"configurable": {"thread_id": "t"}}
+    [first] = graph.invoke({"n": 0}, config)["__interrupt__"]
+    [paused] = graph.invoke(Command(resume="a"), config)["__interrupt__"]
+    assert paused.value == "second" and paused.response_schema == {"type": "string"}
+    graph.invoke(Command(resume="waiting"), config)  # no id: pause leaves it
+    [still] = graph.get_state(config).interrupts
+    assert still.id == paused.id != first.id
+    graph.invoke(Command(update={"n": 1}, resume={paused.id: "b"}), config)
+    assert got[-2:] == ["a", "b"]

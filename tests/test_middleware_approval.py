@@ -74,8 +74,8 @@ def test_a_stale_answer_runs_nothing(saver):
         agent.invoke(Command(resume=APPROVE), CFG)
     # that refused answer stays written to the checkpoint (LangGraph saves an answer
     # without an id before the run): a later run by another review's id does not take it
-    with pytest.raises(StaleApproval):
-        agent.invoke(Command(resume={first.id: APPROVE}), CFG)
+    again = agent.invoke(Command(resume={first.id: APPROVE}), CFG)
+    assert [i.id for i in again["__interrupt__"]] == [second.id]
     assert written == ["e0"]
     [pending] = agent.get_state(CFG).interrupts
     assert pending.id == second.id
@@ -191,3 +191,31 @@ def test_langchain_configs_are_taken_and_bad_ones_refused():
         BoundApprovalMiddleware(interrupt_on={"a": {"allowed_decisions": ["approve"], "x": 1}})
     with pytest.raises(ValueError, match="interrupt_mode"):
         BoundApprovalMiddleware(interrupt_on={"a": True}, interrupt_mode="each")
+
+
+def test_per_call_reviews_of_a_later_turn_are_answered_by_their_ids(saver):
+    """Two gated calls in a thread's second turn: one interrupt at a time, each taken
+    when keyed by its own id; nothing runs before both are decided."""
+    written: list[str] = []
+    two = [{"name": "log", "args": {"entry": e}, "id": e} for e in ("b1", "b2")]
+    model = ReplayChatModel(
+        [
+            {"content": "", "tool_calls": [{"name": "log", "args": {"entry": "a"}, "id": "a"}]},
+            "done a",
+            {"content": "", "tool_calls": two},
+            "done b",
+        ]
+    )
+    agent = agent_on(saver, written, model, interrupt_mode="per_call")
+    agent.invoke({"messages": [("user", "log a")]}, CFG)
+    agent.invoke(Command(resume={"type": "approve"}), CFG)
+    [first] = agent.invoke({"messages": [("user", "log b")]}, CFG)["__interrupt__"]
+    assert first.value["tool_call_id"] == "b1"
+    with pytest.raises(StaleApproval):  # tied to nothing, on a later review
+        agent.invoke(Command(resume={"type": "approve"}), CFG)
+    [second] = agent.invoke(Command(resume={first.id: {"type": "approve"}}), CFG)["__interrupt__"]
+    assert second.value["tool_call_id"] == "b2" and second.id != first.id
+    assert written == ["a"]
+    done = agent.invoke(Command(resume={second.id: {"type": "reject"}}), CFG)
+    assert done["messages"][-1].content == "done b"
+    assert written == ["a", "b1"]

@@ -135,3 +135,16 @@ def test_bad_arguments_say_what_is_wrong():
         DialectMiddleware("hermez")
     with pytest.raises(ValueError, match="fallback must be a prompt dialect"):
         DialectMiddleware("hermes", fallback="native")
+
+
+def test_a_streamed_reply_shows_its_text_and_never_the_call_markup():
+    ran: list[dict] = []
+    model = ReplayChatModel([f"Let me add.{HERMES_CALL}", "It is 3."], chunk_size=3)
+    agent = create_agent(model, [adder(ran)], middleware=[DialectMiddleware("hermes")])
+    shown = "".join(
+        chunk.text
+        for chunk, meta in agent.stream({"messages": [("user", "1+2?")]}, stream_mode="messages")
+        if meta.get("langgraph_node") == "model"
+    )
+    assert shown == "Let me add.It is 3."
+    assert ran == [{"a": 1, "b": 2}]
