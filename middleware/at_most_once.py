@@ -11,7 +11,8 @@ from langchain_core.messages import ToolMessage
 from langgraph.types import Command
 
 from fncall_graph.adapters.checkpoint.claims import DEFAULT_LEASE
-from fncall_graph.nodes.tools import arun_claimed, call_claim, is_idempotent, run_claimed
+from fncall_graph.adapters.tool_effects import is_idempotent
+from fncall_graph.nodes.tools import arun_claimed, call_claim, run_claimed
 
 __all__ = ["AtMostOnceMiddleware"]
 

@@ -23,6 +23,7 @@ from fncall_graph.adapters.models import initial_dialect
 from fncall_graph.adapters.models.call_format import check_call_format
 from fncall_graph.adapters.models.chat_model import DialectChatModel, with_dialect
 from fncall_graph.nodes._plan import DialectPlan
+from fncall_graph.nodes.react_fallback import REASON_KEY, ReactFallbackNode
 
 __all__ = ["DialectMiddleware", "DialectState"]
 
@@ -188,7 +189,7 @@ class DialectMiddleware(AgentMiddleware[DialectState, Any, Any]):
         except Exception as exc:
             dialect, reason = plan.fallback_for(dialect, exc, request.model)
         response = handler(request.override(model=self._speaking(request.model, dialect)))
-        return _switched(response, dialect, reason)
+        return _switched(response, plan, reason)
 
     async def awrap_model_call(
         self,
@@ -203,12 +204,13 @@ class DialectMiddleware(AgentMiddleware[DialectState, Any, Any]):
         except Exception as exc:
             dialect, reason = plan.fallback_for(dialect, exc, request.model)
         response = await handler(request.override(model=self._speaking(request.model, dialect)))
-        return _switched(response, dialect, reason)
+        return _switched(response, plan, reason)
 
 
 def _switched(
-    response: ModelResponse[Any], dialect: Dialect, reason: str
+    response: ModelResponse[Any], plan: DialectPlan, reason: str
 ) -> ExtendedModelResponse[Any]:
-    """``response``, saving with it that the thread speaks ``dialect`` from now on."""
-    update = {"dialect": dialect.name, "fallback_reason": reason}
+    """``response``, saving with it that the thread speaks ``plan.fallback`` from now on
+    (the update the graph's ``react_fallback`` node makes)."""
+    update = ReactFallbackNode(plan).invoke({REASON_KEY: reason}, {})
     return ExtendedModelResponse(model_response=response, command=Command(update=update))
