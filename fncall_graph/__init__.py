@@ -9,7 +9,10 @@ The public face:
 * :class:`ToolCallClaimed` and its kinds — what a run is told when another run of the
   same thread already holds a tool call (each call runs at most once per id);
 * :class:`StaleApproval` and :func:`bind_decisions` — approval answers bound to the
-  review they answer.
+  review they answer;
+* :class:`AtMostOnceMiddleware`, :class:`BoundApprovalMiddleware`,
+  :class:`DialectMiddleware` — the same guarantees as LangChain agent middleware, for
+  ``create_agent``.
 """
 
 from __future__ import annotations
@@ -40,6 +43,9 @@ _EXPORTS = {
     "ThreadBusy": "fncall_graph.adapters.checkpoint.thread_runs",
     "StaleApproval": "fncall_graph.nodes.approve",
     "bind_decisions": "fncall_graph.nodes.approve",
+    "AtMostOnceMiddleware": "fncall_graph.middleware",
+    "BoundApprovalMiddleware": "fncall_graph.middleware",
+    "DialectMiddleware": "fncall_graph.middleware",
 }
 
 

@@ -8,7 +8,7 @@ time: nothing falls back silently to a different behaviour.
 from __future__ import annotations
 
 import threading
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NoReturn
 
 from langchain_core.tools import BaseTool, StructuredTool, Tool
 
@@ -23,8 +23,12 @@ if TYPE_CHECKING:
 __all__ = [
     "CONFIG_KEY_CHECKPOINTER",
     "CONFIG_KEY_DURABILITY",
+    "CONFIG_KEY_RESUME_MAP",
     "ChatOpenAIMaxTokens",
     "has_own_async",
+    "pause",
+    "resumed_by_id",
+    "resumes_by_id",
     "task_position",
 ]
 
@@ -83,7 +87,49 @@ def __getattr__(name: str) -> Any:
 
 # The checkpointer a running graph saves to: the compiled graph's own, or the one a
 # LangGraph server gives it at run time. Nodes read it from their config under this key.
-from langgraph._internal._constants import CONFIG_KEY_CHECKPOINTER  # noqa: E402
+# A run resumed with ``Command(resume={interrupt_id: value, ...})`` carries that map in its
+# tasks' config under CONFIG_KEY_RESUME_MAP; LangGraph hands each value to the interrupt
+# of that id only.
+from langgraph._internal._constants import (  # noqa: E402
+    CONFIG_KEY_CHECKPOINTER,
+    CONFIG_KEY_RESUME_MAP,
+)
+
+# The id LangGraph gives a task's interrupt number ``n`` (0, 1, ... in call order), and
+# the exception ``interrupt`` raises to pause a task (its docs: never raised directly).
+from langgraph.errors import GraphInterrupt  # noqa: E402
+from langgraph.types import Interrupt, _interrupt_id  # noqa: E402
+from pydantic import TypeAdapter  # noqa: E402
+
+
+def resumes_by_id(config: Any) -> bool:
+    """Whether the run of the task ``config`` belongs to answers interrupts by id
+    (``Command(resume={interrupt.id: value, ...})``). Such a run sends no answer without
+    an id: one that an interrupt would get all the same was left at the checkpoint by an
+    earlier run."""
+    return bool(((config or {}).get("configurable") or {}).get(CONFIG_KEY_RESUME_MAP))
+
+
+def pause(config: Any, value: Any, index: int, response_schema: Any) -> NoReturn:
+    """Pause the task ``config`` belongs to at its interrupt number ``index``, as
+    ``interrupt(value, response_schema=...)`` does when no answer is given, but without
+    taking an answer without an id that waits at the checkpoint (``interrupt`` would take
+    it: LangGraph hands such an answer to whichever interrupt asks next). The interrupts
+    before ``index`` must have taken their answers."""
+    task_ns = ((config or {}).get("configurable") or {})["checkpoint_ns"]
+    shown = TypeAdapter(response_schema).json_schema()
+    raise GraphInterrupt((Interrupt(value, _interrupt_id(task_ns, index), response_schema=shown),))
+
+
+def resumed_by_id(config: Any, index: int = 0) -> bool:
+    """Whether the run of the task ``config`` belongs to answers the task's interrupt
+    number ``index`` by that interrupt's id (``Command(resume={interrupt.id: value})``):
+    that value reaches that interrupt only. Any other answer an interrupt gets is the
+    run's (or an earlier run's) answer without an id."""
+    configurable = (config or {}).get("configurable") or {}
+    answers = configurable.get(CONFIG_KEY_RESUME_MAP)
+    task_ns = configurable.get("checkpoint_ns")
+    return bool(answers) and task_ns is not None and _interrupt_id(task_ns, index) in answers
 
 
 def task_position(config: Any) -> tuple[str, str, str] | None:

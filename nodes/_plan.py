@@ -10,6 +10,7 @@ from langchain_core.messages import AIMessage, AnyMessage, HumanMessage, SystemM
 from langchain_core.tools import BaseTool
 
 from fncall_graph.adapters import Dialect, get_dialect
+from fncall_graph.adapters.models import is_tools_unsupported_error, unreachable_server
 
 __all__ = ["DialectPlan", "current_turn", "model_calls_this_turn", "unparsed_streak"]
 
@@ -44,6 +45,19 @@ class DialectPlan:
             # a thread saved by another graph may name a dialect this graph was not built with
             self._known[name] = get_dialect(name)
         return self._known[name]
+
+    def fallback_for(self, dialect: Dialect, exc: Exception, model: Any) -> tuple[Dialect, str]:
+        """The dialect to call ``model`` again in, and why, when it refused native calling
+        in ``dialect`` (``exc``); any other failure is raised (a server that cannot be
+        reached as :class:`~fncall_graph.adapters.models.ModelServerUnreachable`)."""
+        unreachable = unreachable_server(exc, model)
+        if unreachable is not None:
+            raise unreachable from exc
+        if not (dialect.native and is_tools_unsupported_error(exc)):
+            raise exc
+        # BaseChatModel.bind_tools raises a bare NotImplementedError: say what it means
+        detail = str(exc) or f"{type(model).__name__} does not implement bind_tools"
+        return self.fallback, f"native tool calling failed: {type(exc).__name__}: {detail}"
 
     def with_system(self, messages: Sequence[AnyMessage]) -> list[AnyMessage]:
         """The history with the graph's system prompt in front, unless it has its own."""

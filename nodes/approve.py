@@ -67,6 +67,7 @@ from pydantic import (
     model_validator,
 )
 
+from fncall_graph._compat import pause, resumed_by_id, resumes_by_id
 from fncall_graph.adapters.checkpoint.claims import TaskClaim, claim_in_task
 
 __all__ = [
@@ -415,11 +416,13 @@ class _RunAnswer:
     tied: bool = False
 
 
-def _answer_tied(config: RunnableConfig | None) -> bool:
-    """Whether the run ``config`` belongs to brought an answer tied to the review
-    pending when it started (see :func:`resume_guard`)."""
+def _answer_tied(config: RunnableConfig | None, index: int = 0) -> bool:
+    """Whether the answer the node's interrupt number ``index`` gets is tied to it: the
+    run ``config`` belongs to brought an answer tied to the review pending when it
+    started (see :func:`resume_guard`), or answers that interrupt by its id
+    (``Command(resume={interrupt.id: ...})``), which LangGraph hands to it alone."""
     mine = ((config or {}).get("configurable") or {}).get(_ANSWERS_KEY)
-    return isinstance(mine, _RunAnswer) and mine.tied
+    return (isinstance(mine, _RunAnswer) and mine.tied) or resumed_by_id(config, index)
 
 
 def note_answer(config: RunnableConfig | None, schema: Any, answer: Any) -> None:
@@ -756,6 +759,10 @@ class ApproveNode:
             token=value["review_token"],  # type: ignore[typeddict-item]
             first_review=first or _answer_tied(config),
         )
+        if resumes_by_id(config) and not resumed_by_id(config, 0):
+            # the run answers other interrupts: any answer this one would get is an
+            # earlier run's, left without an id at the checkpoint (refused then)
+            pause(config, value, 0, schema)
         # nothing above has effects: on resume the node runs again from the top
         response = interrupt(value, response_schema=schema)
         note_answer(config, schema, response)
@@ -774,6 +781,10 @@ class ApproveNode:
         ``HumanInTheLoopMiddleware(interrupt_mode="per_call")`` raises them; on resume,
         the calls answered before return their answers again."""
         answers: list[_Decision] = []
+        # A run answering by id names the interrupt it answers: those before it took
+        # their answers in earlier runs (saved with the task, accepted then); those after
+        # it pause, and never take an answer an earlier run left without an id.
+        named = next((i for i in range(len(calls)) if resumed_by_id(config, i)), None)
         for i, call in enumerate(calls):
             value = {
                 "type": "tool_approval",
@@ -788,8 +799,12 @@ class ApproveNode:
                 self.configs[call["name"]]["allowed_decisions"],
                 token=value["review_token"],
                 # an unbound answer to a later call could be a retried answer to an earlier one
-                first_review=(first and i == 0) or _answer_tied(config),
+                first_review=(first and i == 0)
+                or _answer_tied(config, i)
+                or (named is not None and i <= named),
             )
+            if named is not None and i > named and not resumed_by_id(config, i):
+                pause(config, value, i, schema)
             answers.append(interrupt(value, response_schema=schema))
             note_answer(config, schema, answers[-1])
         own_answer_taken(config)

@@ -58,11 +58,14 @@ __all__ = [
     "ToolArgumentsError",
     "ToolDispatchNode",
     "ToolTimeoutError",
+    "arun_claimed",
     "astored_result",
     "binary_as_text",
+    "call_claim",
     "chain",
     "error_answer",
     "invalid_call_message",
+    "run_claimed",
     "still_running",
     "stored_once",
     "stored_result",
@@ -355,34 +358,22 @@ class ToolDispatchNode:
 
     def _claim(self, request: ToolCallRequest) -> TaskClaim | None:
         """The claim on this call; ``None`` outside a saved thread."""
-        call_id = request.tool_call.get("id")
-        return claim_in_task(request.runtime.config, call_id, stale_after=self.lease)
+        return call_claim(request, lease=self.lease)
 
-    def _claim_terms(self, request: ToolCallRequest) -> dict[str, Any]:
-        call = request.tool_call
-        tool = self.tools_by_name.get(call["name"])
-        return {
-            "tool": call["name"],
-            "idempotent": is_idempotent(tool, self.idempotent_tools),
-            "unknown": partial(unknown_outcome, call),
-        }
+    def _idempotent(self, request: ToolCallRequest) -> bool:
+        return is_idempotent(
+            self.tools_by_name.get(request.tool_call["name"]), self.idempotent_tools
+        )
 
     def _claimed(self, request: ToolCallRequest, execute: Callable[[ToolCallRequest], Any]) -> Any:
         claim = self._claim(request)
-        if claim is None:
-            return execute(request)
-        return stored_once(
-            claim, claim.once(partial(execute, request), **self._claim_terms(request))
-        )
+        return run_claimed(claim, request, execute, idempotent=self._idempotent(request))
 
     async def _aclaimed(
         self, request: ToolCallRequest, execute: Callable[[ToolCallRequest], Awaitable[Any]]
     ) -> Any:
         claim = self._claim(request)
-        if claim is None:
-            return await execute(request)
-        result = await claim.aonce(partial(execute, request), **self._claim_terms(request))
-        return stored_once(claim, result)
+        return await arun_claimed(claim, request, execute, idempotent=self._idempotent(request))
 
     def _answered(self, request: ToolCallRequest, execute: Callable[[ToolCallRequest], Any]) -> Any:
         try:
@@ -495,6 +486,60 @@ class ToolDispatchNode:
         return result.model_copy(
             update={"content": text[: self.max_result_chars] + note, "artifact": artifact}
         )
+
+
+def call_claim(
+    request: ToolCallRequest, *, lease: float | None = DEFAULT_LEASE
+) -> TaskClaim | None:
+    """The claim on the tool call ``request`` runs, in the graph task running it (its
+    runtime's config names the thread, the step and the checkpointer); ``None`` outside
+    a thread with a checkpointer, or for a call without an id."""
+    return claim_in_task(request.runtime.config, request.tool_call.get("id"), stale_after=lease)
+
+
+def _claim_terms(request: ToolCallRequest, idempotent: bool) -> dict[str, Any]:
+    call = request.tool_call
+    return {
+        "tool": call["name"],
+        "idempotent": idempotent,
+        "unknown": partial(unknown_outcome, call),
+    }
+
+
+def run_claimed(
+    claim: TaskClaim | None,
+    request: ToolCallRequest,
+    execute: Callable[[ToolCallRequest], Any],
+    *,
+    idempotent: bool,
+) -> Any:
+    """Run ``execute(request)`` at most once per call id under ``claim`` (see
+    :func:`call_claim`; ``None``: just run it), its outcome stored with the claim.
+
+    The one claim flow of a tool call, for the graph's tools node and for
+    :class:`~fncall_graph.middleware.AtMostOnceMiddleware` alike: a call already claimed
+    is answered from its stored outcome, as "outcome unknown" (unless ``idempotent``:
+    it runs again), or refused with
+    :class:`~fncall_graph.adapters.checkpoint.claims.ToolCallClaimed`.
+    """
+    if claim is None:
+        return execute(request)
+    outcome = claim.once(partial(execute, request), **_claim_terms(request, idempotent))
+    return stored_once(claim, outcome)
+
+
+async def arun_claimed(
+    claim: TaskClaim | None,
+    request: ToolCallRequest,
+    execute: Callable[[ToolCallRequest], Awaitable[Any]],
+    *,
+    idempotent: bool,
+) -> Any:
+    """:func:`run_claimed` for an async ``execute``."""
+    if claim is None:
+        return await execute(request)
+    outcome = await claim.aonce(partial(execute, request), **_claim_terms(request, idempotent))
+    return stored_once(claim, outcome)
 
 
 STORED_RESULT = "stored_result"

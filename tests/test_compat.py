@@ -126,3 +126,71 @@ def test_a_task_knows_its_thread_step_and_checkpointer() -> None:
     sub_steps = saver.list({"configurable": {"thread_id": "t", "checkpoint_ns": namespace}})
     assert step in [c.config["configurable"]["checkpoint_id"] for c in sub_steps]
     assert task_position({"configurable": {}}) is None
+
+
+def test_a_node_knows_when_its_interrupt_is_answered_by_id() -> None:
+    """LangGraph hands a resume map's value to the interrupt of that id, and the node's
+    config shows it (``resumed_by_id``): for its first and later interrupts, not for an
+    answer without an id, nor for another interrupt's id."""
+    from langgraph.types import Command, interrupt
+
+    from fncall_graph._compat import resumed_by_id
+
+    seen: list[tuple[bool, bool]] = []
+
+    def ask(state: _State, config: RunnableConfig) -> _State:
+        seen.append((resumed_by_id(config, 0), resumed_by_id(config, 1)))
+        interrupt("first")
+        interrupt("second")
+        return {"n": state["n"] + 1}
+
+    builder = StateGraph(_State)
+    builder.add_node("ask", ask)
+    builder.add_edge(START, "ask")
+    graph = builder.compile(checkpointer=InMemorySaver())
+    config = {"configurable": {"thread_id": "t"}}
+    [first] = graph.invoke({"n": 0}, config)["__interrupt__"]
+    graph.invoke(Command(resume={"0" * 32: "elsewhere"}), config)  # another id
+    graph.invoke(Command(resume="plain"), config)  # no id
+    [second] = graph.get_state(config).interrupts
+    assert second.id != first.id
+    graph.invoke(Command(resume={second.id: "yes"}), config)
+    assert seen == [(False, False), (False, False), (False, False), (False, True)]
+    # the map of a run resumed by the first interrupt's id
+    graph2 = builder.compile(checkpointer=InMemorySaver())
+    [first2] = graph2.invoke({"n": 0}, config)["__interrupt__"]
+    seen.clear()
+    graph2.invoke(Command(resume={first2.id: "yes"}), config)
+    assert seen == [(True, False)]
+
+
+def test_pause_stops_a_task_as_interrupt_does_without_taking_an_answer() -> None:
+    """``pause`` raises the interrupt ``interrupt`` would (same id, value and schema, so
+    an answer by that id reaches it), while an answer without an id waiting at the
+    checkpoint is left alone."""
+    from langgraph.types import Command, interrupt
+
+    from fncall_graph._compat import pause
+
+    got: list[object] = []
+
+    def ask(state: _State, config: RunnableConfig) -> _State:
+        got.append(interrupt("first", response_schema=str))
+        if state["n"] == 0:
+            pause(config, "second", 1, str)
+        got.append(interrupt("second", response_schema=str))
+        return {"n": state["n"] + 1}
+
+    builder = StateGraph(_State)
+    builder.add_node("ask", ask)
+    builder.add_edge(START, "ask")
+    graph = builder.compile(checkpointer=InMemorySaver())
+    config = {"configurable": {"thread_id": "t"}}
+    [first] = graph.invoke({"n": 0}, config)["__interrupt__"]
+    [paused] = graph.invoke(Command(resume="a"), config)["__interrupt__"]
+    assert paused.value == "second" and paused.response_schema == {"type": "string"}
+    graph.invoke(Command(resume="waiting"), config)  # no id: pause leaves it
+    [still] = graph.get_state(config).interrupts
+    assert still.id == paused.id != first.id
+    graph.invoke(Command(update={"n": 1}, resume={paused.id: "b"}), config)
+    assert got[-2:] == ["a", "b"]

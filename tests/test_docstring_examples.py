@@ -17,6 +17,7 @@ PACKAGES = {
     "fncall_graph": "fncall_graph",
     "adapters": "fncall_graph.adapters",
     "nodes": "fncall_graph.nodes",
+    "middleware": "fncall_graph.middleware",
     "graphs": "fncall_graph.graphs",
 }
 

@@ -20,6 +20,7 @@ ROOT = Path(__file__).resolve().parents[1]
 ROOMS = {
     "adapters": "fncall_graph.adapters",
     "nodes": "fncall_graph.nodes",
+    "middleware": "fncall_graph.middleware",
     "graphs": "fncall_graph.graphs",
 }
 SHIM = "fncall_graph._compat"
@@ -36,8 +37,15 @@ ALLOWED = {
     "fncall_graph.adapters.checkpoint": (),
     "fncall_graph.adapters": ("fncall_graph.adapters",),
     "fncall_graph.nodes": ("fncall_graph.adapters",),
+    # the nodes' guarantees as LangChain agent middleware: the same code, not a copy
+    "fncall_graph.middleware": ("fncall_graph.adapters", "fncall_graph.nodes"),
     # the Studio factories serve the product's examples (modules that import no product code)
-    "fncall_graph.graphs": ("fncall_graph.adapters", "fncall_graph.nodes", "fncall_graph.examples"),
+    "fncall_graph.graphs": (
+        "fncall_graph.adapters",
+        "fncall_graph.nodes",
+        "fncall_graph.middleware",
+        "fncall_graph.examples",
+    ),
 }
 
 

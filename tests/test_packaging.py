@@ -1,4 +1,4 @@
-"""The wheel installs adapters/, nodes/ and graphs/ inside the one import package."""
+"""The wheel installs adapters/, nodes/, middleware/ and graphs/ inside the one import package."""
 
 from __future__ import annotations
 
@@ -38,6 +38,7 @@ def test_wheel_holds_one_import_package_that_imports(tmp_path: Path) -> None:
         "adapters/checkpoint/savers.py",
         "cli/main.py",
         "nodes/tools.py",
+        "middleware/at_most_once.py",
         "graphs/factory.py",
     ):
         assert f"fncall_graph/{module}" in names
@@ -47,7 +48,7 @@ def test_wheel_holds_one_import_package_that_imports(tmp_path: Path) -> None:
     zipfile.ZipFile(wheel).extractall(site)
     code = (
         "import fncall_graph, fncall_graph.adapters.formats.hermes, fncall_graph.nodes.tools, "
-        "fncall_graph.graphs.factory, fncall_graph.adapters.models\n"
+        "fncall_graph.graphs.factory, fncall_graph.adapters.models, fncall_graph.middleware\n"
         "print(fncall_graph.__file__)\n"
         "print(fncall_graph.adapters.models.packaged_recording('database-assistant'))"
     )
@@ -66,8 +67,10 @@ def test_wheel_holds_one_import_package_that_imports(tmp_path: Path) -> None:
 def test_editable_install_maps_the_rooms() -> None:
     import fncall_graph.adapters
     import fncall_graph.graphs
+    import fncall_graph.middleware
     import fncall_graph.nodes
 
     assert Path(fncall_graph.adapters.__file__).parent == ROOT / "adapters"
     assert Path(fncall_graph.nodes.__file__).parent == ROOT / "nodes"
     assert Path(fncall_graph.graphs.__file__).parent == ROOT / "graphs"
+    assert Path(fncall_graph.middleware.__file__).parent == ROOT / "middleware"

@@ -88,3 +88,40 @@ def test_plain_decisions_naming_an_older_checkpoint_are_not_tied():
     with pytest.raises(StaleApproval):
         graph.invoke(Command(resume={"decisions": [{"type": "approve"}]}), read)
     assert written == ["e0"]
+
+
+def test_an_answer_refused_earlier_is_not_taken_by_the_next_call_of_a_per_call_review():
+    """LangGraph keeps an answer without an id written at the checkpoint even when the
+    review refused it, and hands it to whichever interrupt asks next: after the first
+    call of a per-call review is answered by id, the second call pauses for its own
+    decision instead of taking the refused answer (which would run it unreviewed)."""
+    written: list[str] = []
+
+    @tool
+    def log(entry: str) -> str:
+        """Append an entry to the log."""
+        written.append(entry)
+        return "logged"
+
+    two = [{"name": "log", "args": {"entry": e}, "id": e} for e in ("b1", "b2")]
+    first_turn = {"content": "", "tool_calls": [{"name": "log", "args": {"entry": "a"}, "id": "a"}]}
+    graph = create_fncall_graph(
+        ReplayChatModel([first_turn, "done a", {"content": "", "tool_calls": two}, "done b"]),
+        [log],
+        dialect="native",
+        checkpointer=InMemorySaver(),
+        interrupt_on={"log": True},
+        interrupt_mode="per_call",
+    )
+    cfg = {"configurable": {"thread_id": "t"}}
+    graph.invoke({"messages": [("user", "log a")]}, cfg)
+    graph.invoke(Command(resume={"type": "approve"}), cfg)
+    [first] = graph.invoke({"messages": [("user", "log b")]}, cfg)["__interrupt__"]
+    with pytest.raises(StaleApproval):  # tied to nothing on a later review: refused
+        graph.invoke(Command(resume={"type": "approve"}), cfg)
+    [second] = graph.invoke(Command(resume={first.id: {"type": "approve"}}), cfg)["__interrupt__"]
+    assert second.value["tool_call_id"] == "b2"
+    assert written == ["a"]
+    done = graph.invoke(Command(resume={second.id: {"type": "reject"}}), cfg)
+    assert done["messages"][-1].content == "done b"
+    assert written == ["a", "b1"]
