@@ -68,7 +68,7 @@ from fncall_graph.nodes.tools import (
     writes_by_annotation,
 )
 
-from .middleware import Middleware
+from .hooks import Middleware
 from .state import (
     FncallDebugState,
     FncallInput,

@@ -60,7 +60,6 @@ from fncall_graph.adapters import Dialect
 from fncall_graph.adapters.formats.base import text_of
 from fncall_graph.adapters.formats.normalize import MARKUP_FORMAT_KEY
 from fncall_graph.adapters.formats.registry import PROMPT_DIALECTS
-from fncall_graph.adapters.models import is_tools_unsupported_error, unreachable_server
 from fncall_graph.adapters.models.call_format import CallFormat
 from fncall_graph.adapters.models.chat_model import ModelCall, restore_read_reply
 
@@ -380,15 +379,9 @@ class ModelNode:
     # -- outcomes
 
     def _fallback_for(self, dialect: Dialect, exc: Exception) -> Command:
-        """The hand-over to the fallback node, with why, when native calling was refused."""
-        unreachable = unreachable_server(exc, self.model)
-        if unreachable is not None:
-            raise unreachable from exc
-        if not (dialect.native and is_tools_unsupported_error(exc)):
-            raise exc
-        # BaseChatModel.bind_tools raises a bare NotImplementedError: say what it means
-        detail = str(exc) or f"{type(self.model).__name__} does not implement bind_tools"
-        reason = f"native tool calling failed: {type(exc).__name__}: {detail}"
+        """The hand-over to the fallback node, with why, when native calling was refused
+        (any other failure is raised)."""
+        _, reason = self.plan.fallback_for(dialect, exc, self.model)
         return Command(goto=Send(self.fallback_node, {REASON_KEY: reason}))
 
     def _finish(
