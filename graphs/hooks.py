@@ -59,6 +59,14 @@ def _acomposed(hooks: list[Callable[..., Awaitable[Any]]]) -> Callable[..., Any]
     return composed
 
 
+#: the product's own middleware, and what the graph does in their place
+_BUILT_IN = {
+    "AtMostOnceMiddleware": "every tool call is claimed once per id; idempotent_tools=, lease=",
+    "BoundApprovalMiddleware": "interrupt_on=, interrupt_mode=",
+    "DialectMiddleware": "dialect=, fallback=, call_format=",
+}
+
+
 def _missing(name: str, hook: str) -> Callable[..., Any]:
     def refuse(request: Any, handler: Any) -> Any:
         way = "ainvoke/astream" if hook.startswith("wrap") else "invoke/stream"
@@ -83,6 +91,13 @@ class Middleware:
             if not isinstance(m, AgentMiddleware):
                 raise TypeError(
                     f"middleware[{i}] must be a LangChain AgentMiddleware, got {type(m).__name__}"
+                )
+        for m in items:
+            instead = _BUILT_IN.get(type(m).__name__)
+            if instead and type(m).__module__.startswith("fncall_graph.middleware"):
+                raise TypeError(
+                    f"{type(m).__name__} is for create_agent: create_fncall_graph does this "
+                    f"itself ({instead})"
                 )
         names = [m.name for m in items]
         twice = sorted({n for n in names if names.count(n) > 1})

@@ -159,3 +159,10 @@ def test_hermes_calls_run_through_middleware() -> None:
 def test_bad_middleware_is_refused_with_where() -> None:
     with pytest.raises(TypeError, match=r"middleware\[0\] must be a LangChain AgentMiddleware"):
         create_fncall_graph(ReplayChatModel([]), [flaky], middleware=[object()])  # type: ignore[list-item]
+
+
+def test_the_products_own_middleware_is_refused_with_the_graphs_way() -> None:
+    from fncall_graph.middleware import AtMostOnceMiddleware
+
+    with pytest.raises(TypeError, match="create_fncall_graph does this itself.*idempotent_tools"):
+        create_fncall_graph(ReplayChatModel([]), [flaky], middleware=[AtMostOnceMiddleware()])
