@@ -164,5 +164,5 @@ def test_bad_middleware_is_refused_with_where() -> None:
 def test_the_products_own_middleware_is_refused_with_the_graphs_way() -> None:
     from fncall_graph.middleware import AtMostOnceMiddleware
 
-    with pytest.raises(TypeError, match="create_fncall_graph does this itself.*idempotent_tools"):
+    with pytest.raises(TypeError, match=r"create_fncall_graph does this itself.*idempotent_tools"):
         create_fncall_graph(ReplayChatModel([]), [flaky], middleware=[AtMostOnceMiddleware()])
