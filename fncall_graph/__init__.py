@@ -30,7 +30,7 @@ _EXPORTS = {
     "Dialect": "fncall_graph.adapters",
     "normalize": "fncall_graph.adapters.formats.normalize",
     "with_dialect": "fncall_graph.adapters.models.chat_model",
-    "restore_read_reply": "fncall_graph.adapters.models.chat_model",
+    "restore_read_reply": "fncall_graph.adapters.formats.stream_reading",
     "resolve_model": "fncall_graph.adapters.models",
     "ModelServerUnreachable": "fncall_graph.adapters.models",
     "MCPToolkit": "fncall_graph.adapters.mcp",

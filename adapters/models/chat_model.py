@@ -13,11 +13,10 @@ from __future__ import annotations
 
 import contextvars
 import json
-import re
 from collections.abc import AsyncIterator, Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass
-from functools import lru_cache, partial
+from functools import partial
 from typing import Any, Literal
 
 from langchain_core.callbacks import (
@@ -37,7 +36,6 @@ from langchain_core.messages.tool import (
     InvalidToolCall,
     ToolCall,
     invalid_tool_call,
-    tool_call_chunk,
 )
 from langchain_core.output_parsers.openai_tools import JsonOutputKeyToolsParser, PydanticToolsParser
 from langchain_core.outputs import ChatGeneration, ChatGenerationChunk, ChatResult
@@ -51,36 +49,25 @@ from langchain_core.runnables.config import (
 from langchain_core.runnables.configurable import DynamicRunnable
 from langchain_core.tools import BaseTool
 from langchain_core.utils.function_calling import convert_to_json_schema, convert_to_openai_tool
-from langchain_core.utils.json import parse_partial_json
 from langchain_core.utils.pydantic import is_basemodel_subclass
 from langgraph.constants import TAG_NOSTREAM
 from pydantic import BaseModel, ConfigDict, PrivateAttr, field_validator, model_validator
 
 from ..formats.arg_types import tool_schemas, typed_call
 from ..formats.base import (
-    CallEvent,
-    ContentDelta,
     Dialect,
-    InvalidCallEvent,
-    ParseEvent,
-    ReasoningDelta,
-    StreamParser,
     text_of,
 )
 from ..formats.grammar import schema_to_gbnf
 from ..formats.normalize import (
     MARKUP_FORMAT_KEY,
-    CallIds,
     normalize,
-    quotes_its_calls,
-    quoting_answer,
-    unmatched,
     used_call_ids,
 )
-from ..formats.readers import AUTO, get_reader
-from ..formats.readers.whole_reply import OPENERS, may_be_calls_only
+from ..formats.readers import get_reader
 from ..formats.reading import Echoes, echo_sources
 from ..formats.registry import get_dialect
+from ..formats.stream_reading import READ_REPLY_KEY, StreamReading, restore_read_reply
 from .call_format import check_call_format, resolve_call_format
 from .capabilities import accepts_grammar
 from .structured_output import (
@@ -101,37 +88,6 @@ __all__ = [
     "restore_read_reply",
     "with_dialect",
 ]
-
-# markup a native reply's stream stops showing at: every format's markers and tokens
-_HOLD = sorted(
-    {*(b.open for b in AUTO.blocks), *AUTO.drop_tokens, "✿FUNCTION✿"}, key=len, reverse=True
-)
-
-
-@lru_cache(maxsize=64)
-def _hold_table(markers: tuple[str, ...]) -> tuple[re.Pattern[str], int, frozenset[str]]:
-    """The pattern, the longest length less one, and the prefixes of ``markers``."""
-    return (
-        re.compile("|".join(map(re.escape, markers))),
-        max(map(len, markers)) - 1,
-        frozenset(m[:j] for m in markers for j in range(1, len(m))),
-    )
-
-
-_BARE = {"json": ("{", "```"), "pythonic": ("[", "```")}
-
-
-def _hold_markers(call_format: str | None) -> tuple[str, ...]:
-    """What a native reply's stream stops showing at: a known format's own markup, or
-    every format's."""
-    if call_format is None:
-        return tuple(_HOLD)
-    if call_format in _BARE:  # calls with no markup: held from where one may start
-        return _BARE[call_format]
-    reader = get_reader(call_format)
-    blocks = getattr(reader, "blocks", ())
-    own = {*(b.open for b in blocks), *getattr(reader, "drop_tokens", ())}
-    return tuple(sorted(own or _HOLD, key=len, reverse=True))
 
 
 #: A callback handler with this attribute set to ``True`` also sees the wrapped model's
@@ -196,11 +152,11 @@ class ModelCall:
             return self.kwargs
         return {**self.kwargs, "config": merge_configs(self.kwargs.get("config"), config)}
 
-    def reading(self) -> _StreamState:
+    def reading(self) -> StreamReading:
         """The reading of this call's reply as it streams: ``feed`` each chunk of the
         provider's, then ``close``; the chunks it returns add up to the read reply
         (:func:`restore_read_reply` puts back what chunks cannot carry)."""
-        return _StreamState(self)
+        return StreamReading(self)
 
     def stream(self) -> Iterator[BaseMessage]:
         pieces = iter(self.runnable.stream(self.rendered, **self.kwargs))
@@ -265,6 +221,11 @@ class ModelCall:
             id=call["id"],
             error=_ONE_CALL.format(name=call["name"]),
         )
+
+    @staticmethod
+    def repaired_answer(text: str) -> str | None:
+        """An answer asked for as JSON, repaired (``None``: nothing to repair it into)."""
+        return repaired_json(text)
 
     def fit(self, call: ToolCall, texts: Mapping[str, str] | None = None) -> ToolCall:
         """One call read from a stream (``texts``: its arguments written as text), typed
@@ -783,7 +744,7 @@ class DialectChatModel(BaseChatModel):
         **kwargs: Any,
     ) -> Iterator[ChatGenerationChunk]:
         call = self._prepare(messages, stop, kwargs, {"callbacks": _child(run_manager)})
-        state = _StreamState(call)
+        state = StreamReading(call)
         for piece in call.stream():
             if (chunk := state.feed(piece)) is not None:
                 yield ChatGenerationChunk(message=chunk)
@@ -797,7 +758,7 @@ class DialectChatModel(BaseChatModel):
         **kwargs: Any,
     ) -> AsyncIterator[ChatGenerationChunk]:
         call = self._prepare(messages, stop, kwargs, {"callbacks": _child(run_manager)})
-        state = _StreamState(call)
+        state = StreamReading(call)
         async for piece in call.astream():
             if (chunk := state.feed(piece)) is not None:
                 yield ChatGenerationChunk(message=chunk)
@@ -1051,318 +1012,3 @@ def _chosen(tools: list[Any] | None, tool_choice: Any) -> list[Any] | None:
     if not picked:
         raise ValueError(f"tool_choice {tool_choice!r} names none of the bound tools")
     return picked
-
-
-#: ``additional_kwargs`` key of a streamed reply: what its chunks could not say about the
-#: read reply. Its unreadable calls' raw text and error by call id (a call chunk has room
-#: for neither), and its answer when text shown as it came turned out to be reasoning (an
-#: unopened ``</think>``, the prompt having opened it). :meth:`DialectChatModel.invoke`
-#: puts them back; :func:`restore_read_reply` does for chunks added up by hand.
-READ_REPLY_KEY = "fncall_read_reply"
-
-
-def restore_read_reply(message: BaseMessage) -> BaseMessage:
-    """``message`` as it was read, when it was added up from streamed chunks.
-
-    Chunks cannot take back text already shown, nor carry an unreadable call's error;
-    a streamed reply holds both under :data:`READ_REPLY_KEY`. Use it on a reply added up
-    from :meth:`DialectChatModel.stream` chunks (``invoke`` and ``ainvoke`` do).
-
-    Example:
-        .. code-block:: python
-
-            from functools import reduce
-
-            reply = restore_read_reply(reduce(lambda a, b: a + b, model.stream("hi")))
-    """
-    kept = message.additional_kwargs.get(READ_REPLY_KEY)
-    if not isinstance(message, AIMessage) or not isinstance(kept, dict):
-        return message
-    unreadable = kept.get("invalid_tool_calls") or {}
-    update: dict[str, Any] = {
-        "invalid_tool_calls": [
-            {**c, **unreadable[c.get("id") or ""]} if (c.get("id") or "") in unreadable else c
-            for c in message.invalid_tool_calls
-        ],
-        "additional_kwargs": {
-            k: v for k, v in message.additional_kwargs.items() if k != READ_REPLY_KEY
-        },
-    }
-    if "content" in kept:
-        update["content"] = kept["content"]
-    return message.model_copy(update=update)
-
-
-def _args_text(raw: Any) -> str:
-    """The arguments of an unreadable call as chunk text that stays unreadable when merged.
-
-    Chunks are re-parsed with ``parse_partial_json`` when added up; text that parses
-    to an object would turn the invalid call into a runnable one, so it is quoted.
-    """
-    text = raw if isinstance(raw, str) else json.dumps(raw, ensure_ascii=False)
-    try:
-        readable = isinstance(parse_partial_json(text), dict)
-    except Exception:
-        readable = False
-    return json.dumps(text, ensure_ascii=False) if readable else text
-
-
-class _StreamState:
-    """Turns the inner model's chunks into canonical chunks whose sum is the read reply.
-
-    Prompt dialects: the text goes through the dialect's stream parser; each finished
-    call becomes one ``tool_call_chunk`` (``args`` as a JSON string, its own ``index``),
-    sent when the reply ends, unless the reply turns out to quote the syntax (prose after
-    it, :func:`quotes_its_calls`). Calls the model streamed natively are added at the
-    end, less those the text held.
-    Native: text is shown until markup starts (:class:`_HeldMarkup`); at the end the whole
-    reply is read once (:meth:`ModelCall.read`) and what that reading adds is sent: the rest of
-    the answer, reasoning from the text, and every call (the provider's, checked like
-    calls read from text, and those from markup). Call ids follow the call's one rule (:class:`CallIds`) as they pass.
-    """
-
-    def __init__(self, call: ModelCall) -> None:
-        self.call = call
-        self.ids = CallIds(call.taken)
-        native = call.dialect.native
-        self.parser: StreamParser | None = None if native else call.reader.stream_parser()
-        self.display = _HeldMarkup(_hold_markers(call.call_format)) if native else None
-        self.index = 0
-        self.calls: list[ToolCall] = []  # prompt dialects: the calls read so far
-        # prompt dialects: the calls' chunks, sent at the end unless the reply only
-        # quotes the syntax (which prose after the calls may tell)
-        self.held: dict[str, Any] = {"tool_call_chunks": [], "additional_kwargs": {}}
-        self.raw: list[str] = []  # prompt dialects: the reply's text as it came
-        self.shown: list[str] = []  # prompt dialects: the answer text sent so far
-        self.unreadable = False  # prompt dialects: a call that could not be read was sent
-        self.reasoning: list[str] = []  # all reasoning sent so far
-        self.inner: AIMessageChunk | None = None  # the model's own stream, ids as sent
-        self.chunk_ids: dict[tuple[Any, str], str] = {}
-        self.provider_reasoning = False
-        self.markup_reasoning = False
-
-    def feed(self, piece: BaseMessage) -> AIMessageChunk | None:
-        call_chunks = [self._identified(c) for c in getattr(piece, "tool_call_chunks", None) or []]
-        if isinstance(piece, AIMessageChunk):
-            if call_chunks:
-                piece = AIMessageChunk(
-                    content=piece.content,
-                    additional_kwargs=piece.additional_kwargs,
-                    response_metadata=piece.response_metadata,
-                    tool_call_chunks=call_chunks,
-                    id=piece.id,
-                )
-            self.inner = piece if self.inner is None else self.inner + piece
-        text = text_of(piece.content)
-        reasoning = piece.additional_kwargs.get("reasoning_content")
-        out: dict[str, Any] = {"content": "", "additional_kwargs": {}, "tool_call_chunks": []}
-        if isinstance(reasoning, str) and reasoning:
-            self._reason(out, reasoning, provider=True)
-        if self.parser is None:
-            # The provider's call chunks wait for the end: a call's arguments can be
-            # checked only once complete, and a chunk once sent cannot be taken back.
-            out["content"] = self.display.feed(text) if self.display is not None else text
-        elif text:
-            self.raw.append(text)
-            self._events(out, self.parser.feed(text))
-        return _chunk(out, piece)
-
-    def close(self) -> AIMessageChunk:
-        out: dict[str, Any] = {"content": "", "additional_kwargs": {}, "tool_call_chunks": []}
-        meta: dict[str, Any] = {}
-        if self.parser is not None:
-            self._events(out, self.parser.close())
-            raw = "".join(self.raw)
-            held = self.held["tool_call_chunks"]
-            if held and self.call.call_format is None and quotes_its_calls(self.call.dialect, raw):
-                # as normalize reads it: no calls, the syntax kept in the answer
-                out["additional_kwargs"][READ_REPLY_KEY] = {"content": quoting_answer(raw)}
-                self.calls, self.unreadable = [], False
-            else:
-                out["tool_call_chunks"] += held
-                out["additional_kwargs"].update(self.held["additional_kwargs"])
-            field = list(self.inner.tool_calls) if self.inner is not None else []
-            for c in unmatched(field, self.calls):
-                self._call(out, {**c, "id": self.ids.assign(c.get("id"))})
-            if not self.calls and not self.unreadable:
-                self._fitted_late(out)
-            if self.call.json_answer and not self.calls:
-                fixed = repaired_json("".join(self.shown))
-                if fixed is not None and fixed != "".join(self.shown):
-                    kept = out["additional_kwargs"].setdefault(READ_REPLY_KEY, {})
-                    kept["content"] = fixed
-        elif self.inner is not None:
-            self._read_native(out, meta)
-        return AIMessageChunk(**out, response_metadata=meta, chunk_position="last")
-
-    # -- helpers
-
-    def _identified(self, chunk: Any) -> dict[str, Any]:
-        """A provider's call chunk with its id made unique (one id per call, kept)."""
-        chunk = dict(chunk)
-        if chunk.get("id"):
-            key = (chunk.get("index"), chunk["id"])
-            if key not in self.chunk_ids:
-                self.chunk_ids[key] = self.ids.assign(chunk["id"])
-            chunk["id"] = self.chunk_ids[key]
-        return chunk
-
-    def _read_native(self, out: dict[str, Any], meta: dict[str, Any]) -> None:
-        """The one reading of a native reply: send what it adds to what was streamed."""
-        inner = self.inner
-        assert inner is not None
-        read = self.call.read(inner)
-        if self.display is not None:
-            rest = self.display.rest(text_of(read.content))
-            if rest is None:  # what was shown turned out to be reasoning
-                out["additional_kwargs"][READ_REPLY_KEY] = {"content": read.content}
-            else:
-                out["content"] = rest
-        streamed = str(inner.additional_kwargs.get("reasoning_content") or "")
-        reasoning = str(read.additional_kwargs.get("reasoning_content") or "")
-        if reasoning.startswith(streamed) and len(reasoning) > len(streamed):
-            out["additional_kwargs"]["reasoning_content"] = reasoning[len(streamed) :]
-        for c in read.tool_calls:
-            self._call(out, c)
-        for bad in read.invalid_tool_calls:
-            self._invalid(out, bad)
-        if MARKUP_FORMAT_KEY in read.response_metadata:
-            meta[MARKUP_FORMAT_KEY] = read.response_metadata[MARKUP_FORMAT_KEY]
-
-    def _fitted_late(self, out: dict[str, Any]) -> None:
-        """Calls the dialect finds in a whole reply that held none of its own form
-        (ReAct's fenced action blob in prose), as :meth:`ModelCall.read` finds them."""
-        reasoning = {"reasoning_content": "".join(self.reasoning)}
-        whole = AIMessage(content="".join(self.shown), additional_kwargs=reasoning)
-        for c in self.call.reader.fit_to_tools(whole, self.call.tools).tool_calls:
-            self._call(out, {**c, "id": self.ids.assign(c.get("id"))})
-
-    def _reason(self, out: dict[str, Any], text: str, *, provider: bool) -> None:
-        # The same separator ``normalize`` puts between provider and <think> reasoning.
-        if not provider and self.provider_reasoning and not self.markup_reasoning:
-            text = "\n" + text
-        if provider:
-            self.provider_reasoning = True
-        else:
-            self.markup_reasoning = True
-        self.reasoning.append(text)
-        kw = out["additional_kwargs"]
-        kw["reasoning_content"] = kw.get("reasoning_content", "") + text
-
-    def _events(self, out: dict[str, Any], events: list[ParseEvent]) -> None:
-        for ev in events:
-            if isinstance(ev, ContentDelta):
-                out["content"] += ev.text
-                self.shown.append(ev.text)
-            elif isinstance(ev, ReasoningDelta):
-                self._reason(out, ev.text, provider=False)
-            elif isinstance(ev, CallEvent):
-                call = self.call.fit(
-                    {**ev.call, "id": self.ids.assign(ev.call.get("id"))}, ev.texts
-                )
-                echo = self.call.echoes.echo(call) if self.call.echoes else None
-                if echo is not None:  # as ``normalize`` refuses it
-                    self.unreadable = True
-                    self._invalid(self.held, echo)
-                    continue
-                if self.call.one_call and self.calls:
-                    self._invalid(self.held, self.call.not_run(call))
-                    continue
-                self.calls.append(call)
-                self._call(self.held, call)
-            elif isinstance(ev, InvalidCallEvent):
-                bad = ev.call
-                self.unreadable = True
-                self._invalid(self.held, {**bad, "id": self.ids.assign(bad.get("id"))})
-
-    def _call(self, out: dict[str, Any], call: ToolCall) -> None:
-        out["tool_call_chunks"].append(
-            tool_call_chunk(
-                name=call["name"],
-                args=json.dumps(call["args"], ensure_ascii=False),
-                id=call["id"],
-                index=self._next(),
-            )
-        )
-
-    def _invalid(self, out: dict[str, Any], bad: Any) -> None:
-        out["tool_call_chunks"].append(
-            tool_call_chunk(
-                name=bad.get("name"),
-                args=_args_text(bad.get("args")),
-                id=bad.get("id"),
-                index=self._next(),
-            )
-        )
-        # A call chunk has no room for the error, and its args had to be quoted.
-        kept = out["additional_kwargs"].setdefault(READ_REPLY_KEY, {})
-        unreadable = kept.setdefault("invalid_tool_calls", {})
-        unreadable[bad.get("id") or ""] = {"args": bad.get("args"), "error": bad.get("error")}
-
-    def _next(self) -> int:
-        self.index += 1
-        return self.index - 1
-
-
-class _HeldMarkup:
-    """What a native reply shows while it streams: its text, until markup starts.
-
-    A server without a tool parser streams a model's call markup (or ``<think>``) as
-    text. Answer text is shown as it comes; from the first marker on (or from the start,
-    for a reply that may be only calls), the text is held, and when the reply ends it
-    is read, and only what the reading leaves as answer is shown.
-    """
-
-    def __init__(self, markers: tuple[str, ...] = ()) -> None:
-        self.markers, self.longest, self.prefixes = _hold_table(markers or tuple(_HOLD))
-        self.shown: list[str] = []
-        self.pending = ""
-        self.held = False
-        self.started = False
-
-    def feed(self, text: str) -> str:
-        if self.held:
-            return ""
-        buf = self.pending + text
-        if not self.started:
-            head = buf.lstrip()
-            if not head or may_be_calls_only(head[: len(OPENERS[-1])]):
-                if head.startswith(OPENERS):
-                    self.held = True  # a reply that may be only calls: decided at the end
-                self.pending = "" if self.held else buf
-                return ""
-            self.started = True
-        hit = self.markers.search(buf)
-        if hit is not None:
-            self.held = True
-            return self._show(buf[: hit.start()])
-        keep = next(
-            (j for j in range(min(self.longest, len(buf)), 0, -1) if buf[-j:] in self.prefixes), 0
-        )
-        self.pending = buf[len(buf) - keep :]
-        return self._show(buf[: len(buf) - keep])
-
-    def _show(self, text: str) -> str:
-        self.shown.append(text)
-        return text
-
-    def rest(self, content: str) -> str | None:
-        """The end of the reply: what of its read ``content`` is still to show, or
-        ``None`` when what was shown is not how the content begins."""
-        shown = "".join(self.shown)
-        if content.startswith(shown):
-            return content[len(shown) :]
-        core = shown.strip()  # the read content is trimmed; what was shown may not be
-        if not content.startswith(core):
-            return None
-        rest, tail = content[len(core) :], shown[len(shown.rstrip()) :]
-        return rest[len(tail) :] if rest.startswith(tail) else rest
-
-
-def _chunk(out: dict[str, Any], piece: BaseMessage) -> AIMessageChunk | None:
-    """An output chunk, or ``None`` when it carries nothing (text held back by the parser)."""
-    meta = dict(piece.response_metadata)
-    usage = getattr(piece, "usage_metadata", None)
-    if not (out["content"] or out["additional_kwargs"] or out["tool_call_chunks"] or meta or usage):
-        return None
-    return AIMessageChunk(**out, response_metadata=meta, usage_metadata=usage)
