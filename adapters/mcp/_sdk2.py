@@ -8,12 +8,24 @@ from contextlib import AsyncExitStack, asynccontextmanager
 from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 
+import anyio
 import httpx2 as http
+import pydantic
 from mcp import Client, MCPError, StdioServerParameters
+from mcp.client import Transport
 from mcp.client.sse import sse_client
+from mcp.client.stdio import stdio_client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.auth import AuthorizationCodeResult
-from mcp.types import Implementation, InitializeResult
+from mcp.shared.message import SessionMessage
+from mcp.types import (
+    INTERNAL_ERROR,
+    ErrorData,
+    Implementation,
+    InitializeResult,
+    JSONRPCError,
+    JSONRPCResponse,
+)
 
 if TYPE_CHECKING:
     from .handlers import Handlers
@@ -73,6 +85,60 @@ async def _http_client(
     return await stack.enter_async_context(client)
 
 
+def _read_as_mcp_says(message: SessionMessage | Exception) -> SessionMessage | Exception:
+    """One message from the server, read as MCP says a client reads it where mcp 2.x
+    does not: a result without ``resultType`` is complete (the SDK refuses it on a
+    2026-07-28 session), and a response whose ``result`` is not an object answers its
+    request with an error (the SDK drops it, and the request would wait out its timeout).
+    """
+    if isinstance(message, SessionMessage):
+        response = message.message
+        if isinstance(response, JSONRPCResponse) and "resultType" not in response.result:
+            completed = JSONRPCResponse(
+                jsonrpc="2.0", id=response.id, result={**response.result, "resultType": "complete"}
+            )
+            return SessionMessage(completed, metadata=message.metadata)
+        return message
+    if isinstance(message, pydantic.ValidationError):
+        # the JSON-RPC envelope the SDK could not read: each error carries it as its input
+        for error in message.errors():
+            sent = error.get("input")
+            if (
+                isinstance(sent, Mapping)
+                and isinstance(sent.get("id"), str | int)
+                and "result" in sent
+                and not isinstance(sent["result"], Mapping)
+            ):
+                kind = type(sent["result"]).__name__.replace("NoneType", "null")
+                said = ErrorData(
+                    code=INTERNAL_ERROR,
+                    message=f"the server answered with a result that is not an object "
+                    f"(a JSON {kind}: {str(sent['result'])[:200]})",
+                )
+                return SessionMessage(JSONRPCError(jsonrpc="2.0", id=sent["id"], error=said))
+    return message
+
+
+@asynccontextmanager
+async def _read_by_the_spec(transport: Transport) -> AsyncIterator[Any]:
+    """``transport``, its messages from the server passed through
+    :func:`_read_as_mcp_says` (a Transport on the SDK's public protocol)."""
+    async with transport as (read, write):
+        send, receive = anyio.create_memory_object_stream[SessionMessage | Exception](0)
+
+        async def forward() -> None:
+            async with send:
+                async for message in read:
+                    await send.send(_read_as_mcp_says(message))
+
+        async with anyio.create_task_group() as group:
+            group.start_soon(forward)
+            try:
+                yield receive, write
+            finally:
+                group.cancel_scope.cancel()
+
+
 @asynccontextmanager
 async def open_session(
     connection: Mapping[str, Any], handlers: Handlers
@@ -84,13 +150,15 @@ async def open_session(
         noted: list[_Client] = []  # the client, once made, for the HTTP client's hook
         server: Any
         if transport == "stdio":
-            server = StdioServerParameters(
-                command=connection["command"],
-                args=list(connection.get("args") or ()),
-                env=connection.get("env"),
-                cwd=connection.get("cwd"),
-                encoding=connection.get("encoding") or "utf-8",
-                encoding_error_handler=connection.get("encoding_error_handler") or "strict",
+            server = stdio_client(
+                StdioServerParameters(
+                    command=connection["command"],
+                    args=list(connection.get("args") or ()),
+                    env=connection.get("env"),
+                    cwd=connection.get("cwd"),
+                    encoding=connection.get("encoding") or "utf-8",
+                    encoding_error_handler=connection.get("encoding_error_handler") or "strict",
+                )
             )
         elif transport in ("streamable_http", "streamable-http", "http"):
             server = streamable_http_client(
@@ -109,7 +177,7 @@ async def open_session(
         else:
             raise ValueError(_NO_TRANSPORT if transport == "websocket" else transport)
         client = _Client(
-            server,
+            _read_by_the_spec(server),
             logging_callback=handlers.logging,
             # the server decides what to send, as on a 2025-11-25 session
             log_level="debug",
@@ -135,6 +203,7 @@ async def open_session(
         yield client, init
 
 
-def authorization_code(code: str, state: str | None) -> AuthorizationCodeResult:
-    """What an OAuth callback handler returns on mcp 2.x: a model."""
-    return AuthorizationCodeResult(code=code, state=state)
+def authorization_code(code: str, state: str | None, iss: str | None) -> AuthorizationCodeResult:
+    """What an OAuth callback handler returns on mcp 2.x: a model, with the redirect's
+    issuer, which the SDK compares with the authorization server's (RFC 9207)."""
+    return AuthorizationCodeResult(code=code, state=state, iss=iss)

@@ -326,7 +326,9 @@ class _Redirect:
         finally:
             writer.close()
 
-    async def code(self) -> tuple[str, str | None]:
+    async def code(self) -> tuple[str, str | None, str | None]:
+        """The redirect's code, state and issuer (RFC 9207 ``iss``, which the SDK checks
+        against the authorization server it talked to)."""
         assert self._answer is not None, "listen() first"
         try:
             query = await asyncio.wait_for(self._answer, AUTHORIZATION_TIMEOUT)
@@ -343,7 +345,11 @@ class _Redirect:
                 self.server,
                 f"authorization refused: {query['error'][0]}{': ' + said if said else ''}",
             )
-        return query["code"][0], (query.get("state") or [None])[0]
+        return (
+            query["code"][0],
+            (query.get("state") or [None])[0],
+            (query.get("iss") or [None])[0],
+        )
 
     async def close(self) -> None:
         if self._listener is not None:
