@@ -5,7 +5,10 @@ runs this module in ``.venv-mcp2`` (``make install-mcp2``).
 
 - a server's question is attributed to the call it came with, whatever runs beside it;
 - a server's result that is not a JSON object fails its call at once, naming the server
-  and the tool (the SDK drops such a response, and the call waited out its timeout).
+  and the tool (the SDK drops such a response, and the call waited out its timeout);
+- starting against a server on mcp 1.x prints nothing (it complained of the 2026-07-28
+  probe, ``server/discover``, in ~90 lines on the user's terminal), while a server that
+  does not start still shows what it wrote.
 """
 
 from __future__ import annotations
@@ -153,3 +156,49 @@ else:
         assert message.status == "error"
         assert f"MCP server 'odd': tool '{tool}' failed" in message.content
         assert "not an object" in message.content and said in message.content
+
+    START = """
+    import asyncio
+    import logging
+    import sys
+
+    from fncall_graph import MCPToolkit
+
+    logging.basicConfig(level=logging.WARNING)  # what a user sees: warnings and up
+
+
+    async def main() -> None:
+        server = {"command": sys.argv[1], "args": sys.argv[2:]}
+        async with MCPToolkit.from_config({"mcpServers": {"w": server}}) as toolkit:
+            print(await toolkit.get_tool("w-get_weather").ainvoke({"city": "北京"}))
+
+
+    asyncio.run(main())
+    """
+
+    def start(tmp_path: Path, *command: str) -> subprocess.CompletedProcess[str]:
+        """A program that starts a toolkit on ``command`` (a stdio server) and calls it."""
+        script = tmp_path / "start.py"
+        script.write_text(textwrap.dedent(START))
+        return subprocess.run(
+            [sys.executable, str(script), *command],
+            capture_output=True,
+            text=True,
+            timeout=120,
+            check=False,
+        )
+
+    def test_a_start_against_an_mcp1_server_prints_nothing_but_a_failed_one_says_why(
+        tmp_path: Path,
+    ) -> None:
+        mcp1 = os.environ.get("FNCALL_TEST_MCP1_PYTHON") or str(ROOT / ".venv" / "bin" / "python")
+        done = start(tmp_path, mcp1, str(SERVERS / "weather_server.py"))
+        assert done.returncode == 0, done.stderr[-3000:]
+        assert done.stdout.strip() == "晴天,温度 22°C"
+        assert done.stderr == ""
+        # what a server that does not start wrote is still shown, with the toolkit's error
+        said = "weather: WEATHER_API_KEY is not set"
+        done = start(tmp_path, sys.executable, "-c", f"import sys; sys.exit({said!r})")
+        assert done.returncode != 0
+        assert said in done.stderr
+        assert "MCP server 'w': failed to start" in done.stderr

@@ -3,6 +3,10 @@
 
 from __future__ import annotations
 
+import logging
+import os
+import sys
+import threading
 from collections.abc import AsyncIterator, Mapping
 from contextlib import AsyncExitStack, asynccontextmanager
 from datetime import timedelta
@@ -31,6 +35,8 @@ if TYPE_CHECKING:
     from .handlers import Handlers
 
 __all__ = ["MCPError", "authorization_code", "http", "http_refusal", "open_session"]
+
+logger = logging.getLogger(__name__)
 
 
 class _Client(Client):
@@ -83,6 +89,63 @@ async def _http_client(
 
     client.event_hooks["response"] = [*client.event_hooks["response"], note]
     return await stack.enter_async_context(client)
+
+
+class _StartingStderr:
+    """A stdio server's stderr, held back while its session starts, then passed on.
+
+    The client first asks for 2026-07-28 (``server/discover``); a server on mcp 1.x logs
+    that request it does not know as ~90 lines of validation errors on its stderr, which
+    is the user's terminal. What the server writes before its session is open is
+    therefore held: logged at debug level once it started, written out as it was when it
+    did not (its own words on why). After the start, its stderr goes to this process's,
+    as before. A mark written into the same pipe when the start ends says where that
+    is: everything the server wrote before comes ahead of it."""
+
+    _MARK = "\n\x00fncall-graph: {}\x00\n"
+
+    def __init__(self, command: str) -> None:
+        self.command = command
+        read, write = os.pipe()
+        self.file = os.fdopen(write, "w", encoding="utf-8", errors="replace")
+        self._reader = threading.Thread(
+            target=self._pump, args=(read,), name="mcp-stderr", daemon=True
+        )
+        self._reader.start()
+
+    def started(self, ok: bool) -> None:
+        """The session opened (``ok``) or did not: pass on what was held accordingly."""
+        self.file.write(self._MARK.format("started" if ok else "failed"))
+        self.file.flush()
+
+    def close(self) -> None:
+        self.file.close()  # the reader ends once the server's end is closed too
+
+    def _pump(self, fd: int) -> None:
+        held: list[str] | None = []
+        marks = {self._MARK.format(word).strip("\n"): word for word in ("started", "failed")}
+        with os.fdopen(fd, encoding="utf-8", errors="replace") as pipe:
+            for line in pipe:
+                word = marks.get(line.rstrip("\n"))
+                if held is not None and word is not None:
+                    for said in held:
+                        if word == "started":
+                            logger.debug("MCP server %r wrote on stderr: %s", self.command, said)
+                        else:
+                            sys.stderr.write(said + "\n")
+                    sys.stderr.flush()
+                    held = None
+                elif word is not None:
+                    continue
+                elif held is not None:
+                    if line.strip():
+                        held.append(line.rstrip("\n"))
+                else:
+                    sys.stderr.write(line)
+                    sys.stderr.flush()
+        if held:  # the start was cut short (cancelled): what the server said is not lost
+            sys.stderr.write("".join(said + "\n" for said in held))
+            sys.stderr.flush()
 
 
 def _read_as_mcp_says(message: SessionMessage | Exception) -> SessionMessage | Exception:
@@ -149,7 +212,10 @@ async def open_session(
     async with AsyncExitStack() as stack:
         noted: list[_Client] = []  # the client, once made, for the HTTP client's hook
         server: Any
+        stderr: _StartingStderr | None = None
         if transport == "stdio":
+            stderr = _StartingStderr(connection["command"])
+            stack.callback(stderr.close)
             server = stdio_client(
                 StdioServerParameters(
                     command=connection["command"],
@@ -158,7 +224,8 @@ async def open_session(
                     cwd=connection.get("cwd"),
                     encoding=connection.get("encoding") or "utf-8",
                     encoding_error_handler=connection.get("encoding_error_handler") or "strict",
-                )
+                ),
+                errlog=stderr.file,
             )
         elif transport in ("streamable_http", "streamable-http", "http"):
             server = streamable_http_client(
@@ -190,9 +257,13 @@ async def open_session(
         try:
             await stack.enter_async_context(client)
         except Exception as exc:
+            if stderr is not None:
+                stderr.started(False)
             if client.refused is not None:  # the bare error hides it: say the refusal
                 raise client.refused from exc
             raise
+        if stderr is not None:
+            stderr.started(True)
         init = InitializeResult(
             protocolVersion=client.protocol_version,
             capabilities=client.server_capabilities,
