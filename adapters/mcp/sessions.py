@@ -198,7 +198,11 @@ class Server:
     async def _open(self) -> Link:
         loop = asyncio.get_running_loop()
         ready: asyncio.Future[Link] = loop.create_future()
-        owner = loop.create_task(self._own(ready), name=f"mcp-server:{self.name}")
+        # a restart happens inside a call's task: the session's own tasks (which get a
+        # 2025-11-25 server's questions) must not take that call for theirs
+        context = contextvars.copy_context()
+        context.run(_ASKING.set, None)
+        owner = loop.create_task(self._own(ready), name=f"mcp-server:{self.name}", context=context)
         try:
             async with asyncio.timeout(self.startup_timeout):
                 return await asyncio.shield(ready)
