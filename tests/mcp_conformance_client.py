@@ -7,7 +7,8 @@ what an application would: it opens an :class:`MCPToolkit` on the server from an
 ``mcpServers`` entry (streamable HTTP, with the entry's ``oauth`` when the server asks
 for it; the two grants that entry does not offer, a signed key and an enterprise
 identity, as the connection's own ``auth``), has a graph call each tool the server
-lists, and answers a server's question (elicitation) as a person accepting the form as
+lists in one turn (with the arguments the scenario gives, or placeholders for those the
+tool requires), and answers a server's question (elicitation) as a person accepting the form as
 offered, defaults included. It exits non-zero when something failed.
 """
 
@@ -40,8 +41,35 @@ from fncall_graph import MCPToolkit, create_fncall_graph
 from fncall_graph.adapters.mcp.oauth import TokenCache
 from fncall_graph.testing import ReplayChatModel
 
-# What the application asks of each tool it knows; a tool not listed is called with {}.
+# What the application asks of each tool it knows; another is called with a placeholder for
+# each argument its schema requires (as a model fills in a form), or, where the scenario's
+# context names the calls to make (``toolCalls``), with the arguments given there.
 ARGUMENTS: dict[str, dict[str, Any]] = {"add_numbers": {"a": 5, "b": 3}}
+PLACEHOLDERS = {
+    "string": "x",
+    "integer": 0,
+    "number": 0,
+    "boolean": False,
+    "array": [],
+    "object": {},
+}
+
+
+# Scenarios whose server answers tools/list only (no tools/call): the tools are listed
+# (their schemas read) when the toolkit starts, and none is called
+LIST_ONLY = {"json-schema-ref-no-deref"}
+
+
+def arguments_for(tool: str, schema: dict[str, Any], given: dict[str, Any]) -> dict[str, Any]:
+    if tool in given:
+        return given[tool]
+    if tool in ARGUMENTS:
+        return ARGUMENTS[tool]
+    properties = schema.get("properties") or {}
+    return {
+        name: PLACEHOLDERS.get((properties.get(name) or {}).get("type"), "x")
+        for name in schema.get("required") or ()
+    }
 
 
 class Browser:
@@ -140,9 +168,15 @@ def accept_as_offered(question: dict[str, Any]) -> dict[str, Any]:
     return {"action": "accept", "content": dict(question.get("defaults") or {})}
 
 
-async def call_each_tool(toolkit: MCPToolkit) -> None:
+async def call_each_tool(toolkit: MCPToolkit, context: dict[str, Any]) -> None:
+    """One model turn that calls every tool the server lists, side by side."""
+    given = {c["name"]: c.get("arguments") or {} for c in context.get("toolCalls") or ()}
     calls = [
-        {"name": tool.name, "args": ARGUMENTS.get(tool.metadata["mcp_tool"], {}), "id": f"c{i}"}
+        {
+            "name": tool.name,
+            "args": arguments_for(tool.metadata["mcp_tool"], tool.args_schema, given),  # type: ignore[arg-type]
+            "id": f"c{i}",
+        }
         for i, tool in enumerate(toolkit.tools)
         if tool.metadata and "mcp_tool" in tool.metadata
     ]
@@ -180,16 +214,19 @@ async def main(url: str) -> None:
             "url": url,
             "auth": signed_key_auth(url, context),
         }
-        toolkit = MCPToolkit({"server": connection}, call_timeout=20)
+        toolkit = MCPToolkit({"server": connection}, call_timeout=20, include_resources=False)
     elif context.get("idp_id_token") and IdentityAssertionOAuthProvider is not None:
         auth = await enterprise(url, TokenCache("server", None), context)
         connection = {"transport": "streamable_http", "url": url, "auth": auth}
-        toolkit = MCPToolkit({"server": connection}, call_timeout=20)
+        toolkit = MCPToolkit({"server": connection}, call_timeout=20, include_resources=False)
     else:
         config = {"mcpServers": {"server": server_entry(url, scenario, context)}}
-        toolkit = MCPToolkit.from_config(config, call_timeout=20, authorize=Browser().open)
+        toolkit = MCPToolkit.from_config(
+            config, call_timeout=20, include_resources=False, authorize=Browser().open
+        )
     async with toolkit:
-        await call_each_tool(toolkit)
+        if scenario not in LIST_ONLY:
+            await call_each_tool(toolkit, context)
 
 
 if __name__ == "__main__":

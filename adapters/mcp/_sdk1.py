@@ -48,6 +48,7 @@ async def open_session(
         yield session, await session.initialize()
 
 
-def authorization_code(code: str, state: str | None) -> tuple[str, str | None]:
-    """What an OAuth callback handler returns on mcp 1.x: the pair."""
+def authorization_code(code: str, state: str | None, iss: str | None) -> tuple[str, str | None]:
+    """What an OAuth callback handler returns on mcp 1.x: the pair (mcp 1.x does not
+    check the redirect's issuer)."""
     return code, state

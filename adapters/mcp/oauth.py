@@ -285,6 +285,7 @@ class _Redirect:
         self.uri = f"http://127.0.0.1:{port}/callback"
         self._listener: asyncio.Server | None = None
         self._answer: asyncio.Future[dict[str, list[str]]] | None = None
+        self.issuer: str | None = None  # the redirect's `iss`, once it came back
 
     async def listen(self) -> None:
         await self.close()
@@ -327,6 +328,8 @@ class _Redirect:
             writer.close()
 
     async def code(self) -> tuple[str, str | None]:
+        """The redirect's code and state; its issuer (RFC 9207 ``iss``, which the SDK
+        checks against the authorization server it talked to) is then ``issuer``."""
         assert self._answer is not None, "listen() first"
         try:
             query = await asyncio.wait_for(self._answer, AUTHORIZATION_TIMEOUT)
@@ -343,6 +346,7 @@ class _Redirect:
                 self.server,
                 f"authorization refused: {query['error'][0]}{': ' + said if said else ''}",
             )
+        self.issuer = (query.get("iss") or [None])[0]
         return query["code"][0], (query.get("state") or [None])[0]
 
     async def close(self) -> None:
@@ -388,7 +392,8 @@ def oauth_for(
             await shown
 
     async def came_back() -> Any:
-        return authorization_code(*await redirect.code())
+        code, state = await redirect.code()
+        return authorization_code(code, state, redirect.issuer)
 
     client = None
     if settings.client_id is not None:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import contextvars
 import json
 import logging
 import re
@@ -197,7 +198,11 @@ class Server:
     async def _open(self) -> Link:
         loop = asyncio.get_running_loop()
         ready: asyncio.Future[Link] = loop.create_future()
-        owner = loop.create_task(self._own(ready), name=f"mcp-server:{self.name}")
+        # a restart happens inside a call's task: the session's own tasks (which get a
+        # 2025-11-25 server's questions) must not take that call for theirs
+        context = contextvars.copy_context()
+        context.run(_ASKING.set, None)
+        owner = loop.create_task(self._own(ready), name=f"mcp-server:{self.name}", context=context)
         try:
             async with asyncio.timeout(self.startup_timeout):
                 return await asyncio.shield(ready)
@@ -232,8 +237,13 @@ class Server:
         return ListRootsResult(roots=[Root(**r) for r in self.roots or ()])  # type: ignore[arg-type]
 
     async def _elicit(self, context: Any, params: ElicitRequestParams) -> Any:
-        # MCP does not say which running call a request belongs to: the latest one
-        call = next((c for c in reversed(self.active) if c.hooks.elicit is not None), None)
+        # On 2026-07-28 the question is part of the call's own result and the SDK asks it
+        # from inside the call's task: it is that call's. On a 2025-11-25 session it
+        # arrives on the session's task and MCP does not say which running call it
+        # belongs to: the latest one that can ask.
+        call = _ASKING.get()
+        if call is None:
+            call = next((c for c in reversed(self.active) if c.hooks.elicit is not None), None)
         if call is None or call.hooks.elicit is None:
             return ElicitResult(action="decline")
         call.asked.append(params)  # each question is one interrupt of the call's thread
@@ -419,13 +429,18 @@ class Server:
             call.answered(answer)
         else:
             call = _KeptCall(hooks)
+            # the call's task knows it is this call: what the SDK does inside it (asking
+            # a 2026-07-28 server's question) is attributed to it, whatever runs beside
+            context = contextvars.copy_context()
+            context.run(_ASKING.set, call)
             call.task = asyncio.create_task(
                 self._request(
                     f"tool {name!r}",
                     lambda s: s.call_tool(name, arguments, progress_callback=call.progress),
                     retry,
                     call,
-                )
+                ),
+                context=context,
             )
             # a kept call dropped unanswered ends unread: its outcome is not an error to log
             call.task.add_done_callback(lambda t: t.cancelled() or t.exception())
@@ -616,6 +631,11 @@ class _KeptCall:
         self.paused.clear()  # before the call waits again
         self._answer.set_result(answer)
 
+
+#: The tool call whose task this code runs in (set for each call's task only)
+_ASKING: contextvars.ContextVar[_KeptCall | None] = contextvars.ContextVar(
+    "fncall_mcp_asking_call", default=None
+)
 
 _LEVELS = {
     "debug": logging.DEBUG,

@@ -15,7 +15,7 @@ share (``list_tools``, ``call_tool``, ``list_prompts``, ``get_prompt``,
 the server said at the start as an ``InitializeResult``, and the server's requests
 and notifications sent to :class:`Handlers`; ``http_refusal(session)`` is the HTTP
 401/403 behind a request the session saw fail, where the SDK does not raise it itself;
-``authorization_code(code, state)`` is what an OAuth callback handler returns to the
+``authorization_code(code, state, iss)`` is what an OAuth callback handler returns to the
 SDK's ``OAuthClientProvider``. Everything above it reads MCP objects
 through :func:`wire`, their protocol (JSON) form, which is the same in both SDKs (their
 Python attribute names are not: ``mimeType`` in 1.x is ``mime_type`` in 2.x), and builds

@@ -395,6 +395,39 @@ async def call_tool(
     return content, artifact
 
 
+def _nulls_as_schema_allows(arguments: dict[str, Any], schema: Mapping[str, Any]) -> dict[str, Any]:
+    """``arguments`` less the optional ones given as ``null`` where the tool's schema does
+    not allow ``null`` for them: a model (and an application) often writes ``null`` for
+    "not given", and MCP sends what the schema allows, which is to leave it out. A
+    ``null`` the schema allows, and one for a required parameter, are sent as given."""
+    required = set(schema.get("required") or ())
+    properties = schema.get("properties") or {}
+    return {
+        name: value
+        for name, value in arguments.items()
+        if value is not None or name in required or _allows_null(properties.get(name))
+    }
+
+
+def _allows_null(schema: Any) -> bool:
+    """Whether a parameter's schema takes ``null``: ``"null"`` among its types, its
+    ``enum`` or ``const``, a branch of its ``anyOf``/``oneOf`` that does, or nothing
+    said that refuses it (no type; a ``$ref`` is not followed here)."""
+    if not isinstance(schema, Mapping):
+        return True
+    if "const" in schema:
+        return schema["const"] is None
+    if "enum" in schema:
+        return None in (schema["enum"] or ())
+    kind = schema.get("type")
+    if kind == "null" or (isinstance(kind, list) and "null" in kind):
+        return True
+    branches = [b for key in ("anyOf", "oneOf") for b in schema.get(key) or ()]
+    if branches:
+        return any(_allows_null(branch) for branch in branches)
+    return kind is None
+
+
 def _input_schema(server: str, tool: Mapping[str, Any]) -> dict[str, Any] | None:
     """The tool's input schema, cleaned for prompt dialects and model APIs.
 
@@ -1015,7 +1048,8 @@ class MCPToolkit:
             hooks: CallHooks | None, arguments: dict[str, Any]
         ) -> Coroutine[Any, Any, tuple[str, MCPArtifact | None]]:
             retry = is_idempotent(made, self.idempotent_tools)  # read at call time
-            return call_tool(server, tool["name"], arguments, hooks, retry=retry)
+            sent = _nulls_as_schema_allows(arguments, tool.get("inputSchema") or {})
+            return call_tool(server, tool["name"], sent, hooks, retry=retry)
 
         made = self._make_tool(
             name,
