@@ -7,6 +7,7 @@ example weather server (its tool is annotated read-only); the model is a replay.
 from __future__ import annotations
 
 import json
+import sqlite3
 import sys
 from pathlib import Path
 
@@ -52,8 +53,6 @@ def _leave(child: pexpect.spawn) -> None:
 
 
 def _log_rows(tmp_path: Path) -> int:
-    import sqlite3
-
     with sqlite3.connect(tmp_path / "test.db") as db:
         return db.execute("SELECT COUNT(*) FROM log").fetchone()[0]
 
@@ -101,3 +100,30 @@ def test_chat_asks_only_where_approve_or_annotations_say(tmp_path: Path) -> None
     assert child.expect_exact(["[y/e/n]", "晴天"]) == 1
     _leave(child)
     assert "asks before" not in asked
+
+
+def test_the_edit_flow_shows_the_arguments_and_asks_until_they_are_json(tmp_path: Path) -> None:
+    model = _replay(tmp_path, _call("sqlite-write_query", {"query": WRITE}), "logged")
+    child = _chat(tmp_path, model, _sqlite(tmp_path), "--approve", "sqlite-write_query")
+    child.expect_exact("you> ")
+    child.sendline("log that you checked")
+    child.expect_exact("[y/e/n] ")
+    # arguments typed at the question are not taken in silence: it says what to answer
+    child.sendline('{"query": "DELETE FROM log"}')
+    child.expect_exact("answer y (run it), e (edit its arguments), n (do not run it)")
+    child.expect_exact("type e first, then the arguments")
+    child.expect_exact("[y/e/n] ")
+    child.sendline("e")
+    # the arguments to start from
+    child.expect_exact(f'current arguments: {{"query": "{WRITE}"}}')
+    child.expect_exact("new arguments as a JSON object (empty: keep them): ")
+    child.sendline('{"query": "INSERT INTO log (action) VALUES (\'edited\')"')  # no closing }
+    child.expect_exact("not JSON")
+    # asked for the JSON again, not sent back to [y/e/n]
+    assert child.expect_exact(["[y/e/n]", "new arguments as a JSON object"]) == 1
+    child.sendline('{"query": "INSERT INTO log (action) VALUES (\'edited\')"}')
+    child.expect_exact("logged")
+    _leave(child)
+    with sqlite3.connect(tmp_path / "test.db") as db:
+        rows = db.execute("SELECT action FROM log ORDER BY id").fetchall()
+    assert rows == [("创建数据库",), ("edited",)]
