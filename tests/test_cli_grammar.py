@@ -83,18 +83,16 @@ def test_grammar_first_call_makes_the_first_reply_a_call(served: str, tmp_path: 
 
 
 @pytest.mark.parametrize(
-    ("spec", "extra", "said"),
+    ("spec", "said"),
     [
-        ("ollama:qwen3", [], "--grammar first_call: ollama:qwen3 is not a server URL"),
-        ("replay:database-assistant", [], "is not a server URL"),
-        ("http://127.0.0.1:9/v1#m", [], "the dialect is native"),
+        ("ollama:qwen3", "--grammar first_call: ollama:qwen3 is not a server URL"),
+        ("replay:database-assistant", "is not a server URL"),
+        ("http://127.0.0.1:9/v1#m", "the dialect is native"),  # auto: native for a URL
     ],
 )
 def test_grammar_where_it_cannot_apply_is_one_clear_error(
-    spec: str, extra: list[str], said: str, tmp_path: Path
+    spec: str, said: str, tmp_path: Path
 ) -> None:
-    done = cli(
-        "run", "--model", spec, "--grammar", "first_call", *extra, "--db", str(tmp_path / "t"), "hi"
-    )
+    done = cli("run", "--model", spec, "--grammar", "first_call", "--db", str(tmp_path / "t"), "hi")
     assert done.returncode == 1
     assert said in done.stderr and len(done.stderr.strip().splitlines()) == 1, done.stderr
