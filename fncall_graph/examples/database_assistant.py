@@ -67,8 +67,8 @@ def mark_read_only(tools: Sequence[BaseTool]) -> list[BaseTool]:
     """``tools`` with ``mcp-server-sqlite``'s reads annotated ``readOnlyHint``, as the
     server would if it annotated its tools (it annotates none, and MCP's default is "may
     write"), so that ``interrupt_on="annotations"`` asks before its writes only. Meant
-    for the tools of :func:`sqlite_config`'s server; a tool whose server gave a
-    ``readOnlyHint`` keeps it. Changes the tools in place and returns them.
+    for the tools of :func:`sqlite_config`'s server. Changes the tools in place and
+    returns them.
 
     Example:
         >>> from langchain_core.tools import StructuredTool
@@ -79,9 +79,11 @@ def mark_read_only(tools: Sequence[BaseTool]) -> list[BaseTool]:
         >>> mark_read_only([list_tables])[0].metadata["readOnlyHint"]
         True
     """
+    from fncall_graph.adapters.tool_effects import is_read_only
+
     for t in tools:
         meta = t.metadata if t.metadata is not None else {}
-        if meta.get("mcp_tool") in READ_TOOLS and meta.get("readOnlyHint") is None:
+        if meta.get("mcp_tool") in READ_TOOLS and not is_read_only(t):
             t.metadata = {**meta, "readOnlyHint": True}
     return list(tools)
 
