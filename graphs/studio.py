@@ -32,7 +32,10 @@ they are not given):
 ``FNCALL_SQLITE_DB``              the database file (default: the example's database,
                                   created in ``$XDG_STATE_HOME/fncall-graph/`` if missing)
 ``FNCALL_APPROVE``                tools that wait for a person's decision, comma
-                                  separated, e.g. ``sqlite-write_query`` (server only)
+                                  separated, e.g. ``sqlite-write_query``; ``none``:
+                                  no tool waits. Unset: every tool its MCP server does
+                                  not annotate read-only (the sqlite server's writes,
+                                  no weather tool) (server only)
 ``FNCALL_KEEP_MODEL_INPUT``       ``1``: threads keep each model call's exact input
                                   in their state, for Studio (server only)
 ================================  ===================================================
@@ -57,20 +60,27 @@ import contextlib
 import os
 import sys
 import tempfile
-from collections.abc import AsyncIterator, Callable, Mapping
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
 from langchain_core.language_models import BaseChatModel
 from langchain_core.runnables import RunnableConfig
+from langchain_core.tools import BaseTool
 from langgraph.graph.state import CompiledStateGraph
 from langgraph.types import Checkpointer
 
 from fncall_graph.adapters.mcp import MCPToolkit
 from fncall_graph.adapters.models import resolve_model
-from fncall_graph.examples.database_assistant import SYSTEM_PROMPT, make_database, sqlite_config
+from fncall_graph.examples.database_assistant import (
+    SYSTEM_PROMPT,
+    make_database,
+    mark_read_only,
+    sqlite_config,
+)
 from fncall_graph.nodes.approve import InterruptOnConfig
+from fncall_graph.nodes.tools import writes_by_annotation
 
 from . import environment
 from .factory import create_fncall_graph
@@ -289,9 +299,7 @@ class _ServerGraphs:
         model = await asyncio.to_thread(_model, None, graph_id)
         toolkit = MCPToolkit.from_config(config, include_resources=False)
         await toolkit.start()
-        # FNCALL_APPROVE names tools of every graph; each graph takes its own
-        names = {t.name for t in toolkit.tools}
-        interrupt_on = {k: True for k in environment.approved_tools() if k in names}
+        interrupt_on = _server_approvals(graph_id, toolkit.tools)
         return await asyncio.to_thread(
             _build,
             graph_id,
@@ -307,6 +315,24 @@ class _ServerGraphs:
 
 
 _server = _ServerGraphs()
+
+#: ``FNCALL_APPROVE=none``: no tool of the server graphs asks first.
+NO_APPROVALS = "none"
+
+
+def _server_approvals(graph_id: str, tools: Sequence[BaseTool]) -> dict[str, bool]:
+    """``interrupt_on`` of a server graph: the tools ``$FNCALL_APPROVE`` names (it names
+    tools of every graph; each graph takes its own), ``none`` for none; unset, every tool
+    whose annotations do not say it only reads, as ``fncall-graph chat`` and ``demo`` do."""
+    named = environment.approved_tools()
+    if named == [NO_APPROVALS]:
+        return {}
+    if named:
+        names = {t.name for t in tools}
+        return {k: True for k in named if k in names}
+    if graph_id == "sqlite_assistant":
+        mark_read_only(tools)  # mcp-server-sqlite annotates none of its tools
+    return writes_by_annotation(tools)
 
 
 def _server_factory(
@@ -325,7 +351,7 @@ sqlite_assistant.__doc__ = """Graph factory for the LangGraph server: the databa
 
 Its MCP session opens on first use and closes when the server stops; the model comes
 from ``$FNCALL_SQLITE_MODEL``/``$FNCALL_MODEL``, the database from ``$FNCALL_SQLITE_DB``,
-approvals from ``$FNCALL_APPROVE``."""
+approvals from ``$FNCALL_APPROVE`` (unset: its writes wait for a decision)."""
 
 weather_assistant = _server_factory("weather_assistant", weather_config)
 weather_assistant.__doc__ = """Graph factory for the LangGraph server: the weather assistant.

@@ -184,7 +184,12 @@ def test_langchain_mcp_adapters_connections() -> None:
         },
     }
     conns = parse_mcp_config(config)
-    assert conns["math"] == {"transport": "stdio", "command": "python", "args": ["math_server.py"]}
+    # a bare python is the one fncall-graph runs in (docs/mcp.md)
+    assert conns["math"] == {
+        "transport": "stdio",
+        "command": sys.executable,
+        "args": ["math_server.py"],
+    }
     assert conns["weather"] == {
         "transport": "streamable_http",
         "url": "http://127.0.0.1:8000/mcp",

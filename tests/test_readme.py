@@ -10,6 +10,7 @@ import re
 import sqlite3
 import subprocess
 import sys
+import textwrap
 import tomllib
 from pathlib import Path
 
@@ -17,19 +18,8 @@ import pytest
 
 REPO = Path(__file__).resolve().parents[1]
 README = REPO / "README.md"
-# the reference the README links to, whose Python blocks run as written too
-DOCS = [
-    REPO / "docs" / name
-    for name in (
-        "mcp.md",
-        "dialects.md",
-        "cli.md",
-        "studio.md",
-        "local-model.md",
-        "layout.md",
-        "notebooks.md",
-    )
-]
+# the reference pages, whose Python blocks run as written too
+DOCS = sorted((REPO / "docs").glob("*.md"))
 PAUSE_AND_RESUME = REPO / "docs" / "pause-and-resume.md"
 BIN = Path(sys.executable).parent  # the venv's bin: mcp-server-sqlite, as an activated venv has it
 
@@ -79,10 +69,75 @@ def section(path: Path, heading: str) -> str:
     return path.read_text("utf-8").split(f"\n{heading}\n", 1)[1].split("\n## ", 1)[0]
 
 
+#: A block whose first line is this continues the block before it in the same page (it
+#: uses what that one made): the two run together, as one program.
+CONTINUES = "# continues the block above"
+#: A block whose first line starts so is not run, for the reason that follows; it must
+#: still be valid Python, and its reason one of :data:`NOT_RUN_REASONS`.
+NOT_RUN = "# not run by the docs test: "
+#: The reasons a block may give for not being run, and where what it shows is tested.
+NOT_RUN_REASONS = {
+    "it needs the two replicas of make serve-cluster": "tests/test_serve_cluster.py",
+    "it answers a reply with three gated calls; the recording's has one": "tests/test_approve.py",
+}
+
+
+#: Sections whose blocks are not yet held to the rule (page, heading): their blocks use
+#: names they do not define. Each is to get complete blocks or the markers above.
+NOT_YET_CHECKED = {("pause-and-resume.md", "## With LangChain's `create_agent`: the middleware")}
+
+
+def _checked_text(doc: Path) -> str:
+    """The page's text less its sections in :data:`NOT_YET_CHECKED`."""
+    text = doc.read_text("utf-8")
+    for page, heading in NOT_YET_CHECKED:
+        if page == doc.name and f"\n{heading}\n" in text:
+            before, rest = text.split(f"\n{heading}\n", 1)
+            after = rest.split("\n## ", 1)[1] if "\n## " in rest else ""
+            text = f"{before}\n## {after}"
+    return text
+
+
+def programs() -> list[tuple[str, str, str | None]]:
+    """Every Python block of the README and docs/, as the programs they make: ``(name,
+    code, reason not run)``; a block marked as continuing the one before it is joined to
+    that one's program."""
+    found: list[tuple[str, str, str | None]] = []
+    for doc in [README, *DOCS]:
+        first_of_page = len(found)
+        for block in python_blocks(_checked_text(doc)):
+            code = textwrap.dedent(block)
+            head = code.lstrip().splitlines()[0]
+            if head.startswith(NOT_RUN):
+                found.append(
+                    (f"{doc.name}:{len(found) - first_of_page}", code, head[len(NOT_RUN) :])
+                )
+            elif head.startswith(CONTINUES):
+                assert len(found) > first_of_page, f"{doc.name}: {head} on its first block"
+                name, before, reason = found[-1]
+                assert reason is None, f"{doc.name}: a block continues one that is not run"
+                found[-1] = (name, f"{before}\n{code}", None)
+            else:
+                found.append((f"{doc.name}:{len(found) - first_of_page}", code, None))
+    return found
+
+
 def every_python_block() -> list[str]:
-    """The README's blocks, its reference pages' and the short version of pause and resume."""
-    blocks = [b for doc in [README, *DOCS] for b in python_blocks(doc.read_text("utf-8"))]
-    return blocks + python_blocks(section(PAUSE_AND_RESUME, "## In short"))
+    """The programs the README's and docs' blocks make that are run."""
+    return [code for _, code, reason in programs() if reason is None]
+
+
+def test_sections_not_yet_checked_exist() -> None:
+    for page, heading in NOT_YET_CHECKED:
+        assert f"\n{heading}\n" in (REPO / "docs" / page).read_text("utf-8"), (page, heading)
+
+
+def test_blocks_not_run_say_why_and_are_python() -> None:
+    for name, code, reason in programs():
+        if reason is not None:
+            assert reason in NOT_RUN_REASONS, f"{name}: not run for an unknown reason {reason!r}"
+            assert (REPO / NOT_RUN_REASONS[reason]).exists()
+            ast.parse(code, name)  # still what it says: valid Python
 
 
 def test_the_readme_links_every_reference_page() -> None:
@@ -93,11 +148,13 @@ def test_the_readme_links_every_reference_page() -> None:
 
 def _block_params() -> list:
     params = []
-    for i, block in enumerate(every_python_block()):
-        first = next(line for line in block.splitlines() if line.strip())
+    for name, code, reason in programs():
+        if reason is not None:
+            continue
         for activated in (True, False):
-            name = f"{i}-{'activated' if activated else 'not-activated'}-{first[:30]}"
-            params.append(pytest.param(block, activated, id=name))
+            params.append(
+                pytest.param(code, activated, id=f"{name}-{'activated' if activated else 'not'}")
+            )
     return params
 
 
@@ -106,7 +163,8 @@ def _block_params() -> list:
 def test_every_python_block_runs_as_written(tmp_path: Path, block: str, activated: bool) -> None:
     done = run_snippet(block, tmp_path, activated=activated)
     assert done.returncode == 0, done.stderr[-3000:]
-    assert done.stdout.strip(), "the block shows nothing"
+    # it shows its result, or checks it where the reader sees the check
+    assert done.stdout.strip() or re.search(r"^assert ", block, re.M), "the block shows nothing"
 
 
 @pytest.mark.slow

@@ -172,9 +172,14 @@ def _problem(error: Any) -> str:
 def _beside_python(command: str, env: Mapping[str, str] | None) -> str:
     """``command``, or the program of that name next to the running interpreter when it is
     a bare name not on PATH: a script run with a virtualenv's python, the venv not
-    activated, finds the servers installed into that venv (``.venv/bin/mcp-server-sqlite``)."""
+    activated, finds the servers installed into that venv (``.venv/bin/mcp-server-sqlite``).
+    A bare ``python`` (``python3``, ``python3.X`` of this version) is the running
+    interpreter itself: ``python -m server`` finds a server installed beside this package."""
     if os.sep in command or (os.altsep and os.altsep in command):
         return command
+    if command in ("python", "python3", f"python3.{sys.version_info.minor}"):
+        # this interpreter, which has the packages installed with this one, not PATH's
+        return sys.executable
     path = (env or {}).get("PATH", os.environ.get("PATH"))
     if shutil.which(command, path=path) is not None:
         return command

@@ -1099,7 +1099,8 @@ class MCPToolkit:
                     blocks.append(block)
             return _blocks_for_model(blocks)
 
-        meta = {"mcp_server": name}
+        # listing and reading resources change nothing on the server (MCP's resources/*)
+        meta = {"mcp_server": name, "readOnlyHint": True}
         return [
             self._make_tool(
                 f"{name}{sep}list_resources",

@@ -83,20 +83,27 @@ class TerminalReview:
             )
             return {"type": "reject", "message": self.UNATTENDED}
         question = f"run {name} {json.dumps(args, ensure_ascii=False)}? [{offered}] "
+        meanings = {"y": "run it", "e": "edit its arguments", "n": "do not run it"}
+        said = ", ".join(f"{k} ({meanings[k]})" for k in offered.split("/"))
         try:
             while True:
-                answer = self.ui.ask(question).strip().lower()[:1]
-                kind = keys.get(answer)
+                typed = self.ui.ask(question).strip()
+                # y, yes, e, edit, n, no: the first letter of a word
+                kind = keys.get(typed[:1].lower()) if typed.isalpha() else None
                 if kind is None or kind not in allowed:
+                    # said, not asked again in silence: arguments typed here are not taken
+                    hint = "; type e first, then the arguments" if typed.startswith("{") else ""
+                    self.ui.note(f"answer {said}{hint if 'e' in offered else ''}")
                     continue
                 if kind == "approve":
                     return {"type": "approve"}
                 if kind == "reject":
                     reason = self.ui.ask("reason (sent to the model): ").strip()
                     return {"type": "reject", "message": reason or None}
-                edited = self._edited_args(args)
-                if edited is not None:
-                    return {"type": "edit", "edited_action": {"name": name, "args": edited}}
+                return {
+                    "type": "edit",
+                    "edited_action": {"name": name, "args": self._edited_args(args)},
+                }
         except EOFError as exc:
             raise CLIError(
                 f"{name} needs approval and input has ended; the thread is saved: "
@@ -145,19 +152,22 @@ class TerminalReview:
                 f"saved: answer later with --resume {self.thread_id}"
             ) from exc
 
-    def _edited_args(self, current: Any) -> dict[str, Any] | None:
-        text = self.ui.ask("new arguments as a JSON object (empty: keep them): ").strip()
-        if not text:
-            return dict(current)
-        try:
-            value = json.loads(text)
-        except json.JSONDecodeError as exc:
-            self.ui.note(f"not JSON ({exc}); try again")
-            return None
-        if not isinstance(value, dict):
+    def _edited_args(self, current: Any) -> dict[str, Any]:
+        """New arguments typed as a JSON object, asked until they are one; the current
+        ones are shown to start from."""
+        self.ui.note(f"current arguments: {json.dumps(current, ensure_ascii=False)}")
+        while True:
+            text = self.ui.ask("new arguments as a JSON object (empty: keep them): ").strip()
+            if not text:
+                return dict(current)
+            try:
+                value = json.loads(text)
+            except json.JSONDecodeError as exc:
+                self.ui.note(f"not JSON ({exc}); try again")
+                continue
+            if isinstance(value, dict):
+                return value
             self.ui.note("the arguments must be a JSON object; try again")
-            return None
-        return value
 
 
 def _field_value(text: str, kind: str) -> Any:

@@ -31,6 +31,8 @@ from .resources import (
     DB_ENV,
     DEBUG_ENV,
     DIALECTS,
+    GRAMMAR_MODES,
+    GRAMMAR_OFF,
     MCP_LOG,
     PROG,
     CLIError,
@@ -80,21 +82,25 @@ def _build_graph(
 ) -> Any:
     from fncall_graph.adapters.models import initial_dialect
     from fncall_graph.graphs import create_fncall_graph
-    from fncall_graph.nodes.approve import unknown_tool
 
-    gated = list(dict.fromkeys(getattr(args, "approve", None) or []))
-    problem = unknown_tool(gated, [t.name for t in tools])
-    if problem:
-        raise CLIError(f"--approve names {problem}" + ("" if tools else " (give --mcp)"))
+    gated = _gated_tools(args, tools)
     options: dict[str, Any] = {}
     if gated:
         options["interrupt_on"] = dict.fromkeys(gated, True)
     dialect = initial_dialect(model, choose_dialect(args.dialect, getattr(args, "lang", None)))
+    constrained = _constrained(args, dialect)
+    if constrained is not None:
+        options["constrained"] = constrained
     call_format = _call_format(args)
     if args.command == "chat" or args.trace:
         names = ", ".join(t.name for t in tools) or "none (give --mcp)"
         ui.note(f"dialect {dialect.name} · {len(tools)} tools: {names}")
         ui.note(call_format_note(model, dialect, call_format))
+        if args.command == "chat" and not args.approve and gated:
+            ui.note(
+                f"asks before: {', '.join(gated)} (their servers do not mark them read-only; "
+                "--approve TOOL chooses, --approve none asks before nothing)"
+            )
     return create_fncall_graph(
         model,
         tools,
@@ -105,6 +111,41 @@ def _build_graph(
         max_repeats=args.max_repeats or None,
         **options,
     )
+
+
+#: ``--approve none``: no tool asks first.
+NO_APPROVALS = "none"
+
+
+def _gated_tools(args: argparse.Namespace, tools: Sequence[BaseTool]) -> list[str]:
+    """The tools whose calls ask first: those ``--approve`` names; else, in ``chat``, every
+    tool whose annotations do not say it only reads (MCP's default is "may write")."""
+    from fncall_graph.nodes.approve import unknown_tool
+    from fncall_graph.nodes.tools import writes_by_annotation
+
+    named = list(dict.fromkeys(getattr(args, "approve", None) or []))
+    if named == [NO_APPROVALS]:
+        return []
+    if NO_APPROVALS in named:
+        raise CLIError("--approve none cannot be given with tool names")
+    if named:
+        problem = unknown_tool(named, [t.name for t in tools])
+        if problem:
+            raise CLIError(f"--approve names {problem}" + ("" if tools else " (give --mcp)"))
+        return named
+    return list(writes_by_annotation(tools)) if args.command == "chat" else []
+
+
+def _constrained(args: argparse.Namespace, dialect: Any) -> bool | str | None:
+    """``constrained`` for ``--grammar`` (``None``: not given, the graph's default)."""
+    if args.grammar is None:
+        return None
+    if dialect.native and args.grammar != GRAMMAR_OFF:
+        raise CLIError(
+            f"--grammar {args.grammar}: the dialect is native (the server's own tool calling), "
+            "which a grammar does not constrain; give --dialect hermes (or qwen, react) too"
+        )
+    return GRAMMAR_MODES[args.grammar]
 
 
 def _call_format(args: argparse.Namespace) -> str | None:
@@ -144,7 +185,7 @@ def _open_session(
     args: argparse.Namespace, ui: UI, thread_id: str, must_exist: bool, db: Path
 ) -> Iterator[Session]:
     """The model, MCP tools, checkpoints and trace output of ``chat`` and ``run``."""
-    model = load_model(args.model, ui, max_tokens=args.max_tokens)
+    model = load_model(args.model, ui, max_tokens=args.max_tokens, grammar=args.grammar)
     with (
         mcp_toolkit(args.mcp, ui, db.parent / MCP_LOG) as toolkit,
         sqlite_checkpointer(db) as saver,
@@ -160,7 +201,7 @@ def _open_session(
             tracer=tracer,
             trace_file=trace_file,
             show_trace=args.trace,
-            gated=args.approve or [],
+            gated=_gated_tools(args, tools),
             toolkit=toolkit,
         )
         if must_exist and not session.exists():
@@ -306,7 +347,9 @@ def cmd_demo(args: argparse.Namespace) -> int:
     ui.heading("fncall-graph demo · the database-assistant example")
     spec = environment.model_spec(args.model)
     if spec:
-        model = load_model(spec, ui, max_tokens=args.max_tokens or 384, temperature=0)
+        model = load_model(
+            spec, ui, max_tokens=args.max_tokens or 384, grammar=args.grammar, temperature=0
+        )
         if spec.startswith("replay"):
             title = f"RECORDED replies ({spec}), not a live model"
         else:
@@ -347,6 +390,7 @@ def _demo_session(ui: UI, model: BaseChatModel, args: argparse.Namespace, title:
     from fncall_graph.adapters.models import accepts_grammar, initial_dialect
     from fncall_graph.examples import database_assistant as example
     from fncall_graph.graphs import create_fncall_graph
+    from fncall_graph.nodes.tools import writes_by_annotation
 
     recorded = tuple(getattr(model, "questions", None) or ()) == example.QUESTIONS
     with tempfile.TemporaryDirectory(prefix="fncall-graph-demo-") as tmp:
@@ -362,20 +406,22 @@ def _demo_session(ui: UI, model: BaseChatModel, args: argparse.Namespace, title:
             _trace_output(args.trace_file) as trace_file,
         ):
             dialect = initial_dialect(model, choose_dialect(args.dialect, None))
-            gated = [
-                t.name
-                for t in tools
-                if not recorded and t.name.split("-", 1)[-1] in example.WRITE_TOOLS
-            ]
+            # the tools' annotations decide, as in chat and Studio; the server leaves its
+            # reads unannotated, and the example knows them
+            gated = [] if recorded else list(writes_by_annotation(example.mark_read_only(tools)))
             # small models otherwise answer without calling anything
-            constrained = not dialect.native and accepts_grammar(model)
+            constrained = _constrained(args, dialect)
+            if constrained is None:
+                constrained = (
+                    "first_call" if not dialect.native and accepts_grammar(model) else False
+                )
             call_format = _call_format(args)
             graph = create_fncall_graph(
                 model,
                 tools,
                 dialect=dialect,
                 call_format=call_format,
-                constrained="first_call" if constrained else False,
+                constrained=constrained,
                 system_prompt=example.SYSTEM_PROMPT,
                 checkpointer=saver,
                 interrupt_on=dict.fromkeys(gated, True) or None,
@@ -397,8 +443,10 @@ def _demo_session(ui: UI, model: BaseChatModel, args: argparse.Namespace, title:
                 f"dialect {dialect.name}",
                 call_format_note(model, dialect, call_format),
             ]
-            if constrained:
+            if constrained == "first_call":
                 setup.append("first call of each question constrained to tool calls (grammar)")
+            elif constrained:
+                setup.append("every reply constrained to calls or an answer (grammar)")
             if gated:
                 setup.append(f"writes ask first ({', '.join(gated)})")
             elif recorded:
@@ -557,6 +605,16 @@ def _model_options(p: argparse.ArgumentParser) -> None:
         "server URL, whose server may otherwise write until its context is full; 384 "
         "for 'local' in demo; else the model's own)",
     )
+    p.add_argument(
+        "--grammar",
+        metavar="MODE",
+        choices=tuple(GRAMMAR_MODES),
+        help="the model's server applies GBNF grammars (llama.cpp's servers do): constrain "
+        "a prompt dialect's replies to its call format and the tools' schemas. MODE "
+        "first_call: the first reply of each question must call a tool; always: every "
+        "reply is calls or an answer; off: no grammar. For a server URL with --dialect "
+        "hermes, qwen or react; 'local' uses first_call unless told otherwise",
+    )
     p.add_argument("--trace", action="store_true", help="print every model call's four views")
     p.add_argument(
         "--trace-file", metavar="F", help="write every model call's four views to F as JSON Lines"
@@ -609,7 +667,8 @@ def _thread_options(p: argparse.ArgumentParser) -> None:
         metavar="TOOL",
         action="append",
         help="ask before TOOL runs: y (run), e (edit arguments), n (reject, with a reason); "
-        "repeatable",
+        "repeatable. 'none': nothing asks. Default in chat: every tool whose MCP server "
+        "does not annotate it read-only (readOnlyHint); in run: nothing asks",
     )
 
 

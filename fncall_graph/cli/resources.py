@@ -23,6 +23,7 @@ __all__ = [
     "DB_ENV",
     "DEBUG_ENV",
     "DIALECTS",
+    "GRAMMAR_MODES",
     "MCP_LOG",
     "PROG",
     "URL_MAX_TOKENS",
@@ -63,23 +64,43 @@ def default_db_path() -> Path:
 #: otherwise writes until the context is full.
 URL_MAX_TOKENS = 1024
 
+#: ``--grammar``'s modes → ``create_fncall_graph(constrained=...)``.
+GRAMMAR_MODES: dict[str, bool | str] = {"first_call": "first_call", "always": True, "off": False}
+GRAMMAR_OFF = "off"
+
 
 def load_model(
-    spec: str | None, ui: UI, *, max_tokens: int | None = None, **kwargs: Any
+    spec: str | None,
+    ui: UI,
+    *,
+    max_tokens: int | None = None,
+    grammar: str | None = None,
+    **kwargs: Any,
 ) -> BaseChatModel:
     """The chat model for ``spec`` (``None``: ``$FNCALL_MODEL``, else ``local``).
 
     ``max_tokens`` (``--max-tokens``) applies to every spec but a replay (an Ollama model
     takes it as ``num_predict``); a server URL gets :data:`URL_MAX_TOKENS` without it.
-    ``kwargs`` apply to the bundled ``local`` model only (they suit it alone)."""
+    ``grammar`` (``--grammar``, other than ``off``) says a server URL's server applies
+    GBNF grammars (llama.cpp's do); for a spec of another kind it is an error, but for
+    ``local``, which takes them already. ``kwargs`` apply to the bundled ``local`` model
+    only (they suit it alone)."""
     from fncall_graph.adapters.models import DEFAULT_SPEC, ModelSpecError, resolve_model
 
     spec = environment.model_spec(spec) or DEFAULT_SPEC
+    is_url = re.match(r"(?i)https?://", spec) is not None
+    if grammar not in (None, GRAMMAR_OFF) and spec != "local" and not is_url:
+        raise CLIError(
+            f"--grammar {grammar}: {spec} is not a server URL; GBNF grammars reach a "
+            "llama.cpp server given by its URL ('http://HOST:PORT/v1#NAME'), or 'local'"
+        )
     try:
         if spec != "local":
             options: dict[str, Any] = {}
-            if re.match(r"(?i)https?://", spec):
+            if is_url:
                 options["max_tokens"] = max_tokens or URL_MAX_TOKENS
+                if grammar not in (None, GRAMMAR_OFF):
+                    options["accepts_grammar"] = True
             elif spec.startswith("ollama:") and max_tokens:
                 options["num_predict"] = max_tokens
             elif not spec.startswith("replay") and max_tokens:

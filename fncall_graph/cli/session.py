@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import logging
 import signal
 import threading
 from collections.abc import Iterator, Mapping, Sequence
@@ -239,6 +240,19 @@ class Session:
 
 class _TurnCancelled(Exception):
     """Ends the running model call or tool of a turn that Ctrl-C interrupted."""
+
+
+class _QuietCancel(logging.Filter):
+    """LangChain logs a warning for every callback that raises, even one that raises on
+    purpose (``raise_error``): the cancel of an interrupted turn is not an error to show."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        args = record.args if isinstance(record.args, tuple) else ()
+        return not (len(args) == 3 and args[0] == _CancelOnInterrupt.__name__)
+
+
+# the logger of langchain_core.callbacks.manager, which logs it
+logging.getLogger("langchain_core.callbacks.manager").addFilter(_QuietCancel())
 
 
 class _CancelOnInterrupt(BaseCallbackHandler):

@@ -23,14 +23,20 @@ from __future__ import annotations
 import shutil
 import sqlite3
 import sys
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from langchain_core.tools import BaseTool
 
 __all__ = [
     "QUESTIONS",
+    "READ_TOOLS",
     "SYSTEM_PROMPT",
     "WRITE_TOOLS",
     "make_database",
+    "mark_read_only",
     "sqlite_config",
     "sqlite_server_command",
     "table_rows",
@@ -51,6 +57,35 @@ QUESTIONS: tuple[str, ...] = (
 WRITE_TOOLS: tuple[str, ...] = ("write_query", "create_table", "append_insight")
 """The tools of ``mcp-server-sqlite`` that change something (the database, or its insights
 memo); the server marks none of its tools read-only, so they are named here."""
+
+READ_TOOLS: tuple[str, ...] = ("read_query", "list_tables", "describe_table")
+"""The tools of ``mcp-server-sqlite`` that only read (``read_query`` refuses anything but
+``SELECT``)."""
+
+
+def mark_read_only(tools: Sequence[BaseTool]) -> list[BaseTool]:
+    """``tools`` with ``mcp-server-sqlite``'s reads annotated ``readOnlyHint``, as the
+    server would if it annotated its tools (it annotates none, and MCP's default is "may
+    write"), so that ``interrupt_on="annotations"`` asks before its writes only. Meant
+    for the tools of :func:`sqlite_config`'s server. Changes the tools in place and
+    returns them.
+
+    Example:
+        >>> from langchain_core.tools import StructuredTool
+        >>> list_tables = StructuredTool.from_function(
+        ...     lambda: "", name="sqlite-list_tables", description="List the tables.",
+        ...     metadata={"mcp_server": "sqlite", "mcp_tool": "list_tables"},
+        ... )
+        >>> mark_read_only([list_tables])[0].metadata["readOnlyHint"]
+        True
+    """
+    from fncall_graph.adapters.tool_effects import is_read_only
+
+    for t in tools:
+        meta = t.metadata if t.metadata is not None else {}
+        if meta.get("mcp_tool") in READ_TOOLS and not is_read_only(t):
+            t.metadata = {**meta, "readOnlyHint": True}
+    return list(tools)
 
 
 def table_rows(path: str | Path) -> dict[str, int]:

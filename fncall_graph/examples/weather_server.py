@@ -22,6 +22,7 @@ try:  # mcp 2.x, where FastMCP is called MCPServer
     from mcp.server.mcpserver import MCPServer as FastMCP
 except ImportError:  # mcp 1.x
     from mcp.server.fastmcp import FastMCP  # type: ignore[no-redef]
+from mcp.types import ToolAnnotations
 
 __all__ = ["CITIES", "get_weather", "main", "mcp", "weather_report"]
 
@@ -30,7 +31,8 @@ mcp = FastMCP(name="weather")
 CITIES = ("北京", "上海", "广州", "深圳")
 
 
-@mcp.tool()
+# it reads canned data: a client may run it without asking, and retry it
+@mcp.tool(annotations=ToolAnnotations(readOnlyHint=True))
 def get_weather(city: str) -> str:
     """获取指定城市的天气信息"""
     # 简单模拟数据,实际应用中应该调用对应的API
