@@ -43,6 +43,7 @@ from .schema import ToolLike
 __all__ = [
     "MARKUP_FORMAT_KEY",
     "CallIds",
+    "call_key",
     "markup_dialect",
     "normalize",
     "quotes_its_calls",
@@ -620,7 +621,8 @@ class CallIds:
         return call_id
 
 
-def _key(name: str | None, args: Any) -> tuple[str, str]:
+def call_key(name: str | None, args: Any) -> tuple[str, str]:
+    """A call's identity for matching one call read from two places: name and arguments."""
     try:
         return (name or "", json.dumps(args, sort_keys=True, ensure_ascii=False, default=str))
     except (ValueError, RecursionError):  # unreadable arguments match no other call
@@ -633,11 +635,11 @@ def unmatched(calls: Iterable[ToolCall], already: Iterable[ToolCall]) -> list[To
     is one call."""
     pending: dict[tuple[str, str], int] = {}
     for c in already:
-        k = _key(c["name"], c["args"])
+        k = call_key(c["name"], c["args"])
         pending[k] = pending.get(k, 0) + 1
     out: list[ToolCall] = []
     for c in calls:
-        k = _key(c["name"], c["args"])
+        k = call_key(c["name"], c["args"])
         if pending.get(k):
             pending[k] -= 1
         else:

@@ -32,7 +32,14 @@ from .base import (
     StreamParser,
     text_of,
 )
-from .normalize import MARKUP_FORMAT_KEY, CallIds, quotes_its_calls, quoting_answer, unmatched
+from .normalize import (
+    MARKUP_FORMAT_KEY,
+    CallIds,
+    call_key,
+    quotes_its_calls,
+    quoting_answer,
+    unmatched,
+)
 from .readers import AUTO, get_reader
 from .readers.whole_reply import OPENERS, may_be_calls_only
 from .reading import Echoes
@@ -223,7 +230,8 @@ class StreamReading:
                 out["additional_kwargs"][READ_REPLY_KEY] = {"content": quoting_answer(raw)}
                 self.calls, self.unreadable = [], False
             else:
-                out["tool_call_chunks"] += held
+                field = list(self.inner.tool_calls) if self.inner is not None else []
+                out["tool_call_chunks"] += self._field_ids(held, field)
                 out["additional_kwargs"].update(self.held["additional_kwargs"])
             field = list(self.inner.tool_calls) if self.inner is not None else []
             for c in unmatched(field, self.calls):
@@ -272,6 +280,28 @@ class StreamReading:
             self._invalid(out, bad)
         if MARKUP_FORMAT_KEY in read.response_metadata:
             meta[MARKUP_FORMAT_KEY] = read.response_metadata[MARKUP_FORMAT_KEY]
+
+    def _field_ids(self, held: list[Any], field: list[ToolCall]) -> list[Any]:
+        """``held`` call chunks, each call the provider also sent in its field under the
+        field's id (one call read from two places is one call, known by the provider's
+        id, as ``normalize`` reads it)."""
+        if not field:
+            return held
+        ids: dict[tuple[str, str], list[str]] = {}
+        for c in field:
+            if c.get("id"):
+                ids.setdefault(call_key(c["name"], c["args"]), []).append(c["id"])
+        by_id = {c["id"]: c for c in self.calls}
+        out = []
+        for chunk in held:
+            call = by_id.get(chunk.get("id"))
+            same = ids.get(call_key(call["name"], call["args"])) if call else None
+            if same:  # the field's ids were made unique as its chunks came
+                new = same.pop(0)
+                call["id"] = new
+                chunk = {**chunk, "id": new}
+            out.append(chunk)
+        return out
 
     def _fitted_late(self, out: dict[str, Any]) -> None:
         """Calls the dialect finds in a whole reply that held none of its own form

@@ -31,11 +31,18 @@ from langchain_core.language_models import LanguageModelInput
 from langchain_core.language_models.base import LangSmithParams
 from langchain_core.language_models.chat_models import BaseChatModel
 from langchain_core.load.serializable import SerializedConstructor, SerializedNotImplemented
-from langchain_core.messages import AIMessage, AIMessageChunk, BaseMessage, HumanMessage
+from langchain_core.messages import (
+    AIMessage,
+    AIMessageChunk,
+    BaseMessage,
+    HumanMessage,
+    message_chunk_to_message,
+)
 from langchain_core.messages.tool import (
     InvalidToolCall,
     ToolCall,
     invalid_tool_call,
+    tool_call_chunk,
 )
 from langchain_core.output_parsers.openai_tools import JsonOutputKeyToolsParser, PydanticToolsParser
 from langchain_core.outputs import ChatGeneration, ChatGenerationChunk, ChatResult
@@ -190,13 +197,17 @@ class ModelCall:
                 echo_sources=self.echoes,
             )
         else:
-            message = normalize(
-                reply,
-                self.dialect,
-                taken_ids=self.taken,
-                tools=self.tools,
-                call_format=self.call_format,
-                echo_sources=self.echoes,
+            # a prompt dialect's whole reply is a stream of one chunk: one reading
+            reading = StreamReading(self)
+            first = reading.feed(_as_chunk(reply))
+            chunks = [c for c in (first, reading.close()) if c is not None]
+            total = chunks[0]
+            for c in chunks[1:]:
+                total = total + c
+            read = restore_read_reply(message_chunk_to_message(total))
+            assert isinstance(read, AIMessage)
+            return read.model_copy(
+                update={"id": reply.id, "response_metadata": dict(reply.response_metadata)}
             )
         message = self.reader.fit_to_tools(message, self.tools)
         if self.json_answer and not message.tool_calls:
@@ -827,6 +838,32 @@ def with_dialect(
 
 
 # --------------------------------------------------------------------------- helpers
+
+
+def _as_chunk(reply: BaseMessage) -> BaseMessage:
+    """A whole reply as the one chunk of a stream (its calls as call chunks)."""
+    if not isinstance(reply, AIMessage) or isinstance(reply, AIMessageChunk):
+        return reply
+    calls = [
+        tool_call_chunk(
+            name=c["name"], args=json.dumps(c["args"], ensure_ascii=False), id=c["id"], index=i
+        )
+        for i, c in enumerate(reply.tool_calls)
+    ]
+    calls += [
+        tool_call_chunk(
+            name=c.get("name"), args=c.get("args"), id=c.get("id"), index=len(calls) + i
+        )
+        for i, c in enumerate(reply.invalid_tool_calls)
+    ]
+    return AIMessageChunk(
+        content=reply.content,
+        additional_kwargs=reply.additional_kwargs,
+        response_metadata=reply.response_metadata,
+        usage_metadata=reply.usage_metadata,
+        tool_call_chunks=calls,
+        id=reply.id,
+    )
 
 
 @contextmanager
