@@ -281,9 +281,12 @@ class DialectChatModel(BaseChatModel):
             :func:`~fncall_graph.adapters.models.call_format.resolve_call_format`), else
             detected in each reply.
 
-    ``temperature``, ``max_tokens``, ``stop``, ``timeout``, ``max_retries`` and
-    ``streaming`` given to the constructor are set on the wrapped model, which must
-    have that parameter; any other keyword is refused.
+    LangChain's standard constructor parameters ``temperature``, ``max_tokens``,
+    ``stop``, ``timeout``, ``max_retries``, ``api_key``, ``base_url`` (and ``streaming``)
+    are set on the wrapped model, which must have that parameter (by its name or its
+    alias: ``ChatOpenAI``'s ``api_key`` is ``openai_api_key``); ``rate_limiter`` and
+    the other fields every LangChain chat model has are the wrapper's own; any other
+    keyword is refused.
     """
 
     model_config = ConfigDict(extra="forbid")
@@ -863,7 +866,16 @@ def _child(
 
 #: LangChain's standard chat-model constructor parameters, set on the wrapped model
 _MODEL_PARAMS = frozenset(
-    {"temperature", "max_tokens", "stop", "timeout", "max_retries", "streaming"}
+    {
+        "temperature",
+        "max_tokens",
+        "stop",
+        "timeout",
+        "max_retries",
+        "api_key",
+        "base_url",
+        "streaming",
+    }
 )
 
 
