@@ -27,7 +27,6 @@ from langchain_core.callbacks import (
     CallbackManager,
     CallbackManagerForLLMRun,
 )
-from langchain_core.exceptions import OutputParserException
 from langchain_core.language_models import LanguageModelInput
 from langchain_core.language_models.base import LangSmithParams
 from langchain_core.language_models.chat_models import BaseChatModel
@@ -84,7 +83,9 @@ from .call_format import check_call_format, resolve_call_format
 from .capabilities import accepts_grammar
 from .structured_output import (
     JSON_OUTPUT_KEY,
+    ReplyWithoutCall,
     asking_for_json,
+    called,
     parse_json_reply,
     parsed_or_error,
     repaired_json,
@@ -518,7 +519,7 @@ class DialectChatModel(BaseChatModel):
             llm = self.bind_tools(
                 [schema], tool_choice=name, strict=strict, ls_structured_output_format=shape
             )
-            parser: Runnable[Any, Any] = (
+            parser: Runnable[Any, Any] = called(name) | (
                 PydanticToolsParser(tools=[schema], first_tool_only=True)
                 if isinstance(schema, type) and is_basemodel_subclass(schema)
                 else JsonOutputKeyToolsParser(key_name=name, first_tool_only=True)
@@ -560,7 +561,7 @@ class DialectChatModel(BaseChatModel):
             del kwargs["response_format"]
             json_output, json_answer = wanted, True
         if json_output is not None:
-            messages = asking_for_json(messages, json_output["schema"])
+            messages = asking_for_json(messages, json_output["schema"], beside_tools=bool(tools))
             if not tools and accepts_grammar(self.chat_model):
                 grammar = schema_to_gbnf(json_output["schema"] or {"type": "object"})
                 _with_grammar(kwargs, grammar, self.model)
@@ -578,12 +579,19 @@ class DialectChatModel(BaseChatModel):
             forced = bool(tools) and _forces_a_call(tool_choice)
             one_call = options.get("parallel_tool_calls") is False
             if (
-                (forced or one_call or options.get("strict"))
+                (forced or one_call or options.get("strict") or json_answer)
                 and accepts_grammar(self.chat_model)
                 and "grammar" not in (kwargs.get("extra_body") or {})
             ):
-                # the server can hold the reply to the chosen tools' calls and schemas
-                grammar = self.dialect.grammar(tools, require_call=forced, one_call=one_call)
+                # the server can hold the reply to the chosen tools' calls and schemas,
+                # and an answer asked for as JSON to its schema
+                answer = (json_output or {}).get("schema") or {"type": "object"}
+                grammar = self.dialect.grammar(
+                    tools,
+                    require_call=forced,
+                    one_call=one_call,
+                    answer_json=answer if json_answer else None,
+                )
                 if grammar is not None:
                     _with_grammar(kwargs, grammar, self.model)
         merged = list(dict.fromkeys([*self.dialect.stop, *(stop or [])]))
@@ -976,10 +984,10 @@ def _require_a_call(message: AIMessage) -> None:
         return
     text = text_of(message.content)
     why = "; ".join(str(c.get("error")) for c in message.invalid_tool_calls if c.get("error"))
-    raise OutputParserException(
+    raise ReplyWithoutCall(
         "tool_choice demanded a tool call, and the model answered twice without a readable "
         f"one{f' ({why})' if why else ''}: {text[:200]!r}",
-        llm_output=text,
+        reply=message,
     )
 
 
