@@ -38,13 +38,6 @@ class _DialectUnitTests(unit_tests.ChatModelUnitTests):
         return {"model": ChatOpenAI(model="gpt-4o-mini", api_key="test"), "dialect": self.dialect}
 
     @property
-    def standard_chat_model_params(self) -> dict[str, Any]:
-        # a provider's key belongs to the wrapped model, as it is given here
-        params = dict(super().standard_chat_model_params)
-        params.pop("api_key", None)
-        return params
-
-    @property
     def init_from_env_params(self) -> tuple[dict[str, str], dict[str, Any], dict[str, Any]]:
         # the key a serialized wrapper's model is loaded back with
         return {"OPENAI_API_KEY": "test"}, self.chat_model_params, {"model_name": "gpt-4o-mini"}
@@ -163,6 +156,17 @@ def test_standard_constructor_params_reach_the_wrapped_model_or_are_refused() ->
     assert inner.temperature is None  # the given model is left as it was
     # the client is made again with them, not copied with the old ones
     assert wrapped.root_client.timeout == 5 and wrapped.root_client.max_retries == 1
+
+    # the provider's key and address too, by LangChain's standard names (its aliases)
+    keyed = DialectChatModel(
+        model=inner, dialect="qwen", api_key="other", base_url="http://127.0.0.1:8/v1"
+    ).chat_model
+    assert keyed.openai_api_key.get_secret_value() == "other"
+    assert keyed.openai_api_base == "http://127.0.0.1:8/v1"
+    assert str(keyed.root_client.base_url) == "http://127.0.0.1:8/v1/"
+    assert inner.openai_api_key.get_secret_value() == "x"
+    with pytest.raises(ValueError, match="ReplayChatModel has no 'api_key' parameter"):
+        DialectChatModel(model=ReplayChatModel(["x"]), dialect="hermes", api_key="k")
 
     with pytest.raises(ValueError, match="ReplayChatModel has no 'temperature' parameter"):
         DialectChatModel(model=ReplayChatModel(["x"]), dialect="hermes", temperature=0)

@@ -369,11 +369,14 @@ class Dialect(ABC):
         *,
         require_call: bool = False,
         one_call: bool = False,
+        answer_json: Mapping[str, Any] | None = None,
     ) -> str | None:
         """A GBNF grammar constraining replies to this dialect's call format, if it has one.
 
         With ``require_call`` the grammar admits tool calls only, no plain answer; with
-        ``one_call`` at most one call per reply (``parallel_tool_calls=False``).
+        ``one_call`` at most one call per reply (``parallel_tool_calls=False``); with
+        ``answer_json`` (a JSON schema) the plain answer is JSON of that schema, written
+        where this dialect writes its answer.
         """
         return None
 

@@ -302,6 +302,7 @@ def _assemble(
     text_before_call: bool,
     preamble: str | None,
     answer: str | None,
+    answer_json: Mapping[str, Any] | None = None,
 ) -> str:
     call = grammar.add("call", " | ".join(call_alternatives))
     max_calls = MAX_CALLS if max_calls is None else max_calls
@@ -322,6 +323,13 @@ def _assemble(
     calls = grammar.add("calls", lead + calls_body)
     if not allow_text:
         return grammar.render(calls)
+    if answer_json is not None:
+        # the answer is one JSON value of the schema (after ``answer``, where one opens it)
+        value = grammar.visit_root(answer_json, "answer-json")
+        opt_lead = f"( {lead.strip()} )? " if preamble is not None else ""
+        opener = f"{_literal(answer)} ws " if answer is not None else ""
+        grammar.add("answer", f"{opt_lead}{opener}{value}")
+        return grammar.render(f"{calls} | answer")
     anything = grammar.add("anything", "[^\\x00]*")
     if answer is not None:
         opt_lead = f"( {lead.strip()} )? " if preamble is not None else ""
@@ -346,6 +354,7 @@ def call_grammar(
     text_before_call: bool = False,
     preamble: str | None = None,
     answer: str | None = None,
+    answer_json: Mapping[str, Any] | None = None,
 ) -> str:
     """GBNF for "a plain answer, or tool calls framed as ``before`` JSON ``after``".
 
@@ -368,6 +377,8 @@ def call_grammar(
             ``"Thought:"`` for ReAct; the line ends at a newline.
         answer: a literal that must open the plain answer, e.g. ``"Final Answer:"``;
             with ``preamble``, the answer may follow a preamble line too.
+        answer_json: the plain answer is one JSON value of this schema (after
+            ``answer``, where given), e.g. a structured final answer beside tool calls.
 
     Returns:
         The grammar text, rule ``root`` first.
@@ -405,6 +416,7 @@ def call_grammar(
         text_before_call=text_before_call,
         preamble=preamble,
         answer=answer,
+        answer_json=answer_json,
     )
 
 
@@ -414,13 +426,14 @@ def qwen_call_grammar(
     allow_text: bool = True,
     max_calls: int | None = 1,
     text_before_call: bool = False,
+    answer_json: Mapping[str, Any] | None = None,
 ) -> str:
     """GBNF for "a plain answer, or Qwen ✿ calls" (``✿FUNCTION✿: name\\n✿ARGS✿: {...}``).
 
     The name is written bare, as Qwen-Agent's prompt asks, and the arguments follow the
     named tool's schema. Parallel calls (``max_calls`` > 1 or ``None``) are separated by
     a newline. ``✿RESULT✿`` is left to the dialect's stop words: the grammar ends after
-    the arguments.
+    the arguments. With ``answer_json`` the plain answer is one JSON value of that schema.
 
     Example:
         >>> tools = [{"name": "get_weather", "parameters": {"type": "object",
@@ -448,6 +461,7 @@ def qwen_call_grammar(
         text_before_call=text_before_call,
         preamble=None,
         answer=None,
+        answer_json=answer_json,
     )
 
 

@@ -30,7 +30,7 @@ Example:
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar, Literal
 
@@ -138,6 +138,7 @@ class HermesDialect(PromptDialect):
         *,
         require_call: bool = False,
         one_call: bool = False,
+        answer_json: Mapping[str, Any] | None = None,
     ) -> str | None:
         """GBNF for a plain answer, or ``<tool_call>`` blocks naming one of ``tools``.
 
@@ -155,6 +156,7 @@ class HermesDialect(PromptDialect):
             after="\n</tool_call>",
             max_calls=1 if one_call else None,
             allow_text=not require_call,
+            answer_json=answer_json,
         )
 
     # ----------------------------------------------------------------- render

@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -395,6 +395,7 @@ class QwenDialect(PromptDialect):
         *,
         require_call: bool = False,
         one_call: bool = False,
+        answer_json: Mapping[str, Any] | None = None,
     ) -> str | None:
         """GBNF for a plain answer, or ``✿FUNCTION✿``/``✿ARGS✿`` calls naming one of ``tools``.
 
@@ -410,6 +411,7 @@ class QwenDialect(PromptDialect):
             tools,
             max_calls=None if self.parallel and not one_call else 1,
             allow_text=not require_call,
+            answer_json=answer_json,
         )
 
     # -- rendering

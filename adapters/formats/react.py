@@ -55,7 +55,7 @@ from __future__ import annotations
 import contextlib
 import json
 import re
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
@@ -217,6 +217,7 @@ class ReActDialect(PromptDialect):
         *,
         require_call: bool = False,
         one_call: bool = False,  # one Action per reply already
+        answer_json: Mapping[str, Any] | None = None,
     ) -> str | None:
         """GBNF for a ``Thought:`` line and one ``Action:`` blob, or a ``Final Answer:``.
 
@@ -237,6 +238,7 @@ class ReActDialect(PromptDialect):
             preamble="Thought:",
             answer="Final Answer:",
             allow_text=not require_call,
+            answer_json=answer_json,
         )
 
     # ----------------------------------------------------------------- render

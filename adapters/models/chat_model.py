@@ -26,7 +26,6 @@ from langchain_core.callbacks import (
     CallbackManager,
     CallbackManagerForLLMRun,
 )
-from langchain_core.exceptions import OutputParserException
 from langchain_core.language_models import LanguageModelInput
 from langchain_core.language_models.base import LangSmithParams
 from langchain_core.language_models.chat_models import BaseChatModel
@@ -79,7 +78,9 @@ from .call_format import check_call_format, resolve_call_format
 from .capabilities import accepts_grammar
 from .structured_output import (
     JSON_OUTPUT_KEY,
+    ReplyWithoutCall,
     asking_for_json,
+    called,
     parse_json_reply,
     parsed_or_error,
     repaired_json,
@@ -275,9 +276,12 @@ class DialectChatModel(BaseChatModel):
             :func:`~fncall_graph.adapters.models.call_format.resolve_call_format`), else
             detected in each reply.
 
-    ``temperature``, ``max_tokens``, ``stop``, ``timeout``, ``max_retries`` and
-    ``streaming`` given to the constructor are set on the wrapped model, which must
-    have that parameter; any other keyword is refused.
+    LangChain's standard constructor parameters ``temperature``, ``max_tokens``,
+    ``stop``, ``timeout``, ``max_retries``, ``api_key``, ``base_url`` (and ``streaming``)
+    are set on the wrapped model, which must have that parameter (by its name or its
+    alias: ``ChatOpenAI``'s ``api_key`` is ``openai_api_key``); ``rate_limiter`` and
+    the other fields every LangChain chat model has are the wrapper's own; any other
+    keyword is refused.
     """
 
     model_config = ConfigDict(extra="forbid")
@@ -509,7 +513,7 @@ class DialectChatModel(BaseChatModel):
             llm = self.bind_tools(
                 [schema], tool_choice=name, strict=strict, ls_structured_output_format=shape
             )
-            parser: Runnable[Any, Any] = (
+            parser: Runnable[Any, Any] = called(name) | (
                 PydanticToolsParser(tools=[schema], first_tool_only=True)
                 if isinstance(schema, type) and is_basemodel_subclass(schema)
                 else JsonOutputKeyToolsParser(key_name=name, first_tool_only=True)
@@ -588,7 +592,9 @@ class DialectChatModel(BaseChatModel):
             json_output, json_answer = wanted, True
         if json_output is not None:
             if rendered is None:
-                messages = asking_for_json(messages, json_output["schema"])
+                messages = asking_for_json(
+                    messages, json_output["schema"], beside_tools=bool(tools)
+                )
             if not tools and accepts_grammar(self.chat_model):
                 grammar = schema_to_gbnf(json_output["schema"] or {"type": "object"})
                 _with_grammar(kwargs, grammar, self.model)
@@ -606,12 +612,19 @@ class DialectChatModel(BaseChatModel):
             forced = bool(tools) and _forces_a_call(tool_choice)
             one_call = options.get("parallel_tool_calls") is False
             if (
-                (forced or one_call or options.get("strict"))
+                (forced or one_call or options.get("strict") or json_answer)
                 and accepts_grammar(self.chat_model)
                 and "grammar" not in (kwargs.get("extra_body") or {})
             ):
-                # the server can hold the reply to the chosen tools' calls and schemas
-                grammar = self.dialect.grammar(tools, require_call=forced, one_call=one_call)
+                # the server can hold the reply to the chosen tools' calls and schemas,
+                # and an answer asked for as JSON to its schema
+                answer = (json_output or {}).get("schema") or {"type": "object"}
+                grammar = self.dialect.grammar(
+                    tools,
+                    require_call=forced,
+                    one_call=one_call,
+                    answer_json=answer if json_answer else None,
+                )
                 if grammar is not None:
                     _with_grammar(kwargs, grammar, self.model)
         merged = list(dict.fromkeys([*self.dialect.stop, *(stop or [])]))
@@ -922,7 +935,16 @@ def _child(
 
 #: LangChain's standard chat-model constructor parameters, set on the wrapped model
 _MODEL_PARAMS = frozenset(
-    {"temperature", "max_tokens", "stop", "timeout", "max_retries", "streaming"}
+    {
+        "temperature",
+        "max_tokens",
+        "stop",
+        "timeout",
+        "max_retries",
+        "api_key",
+        "base_url",
+        "streaming",
+    }
 )
 
 
@@ -1023,10 +1045,10 @@ def _require_a_call(message: AIMessage) -> None:
         return
     text = text_of(message.content)
     why = "; ".join(str(c.get("error")) for c in message.invalid_tool_calls if c.get("error"))
-    raise OutputParserException(
+    raise ReplyWithoutCall(
         "tool_choice demanded a tool call, and the model answered twice without a readable "
         f"one{f' ({why})' if why else ''}: {text[:200]!r}",
-        llm_output=text,
+        reply=message,
     )
 
 

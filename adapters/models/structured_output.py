@@ -17,8 +17,14 @@ from typing import Any
 
 from langchain_core.exceptions import OutputParserException
 from langchain_core.language_models import LanguageModelInput
-from langchain_core.messages import BaseMessage, SystemMessage
-from langchain_core.runnables import Runnable, RunnableMap, RunnablePassthrough
+from langchain_core.messages import AIMessage, BaseMessage, SystemMessage
+from langchain_core.runnables import (
+    Runnable,
+    RunnableConfig,
+    RunnableLambda,
+    RunnableMap,
+    RunnablePassthrough,
+)
 from langchain_core.utils.function_calling import convert_to_json_schema
 from langchain_core.utils.pydantic import is_basemodel_subclass
 from pydantic import ValidationError
@@ -27,7 +33,9 @@ from ..formats.base import loads_lenient, text_of
 
 __all__ = [
     "JSON_OUTPUT_KEY",
+    "ReplyWithoutCall",
     "asking_for_json",
+    "called",
     "parse_json_reply",
     "parsed_or_error",
     "repaired_json",
@@ -43,16 +51,21 @@ _ASK_SCHEMA = (
     "prose, no code fence.\n{schema}"
 )
 _ASK_OBJECT = "Answer with one JSON object, and nothing else: no prose, no code fence."
+# beside tools: calls stay as the dialect writes them, the answer is the JSON
+_BESIDE_TOOLS = "When you answer rather than call a tool: "
 _FENCE = re.compile(r"^\s*```[a-zA-Z]*\s*\n?(.*?)\n?\s*```\s*$", re.DOTALL)
 
 
 def asking_for_json(
-    messages: list[BaseMessage], schema: Mapping[str, Any] | None
+    messages: list[BaseMessage], schema: Mapping[str, Any] | None, *, beside_tools: bool = False
 ) -> list[BaseMessage]:
-    """``messages`` with the request for JSON (following ``schema``) in the system message."""
+    """``messages`` with the request for JSON (following ``schema``) in the system message;
+    ``beside_tools``: for the answer only, the model may call tools first."""
     ask = (
         _ASK_SCHEMA.format(schema=json.dumps(schema, ensure_ascii=False)) if schema else _ASK_OBJECT
     )
+    if beside_tools:
+        ask = _BESIDE_TOOLS + ask[0].lower() + ask[1:]
     if messages and isinstance(messages[0], SystemMessage):
         first = text_of(messages[0].content)
         return [SystemMessage(f"{first}\n\n{ask}" if first else ask), *messages[1:]]
@@ -126,15 +139,70 @@ def parse_json_reply(message: BaseMessage, schema: Mapping[str, Any] | type | No
     return value
 
 
+class ReplyWithoutCall(OutputParserException):
+    """A reply that holds no tool call where ``tool_choice`` demanded one; ``reply`` is it."""
+
+    def __init__(self, error: str, *, reply: AIMessage) -> None:
+        super().__init__(error, llm_output=text_of(reply.content))
+        self.reply = reply
+
+
+def called(name: str) -> Runnable[BaseMessage, BaseMessage]:
+    """The reply as it is when it calls ``name``; else an ``OutputParserException``
+    saying what it holds instead (a parser reading the call next would return ``None``)."""
+
+    def check(message: BaseMessage) -> BaseMessage:
+        calls = getattr(message, "tool_calls", None) or []
+        if any(c["name"] == name for c in calls):
+            return message
+        text = text_of(message.content)
+        invalid = getattr(message, "invalid_tool_calls", None) or []
+        why = "; ".join(str(c.get("error")) for c in invalid if c.get("error"))
+        other = sorted({c["name"] for c in calls})
+        held = f"calls {', '.join(map(repr, other))}, not {name!r}" if other else "holds no call"
+        raise OutputParserException(
+            f"the reply {held} of {name!r}{f' ({why})' if why else ''}: {text[:200]!r}"
+            if not other
+            else f"the reply {held}: {text[:200]!r}",
+            llm_output=text,
+        )
+
+    return RunnableLambda(check, name=f"called_{name}")
+
+
+def _keeping_the_reply(
+    llm: Runnable[LanguageModelInput, Any],
+) -> Runnable[LanguageModelInput, Any]:
+    """``llm``, whose reply comes back even when it lacks a demanded call (for the parser
+    to report), instead of raising :class:`ReplyWithoutCall`."""
+
+    def call(value: LanguageModelInput, config: RunnableConfig) -> Any:
+        try:
+            return llm.invoke(value, config)
+        except ReplyWithoutCall as exc:
+            return exc.reply
+
+    async def acall(value: LanguageModelInput, config: RunnableConfig) -> Any:
+        try:
+            return await llm.ainvoke(value, config)
+        except ReplyWithoutCall as exc:
+            return exc.reply
+
+    return RunnableLambda(call, afunc=acall, name="raw")
+
+
 def parsed_or_error(
     llm: Runnable[LanguageModelInput, Any], parser: Runnable[Any, Any], *, include_raw: bool
 ) -> Runnable[LanguageModelInput, Any]:
     """``llm | parser``; with ``include_raw``, ``{"raw", "parsed", "parsing_error"}`` as
-    LangChain's own ``with_structured_output`` returns it."""
+    LangChain's own ``with_structured_output`` returns it: the reply, and either what the
+    parser read or the error saying why it read nothing (never raised)."""
     if not include_raw:
         return llm | parser
     parsed = RunnablePassthrough.assign(
         parsed=itemgetter("raw") | parser, parsing_error=lambda _: None
     )
     unparsed = RunnablePassthrough.assign(parsed=lambda _: None)
-    return RunnableMap(raw=llm) | parsed.with_fallbacks([unparsed], exception_key="parsing_error")
+    return RunnableMap(raw=_keeping_the_reply(llm)) | parsed.with_fallbacks(
+        [unparsed], exception_key="parsing_error"
+    )
