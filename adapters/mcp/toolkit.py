@@ -434,7 +434,17 @@ def _input_schema(server: str, tool: Mapping[str, Any]) -> dict[str, Any] | None
     A ``$ref`` this client cannot follow (to another document, or to nothing) is left
     out, its sibling keywords kept, with a log line: one odd schema must not keep the
     server's other tools, or the toolkit, from starting. ``None`` (the tool is left out,
-    logged) when even that does not give a usable schema."""
+    logged) when even that does not give a usable schema, or when it is no JSON schema at
+    all (``{"type": "strange"}``: no argument could be checked against it)."""
+    problem = _not_a_schema(tool.get("inputSchema"))
+    if problem is not None:
+        logger.warning(
+            "MCP server %r: tool %r left out: its input schema is not a valid JSON schema (%s)",
+            server,
+            tool["name"],
+            problem,
+        )
+        return None
     try:
         return clean_schema(tool["inputSchema"])
     except (ValueError, KeyError, TypeError, RecursionError) as exc:
@@ -460,6 +470,22 @@ def _input_schema(server: str, tool: Mapping[str, Any]) -> dict[str, Any] | None
         cause,
     )
     return cleaned
+
+
+def _not_a_schema(schema: Any) -> str | None:
+    """Why ``schema`` is no JSON schema (checked against its draft's metaschema, 2020-12
+    by default, as MCP says), or ``None``."""
+    import jsonschema  # ~0.1 s: loaded when a server's tools are listed
+
+    if not isinstance(schema, Mapping):
+        return f"an object was expected, got {type(schema).__name__}"
+    cls = jsonschema.validators.validator_for(schema, default=jsonschema.Draft202012Validator)
+    try:
+        cls.check_schema(schema)
+    except jsonschema.SchemaError as exc:
+        where = "/".join(str(p) for p in exc.absolute_path) or "the top"
+        return f"{exc.message} at {where}"
+    return None
 
 
 def _local_refs_only(node: Any, root: Mapping[str, Any], dropped: list[str]) -> Any:
