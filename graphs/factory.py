@@ -2,22 +2,18 @@
 
 from __future__ import annotations
 
-import uuid
 from collections.abc import Awaitable, Callable, Mapping, Sequence
-from contextlib import nullcontext
 from typing import Any, Literal, get_type_hints
 
 from langchain.agents.middleware import AgentMiddleware
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage
 from langchain_core.runnables import Runnable, RunnableConfig
-from langchain_core.runnables.config import merge_configs
 from langchain_core.tools import BaseTool
 from langchain_core.tools import tool as as_tool
 from langgraph.graph import END, START, StateGraph
-from langgraph.graph.state import CompiledStateGraph
 from langgraph.store.base import BaseStore
-from langgraph.types import Checkpointer, Command, Send
+from langgraph.types import Checkpointer, Send
 from typing_extensions import TypedDict
 
 __all__ = [
@@ -31,15 +27,13 @@ __all__ = [
     "create_fncall_graph",
 ]
 
-from fncall_graph._compat import CONFIG_KEY_CHECKPOINTER, CONFIG_KEY_DURABILITY
+from fncall_graph._compat import CONFIG_KEY_DURABILITY
 from fncall_graph.adapters import Dialect, get_dialect
-from fncall_graph.adapters.checkpoint.claims import DEFAULT_LEASE, RUN_KEY, run_ended
+from fncall_graph.adapters.checkpoint.claims import DEFAULT_LEASE
 from fncall_graph.adapters.checkpoint.thread_runs import (
     LEASE_KEY,
     MULTITASK_KEY,
     Multitask,
-    athread_run,
-    thread_run,
 )
 from fncall_graph.adapters.formats.registry import DialectName, PromptDialectName
 from fncall_graph.adapters.models import accepts_grammar, initial_dialect, resolve_model
@@ -52,8 +46,6 @@ from fncall_graph.nodes.approve import (
     ApproveNode,
     InterruptMode,
     InterruptOnConfig,
-    no_check,
-    resume_guard,
     unanswered_calls,
     unknown_tool,
 )
@@ -68,6 +60,7 @@ from fncall_graph.nodes.tools import (
     writes_by_annotation,
 )
 
+from .compiled import FncallGraph
 from .hooks import Middleware
 from .state import (
     FncallDebugState,
@@ -75,7 +68,6 @@ from .state import (
     FncallState,
     GraphDebugState,
     GraphState,
-    check_input,
     with_fields,
 )
 
@@ -100,163 +92,6 @@ class _Node(Runnable[Any, Any]):
         return await self.afunc(input, config or {})
 
 
-class FncallGraph(CompiledStateGraph):
-    """The compiled graph, with every ``Command(resume=...)`` checked against what is
-    pending before it runs (see :func:`~fncall_graph.nodes.approve.resume_guard`): an
-    answer that answers nothing raises :class:`~fncall_graph.StaleApproval`.
-
-    ``invoke``, ``batch`` and ``stream_events`` go through ``stream``/``astream``.
-    """
-
-    #: the keys a run's input may hold: ``messages``, and a ``state_schema``'s own
-    input_keys: frozenset[str] = frozenset({"messages"})
-    #: the graph pauses for approvals: it needs a checkpointer, its own or its parent's
-    pauses: bool = False
-
-    @classmethod
-    def of(
-        cls,
-        graph: CompiledStateGraph,
-        *,
-        input_keys: frozenset[str] | None = None,
-        pauses: bool = False,
-    ) -> FncallGraph:
-        # as Pregel.copy does, into this class
-        made = cls(**_fields(graph))
-        made.input_keys = input_keys or cls.input_keys
-        made.pauses = pauses
-        return made
-
-    def copy(self, update: dict[str, Any] | None = None) -> FncallGraph:
-        """As ``Pregel.copy`` (``with_config`` makes one), keeping this class's settings."""
-        made = type(self)(**{**_fields(self), **(update or {})})
-        made.input_keys, made.pauses = self.input_keys, self.pauses
-        return made
-
-    def _resumes(self, input: Any, merged: RunnableConfig) -> bool:
-        check_input(input, self.input_keys)
-        # a subgraph (checkpointer=None) saves to its parent's: LangGraph passes it on
-        inherited = (merged.get("configurable") or {}).get(CONFIG_KEY_CHECKPOINTER)
-        if self.pauses and self.checkpointer in (None, False) and inherited is None:
-            raise ValueError(
-                "interrupt_on needs a checkpointer: the paused thread must be saved to be "
-                "resumed with Command(resume=...). Pass checkpointer=InMemorySaver() or "
-                "a saver from fncall_graph.adapters.checkpoint (sqlite_saver, "
-                "postgres_saver), or add the graph as a node of a graph that has one."
-            )
-        return isinstance(input, Command) and input.resume is not None
-
-    def _run_starts(
-        self, config: RunnableConfig | None
-    ) -> tuple[RunnableConfig, RunnableConfig, bool]:
-        """The run's config with a token of its own (:data:`RUN_KEY`: the claims its tool
-        calls make remember it, and a run that lost a claim is refused its writes), and
-        its whole config; a durable saver is told the run starts (it forgets what
-        earlier runs' failed writes left for the thread); and whether the token is this
-        run's own (a run inside another keeps the outer run's)."""
-        config = dict(config or {})  # type: ignore[assignment]
-        configurable = dict(config.get("configurable") or {})
-        owns = RUN_KEY not in configurable
-        configurable.setdefault(RUN_KEY, uuid.uuid4().hex)
-        config["configurable"] = configurable
-        merged = merge_configs(self.config, config)
-        starts = getattr(self.checkpointer, "run_starts", None)
-        if starts is not None:
-            starts(merged)
-        return config, merged, owns
-
-    @staticmethod
-    def _latest(merged: RunnableConfig) -> RunnableConfig | None:
-        """The config of the thread's latest checkpoint, when the run names a checkpoint
-        (the one its client read); ``None`` otherwise (nothing to compare)."""
-        conf = merged.get("configurable") or {}
-        if not conf.get("checkpoint_id") or conf.get("thread_id") is None:
-            return None
-        keep = ("thread_id", "checkpoint_ns")
-        return {"configurable": {k: conf[k] for k in keep if k in conf}}
-
-    def _head(self, merged: RunnableConfig) -> str | None:
-        latest = self._latest(merged)
-        found = self.checkpointer.get_tuple(latest) if latest else None  # type: ignore[union-attr]
-        return found.checkpoint["id"] if found else None
-
-    async def _ahead(self, merged: RunnableConfig) -> str | None:
-        latest = self._latest(merged)
-        found = await self.checkpointer.aget_tuple(latest) if latest else None  # type: ignore[union-attr]
-        return found.checkpoint["id"] if found else None
-
-    def _hold_terms(self, merged: RunnableConfig, owns: bool) -> dict[str, Any] | None:
-        """How an outermost run on a saved thread holds it (one run at a time per
-        thread, :mod:`~fncall_graph.adapters.checkpoint.thread_runs`); ``None``: no hold."""
-        conf = merged.get("configurable") or {}
-        saver = self.checkpointer
-        if not owns or saver in (None, True, False) or conf.get("thread_id") is None:
-            return None
-        return {
-            "saver": saver,
-            "config": merged,
-            "token": conf[RUN_KEY],
-            "multitask": conf.get(MULTITASK_KEY, "enqueue"),
-            "lease": conf.get(LEASE_KEY, DEFAULT_LEASE),
-        }
-
-    def _holding(self, merged: RunnableConfig, owns: bool) -> Any:
-        terms = self._hold_terms(merged, owns)
-        return thread_run(**terms) if terms else nullcontext()
-
-    def _aholding(self, merged: RunnableConfig, owns: bool) -> Any:
-        terms = self._hold_terms(merged, owns)
-        return athread_run(**terms) if terms else nullcontext()
-
-    def stream(self, input: Any, config: RunnableConfig | None = None, **kwargs: Any) -> Any:
-        config, merged, owns = self._run_starts(config)
-        try:
-            with self._holding(merged, owns):
-                if not self._resumes(input, merged):
-                    yield from super().stream(input, config, **kwargs)
-                    return
-                try:
-                    state = self.get_state(merged)
-                except ValueError:  # no checkpointer: LangGraph says so itself
-                    state = None
-                head = self._head(merged) if state else None
-                run_config, after = (
-                    resume_guard(state, input.resume, config, head=head)
-                    if state
-                    else (config, no_check)
-                )
-                yield from super().stream(input, run_config, **kwargs)
-                after()
-        finally:
-            if owns:
-                run_ended(config)
-
-    async def astream(self, input: Any, config: RunnableConfig | None = None, **kwargs: Any) -> Any:
-        config, merged, owns = self._run_starts(config)
-        try:
-            async with self._aholding(merged, owns):
-                if not self._resumes(input, merged):
-                    async for chunk in super().astream(input, config, **kwargs):
-                        yield chunk
-                    return
-                try:
-                    state = await self.aget_state(merged)
-                except ValueError:
-                    state = None
-                head = await self._ahead(merged) if state else None
-                run_config, after = (
-                    resume_guard(state, input.resume, config, head=head)
-                    if state
-                    else (config, no_check)
-                )
-                async for chunk in super().astream(input, run_config, **kwargs):
-                    yield chunk
-                after()
-        finally:
-            if owns:
-                run_ended(config)
-
-
 #: Model calls allowed in one user turn by default (``max_iterations``), in every path
 #: (the CLI's too): enough for a few dependent calls and an answer; a model that repeats
 #: one call is stopped sooner by ``max_repeats``.
@@ -276,12 +111,6 @@ def _input_fields(state_schema: type | None) -> type | None:
     own = set(get_type_hints(GraphDebugState)) | {"jump_to"}  # create_agent's, never input
     fields = {k: v for k, v in get_type_hints(state_schema, include_extras=True).items()}
     return TypedDict("Input", {k: v for k, v in fields.items() if k not in own}, total=False)  # type: ignore[operator]
-
-
-def _fields(graph: Any) -> dict[str, Any]:
-    """What a compiled graph is made of (its constructor's arguments), as Pregel.copy reads it."""
-    own = ("__orig_class__", "input_keys", "pauses")
-    return {k: v for k, v in vars(graph).items() if k not in own}
 
 
 def _as_tools(tools: Sequence[BaseTool | Callable[..., Any]]) -> list[BaseTool]:
