@@ -25,7 +25,7 @@ from fncall_graph.adapters.checkpoint.thread_runs import (
     athread_run,
     thread_run,
 )
-from fncall_graph.nodes.approve import no_check, resume_guard
+from fncall_graph.nodes._answers import no_check, resume_guard
 
 from .state import check_input
 

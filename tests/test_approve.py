@@ -534,7 +534,7 @@ def test_an_answer_another_run_took_first_is_an_error(tmp_path, saver):
     # this one started: this run takes nothing, runs nothing, and says so
     from langgraph.graph.state import CompiledStateGraph
 
-    from fncall_graph.nodes.approve import resume_guard
+    from fncall_graph.nodes._answers import resume_guard
 
     graph, _, tools = build(tmp_path, SERIAL, {"sqlite-write_query": True}, saver)
     seen = graph.invoke({"messages": [("user", TASK)]}, CFG)["__interrupt__"][0]
@@ -548,12 +548,8 @@ def test_an_answer_another_run_took_first_is_an_error(tmp_path, saver):
 
 
 def test_a_run_does_not_apply_an_answer_it_did_not_send():
-    from fncall_graph.nodes.approve import (
-        _response_schema,
-        _RunAnswer,
-        note_answer,
-        own_answer_taken,
-    )
+    from fncall_graph.nodes._answers import _RunAnswer, note_answer, own_answer_taken
+    from fncall_graph.nodes.approve import _response_schema
 
     call = {"name": "w", "args": {}, "id": "c1", "type": "tool_call"}
     schema = _response_schema(
