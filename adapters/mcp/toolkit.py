@@ -54,10 +54,8 @@ import logging
 import threading
 from collections.abc import AsyncIterator, Callable, Coroutine, Mapping, Sequence
 from contextlib import asynccontextmanager
-from dataclasses import dataclass
 from types import TracebackType
-from typing import Any, Self, TypedDict, TypeVar
-from urllib.parse import unquote
+from typing import Any, Self, TypeVar
 
 import pydantic
 from langchain_core.language_models import BaseChatModel
@@ -65,7 +63,6 @@ from langchain_core.messages import AIMessage, HumanMessage
 from langchain_core.messages.content import create_file_block, create_image_block
 from langchain_core.tools import BaseTool, StructuredTool, ToolException
 from mcp.types import (
-    CallToolResult,
     ElicitRequestParams,
     ElicitResult,
     InitializeResult,
@@ -85,7 +82,10 @@ from .config import (
 from .connections import Connection
 from .errors import MCPConfigError, MCPServerError
 from .oauth import AuthorizePage, OAuthSettings, oauth_for, open_in_browser
+from .prompts import MCPPrompt, prompt_message
+from .results import MCPArtifact, blocks_for_model, result_for_model
 from .sampling import sampler
+from .schemas import input_schema, nulls_as_schema_allows
 from .sessions import CallHooks, Server, paginate
 from .stack import MCPError, wire
 
@@ -109,111 +109,6 @@ DEFAULT_CALL_TIMEOUT = 300.0
 """Seconds one MCP call may take by default (`call_timeout`); `None` waits for ever. A
 server that never answers (or answers another request id) would otherwise hold the
 call, and the thread running it, for ever."""
-
-# --------------------------------------------------------------------------- results
-
-
-class MCPArtifact(TypedDict, total=False):
-    """The artifact of a tool result (`ToolMessage.artifact`).
-
-    Attributes:
-        content: non-text parts as LangChain content blocks, in the server's order
-            (`{"type": "image", "base64": ..., "mime_type": ...}`, `"audio"`, `"file"`).
-        structured_content: the MCP result's `structuredContent`, when present.
-        for_user: parts the server addressed to the person only
-            (`annotations.audience == ["user"]`): kept here, not shown to the model.
-        resource_refs: the embedded resources and resource links of the result
-            (`{"uri", "name", "mime_type"}`).
-        resources: for `list_resources`, the listed resources and templates.
-    """
-
-    content: list[dict[str, Any]]
-    structured_content: dict[str, Any]
-    for_user: list[dict[str, Any]]
-    resource_refs: list[dict[str, Any]]
-    resources: dict[str, Any]
-
-
-def _b64_size(data: str) -> int:
-    return len(data) * 3 // 4 - data[-2:].count("=") if data else 0
-
-
-def _describe_block(block: Mapping[str, Any]) -> str:
-    """A short text standing in for a non-text part, so the model knows it is there."""
-    kind = block.get("type", "data")
-    mime = block.get("mime_type") or "application/octet-stream"
-    if block.get("base64") is not None:
-        return f"[{kind}: {mime}, {_b64_size(block['base64'])} bytes]"
-    if block.get("url"):
-        return f"[{kind}: {mime}, {block['url']}]"
-    return f"[{kind}: {mime}]"
-
-
-def _blocks_for_model(blocks: Sequence[Mapping[str, Any]]) -> tuple[str, MCPArtifact | None]:
-    """A resource's contents, as LangChain blocks, as the model's text and the artifact."""
-    texts = [b["text"] for b in blocks if b.get("type") == "text"]
-    others = [dict(b) for b in blocks if b.get("type") != "text"]
-    content = "\n\n".join(texts + [_describe_block(b) for b in others])
-    return content, ({"content": others} if others else None)
-
-
-def _block_and_text(block: Mapping[str, Any]) -> tuple[dict[str, Any], str]:
-    """An MCP content block (protocol form) as a LangChain block, and the text that
-    stands for it."""
-    kind = block.get("type", "")
-    if kind == "text":
-        return {"type": "text", "text": block["text"]}, block["text"]
-    if kind in ("image", "audio"):
-        lc = {"type": kind, "base64": block["data"], "mime_type": block.get("mimeType")}
-        return lc, _describe_block(lc)
-    if kind == "resource_link":
-        lc = {"type": "file", "url": block["uri"], "mime_type": block.get("mimeType")}
-        return lc, f"[link: {block.get('name')} {unquote(block['uri'])}]"
-    if kind == "resource":
-        res = block["resource"]
-        uri, mime = res["uri"], res.get("mimeType")
-        if res.get("text") is not None:
-            return {
-                "type": "text",
-                "text": res["text"],
-            }, f"[resource {unquote(uri)}]\n{res['text']}"
-        lc = {"type": "file", "base64": res["blob"], "mime_type": mime, "url": uri}
-        size = _b64_size(res["blob"])
-        return lc, f"[file: {unquote(uri)}, {mime or 'application/octet-stream'}, {size} bytes]"
-    return {"type": "text", "text": json.dumps(block)}, f"[{kind or 'unknown'} content]"
-
-
-def result_for_model(result: CallToolResult | Mapping[str, Any]) -> tuple[str, MCPArtifact | None]:
-    """A tool's MCP result as the model's text and the message's artifact.
-
-    The text follows the server's order of parts; a part for the person only
-    (``audience: ["user"]``) stays out of it and goes to ``artifact["for_user"]``;
-    non-text parts are described in the text and kept whole in ``artifact["content"]``;
-    embedded resources and links keep their uri and name.
-    """
-    result = wire(result)
-    texts: list[str] = []
-    artifact: MCPArtifact = {}
-    for block in result.get("content") or ():
-        lc, text = _block_and_text(block)
-        audience = (block.get("annotations") or {}).get("audience")
-        if audience is not None and "assistant" not in audience:
-            artifact.setdefault("for_user", []).append(lc)
-            continue
-        texts.append(text)
-        if lc["type"] != "text":
-            artifact.setdefault("content", []).append(lc)
-        if block["type"] in ("resource", "resource_link"):
-            res = block["resource"] if block["type"] == "resource" else block
-            ref = {"uri": res["uri"], "name": res.get("name"), "mime_type": res.get("mimeType")}
-            artifact.setdefault("resource_refs", []).append(ref)
-    if result.get("structuredContent") is not None:
-        artifact["structured_content"] = dict(result["structuredContent"])
-    content = "\n\n".join(texts)
-    if not content and artifact.get("for_user"):
-        content = "[the result is addressed to the user; it was shown to them, not to you]"
-    return content, (artifact or None)
-
 
 # --------------------------------------------------------------------------- toolkit
 
@@ -393,155 +288,6 @@ async def call_tool(
             content or f"MCP server {server.name!r}: tool {name!r} failed without saying why"
         )
     return content, artifact
-
-
-def _nulls_as_schema_allows(arguments: dict[str, Any], schema: Mapping[str, Any]) -> dict[str, Any]:
-    """``arguments`` less the optional ones given as ``null`` where the tool's schema does
-    not allow ``null`` for them: a model (and an application) often writes ``null`` for
-    "not given", and MCP sends what the schema allows, which is to leave it out. A
-    ``null`` the schema allows, and one for a required parameter, are sent as given."""
-    required = set(schema.get("required") or ())
-    properties = schema.get("properties") or {}
-    return {
-        name: value
-        for name, value in arguments.items()
-        if value is not None or name in required or _allows_null(properties.get(name))
-    }
-
-
-def _allows_null(schema: Any) -> bool:
-    """Whether a parameter's schema takes ``null``: ``"null"`` among its types, its
-    ``enum`` or ``const``, a branch of its ``anyOf``/``oneOf`` that does, or nothing
-    said that refuses it (no type; a ``$ref`` is not followed here)."""
-    if not isinstance(schema, Mapping):
-        return True
-    if "const" in schema:
-        return schema["const"] is None
-    if "enum" in schema:
-        return None in (schema["enum"] or ())
-    kind = schema.get("type")
-    if kind == "null" or (isinstance(kind, list) and "null" in kind):
-        return True
-    branches = [b for key in ("anyOf", "oneOf") for b in schema.get(key) or ()]
-    if branches:
-        return any(_allows_null(branch) for branch in branches)
-    return kind is None
-
-
-def _input_schema(server: str, tool: Mapping[str, Any]) -> dict[str, Any] | None:
-    """The tool's input schema, cleaned for prompt dialects and model APIs.
-
-    A ``$ref`` this client cannot follow (to another document, or to nothing) is left
-    out, its sibling keywords kept, with a log line: one odd schema must not keep the
-    server's other tools, or the toolkit, from starting. ``None`` (the tool is left out,
-    logged) when even that does not give a usable schema, or when it is no JSON schema at
-    all (``{"type": "strange"}``: no argument could be checked against it)."""
-    problem = _not_a_schema(tool.get("inputSchema"))
-    if problem is not None:
-        logger.warning(
-            "MCP server %r: tool %r left out: its input schema is not a valid JSON schema (%s)",
-            server,
-            tool["name"],
-            problem,
-        )
-        return None
-    try:
-        return clean_schema(tool["inputSchema"])
-    except (ValueError, KeyError, TypeError, RecursionError) as exc:
-        cause = exc
-    dropped: list[str] = []
-    schema = _local_refs_only(tool["inputSchema"], tool["inputSchema"], dropped)
-    try:
-        cleaned = clean_schema(schema)
-    except (ValueError, KeyError, TypeError, RecursionError) as exc:
-        logger.warning(
-            "MCP server %r: tool %r left out: its input schema cannot be read (%s)",
-            server,
-            tool["name"],
-            exc,
-        )
-        return None
-    logger.warning(
-        "MCP server %r: tool %r: its input schema refers to %s, which this client cannot "
-        "follow (%s); the tool is kept without those references",
-        server,
-        tool["name"],
-        ", ".join(dropped),
-        cause,
-    )
-    return cleaned
-
-
-def _not_a_schema(schema: Any) -> str | None:
-    """Why ``schema`` is no JSON schema (checked against its draft's metaschema, 2020-12
-    by default, as MCP says), or ``None``."""
-    import jsonschema  # ~0.1 s: loaded when a server's tools are listed
-
-    if not isinstance(schema, Mapping):
-        return f"an object was expected, got {type(schema).__name__}"
-    cls = jsonschema.validators.validator_for(schema, default=jsonschema.Draft202012Validator)
-    try:
-        cls.check_schema(schema)
-    except jsonschema.SchemaError as exc:
-        where = "/".join(str(p) for p in exc.absolute_path) or "the top"
-        return f"{exc.message} at {where}"
-    return None
-
-
-def _local_refs_only(node: Any, root: Mapping[str, Any], dropped: list[str]) -> Any:
-    """``node`` without the ``$ref``s that do not point into ``root`` (``#/...``)."""
-    if isinstance(node, list):
-        return [_local_refs_only(item, root, dropped) for item in node]
-    if not isinstance(node, Mapping):
-        return node
-    out = {}
-    for key, value in node.items():
-        if key == "$ref" and not (isinstance(value, str) and _resolves(root, value)):
-            dropped.append(repr(value))
-            continue
-        out[key] = _local_refs_only(value, root, dropped)
-    return out
-
-
-def _resolves(root: Mapping[str, Any], ref: str) -> bool:
-    if not ref.startswith("#"):
-        return False
-    node: Any = root
-    for part in filter(None, ref[1:].split("/")):
-        part = unquote(part).replace("~1", "/").replace("~0", "~")
-        if isinstance(node, Mapping) and part in node:
-            node = node[part]
-        elif isinstance(node, list) and part.isdigit() and int(part) < len(node):
-            node = node[int(part)]
-        else:
-            return False
-    return True
-
-
-def _prompt_message(prompt: str, message: Mapping[str, Any]) -> HumanMessage | AIMessage:
-    """One message of an MCP prompt (protocol form) as a LangChain message."""
-    content = message["content"]
-    if content.get("type") != "text":
-        raise ValueError(
-            f"MCP prompt {prompt!r}: a {content.get('type')!r} part cannot be a chat message"
-        )
-    if message["role"] == "assistant":
-        return AIMessage(content=content["text"])
-    return HumanMessage(content=content["text"])
-
-
-@dataclass(frozen=True)
-class MCPPrompt:
-    """A prompt a server offers: ``name`` is ``f"{server}{separator}{prompt}"``.
-
-    ``arguments`` are the server's ``{"name", "description", "required"}`` dicts.
-    """
-
-    name: str
-    server: str
-    prompt: str
-    description: str
-    arguments: tuple[dict[str, Any], ...]
 
 
 class MCPToolkit:
@@ -841,7 +587,7 @@ class MCPToolkit:
         result = await server.request(
             f"prompt {prompt.prompt!r}", lambda session: session.get_prompt(prompt.prompt, values)
         )
-        return [_prompt_message(name, m) for m in wire(result)["messages"]]
+        return [prompt_message(name, m) for m in wire(result)["messages"]]
 
     async def _list_prompts(self, server: Server) -> list[MCPPrompt]:
         link = server.link
@@ -1066,7 +812,7 @@ class MCPToolkit:
             metadata["_meta"] = tool["_meta"]
 
         name = f"{server.name}{self.separator}{tool['name']}"
-        schema = _input_schema(server.name, tool)
+        schema = input_schema(server.name, tool)
         if schema is None:
             return None
 
@@ -1074,7 +820,7 @@ class MCPToolkit:
             hooks: CallHooks | None, arguments: dict[str, Any]
         ) -> Coroutine[Any, Any, tuple[str, MCPArtifact | None]]:
             retry = is_idempotent(made, self.idempotent_tools)  # read at call time
-            sent = _nulls_as_schema_allows(arguments, tool.get("inputSchema") or {})
+            sent = nulls_as_schema_allows(arguments, tool.get("inputSchema") or {})
             return call_tool(server, tool["name"], sent, hooks, retry=retry)
 
         made = self._make_tool(
@@ -1123,7 +869,7 @@ class MCPToolkit:
                     block = dict(make(base64=part["blob"], mime_type=mime))
                     block["uri"] = part["uri"]
                     blocks.append(block)
-            return _blocks_for_model(blocks)
+            return blocks_for_model(blocks)
 
         # listing and reading resources change nothing on the server (MCP's resources/*)
         meta = {"mcp_server": name, "readOnlyHint": True}
