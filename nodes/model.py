@@ -62,7 +62,7 @@ from fncall_graph.adapters.formats.normalize import MARKUP_FORMAT_KEY
 from fncall_graph.adapters.formats.registry import PROMPT_DIALECTS
 from fncall_graph.adapters.formats.stream_reading import restore_read_reply
 from fncall_graph.adapters.models.call_format import CallFormat
-from fncall_graph.adapters.models.chat_model import ModelCall
+from fncall_graph.adapters.models.pipeline import ModelCall
 
 from ._boundary import ModelBoundary, RenderedInput
 from ._plan import model_calls_this_turn, unparsed_streak

@@ -11,18 +11,13 @@ the reply back into an ``AIMessage`` with ``tool_calls``; streaming yields
 
 from __future__ import annotations
 
-import contextvars
-import json
 from collections.abc import AsyncIterator, Callable, Iterator, Mapping, Sequence
-from contextlib import contextmanager, nullcontext
-from dataclasses import dataclass
 from functools import partial
 from typing import Any, Literal
 
 from langchain_core.callbacks import (
     AsyncCallbackManager,
     AsyncCallbackManagerForLLMRun,
-    BaseCallbackHandler,
     CallbackManager,
     CallbackManagerForLLMRun,
 )
@@ -35,13 +30,6 @@ from langchain_core.messages import (
     AIMessageChunk,
     BaseMessage,
     HumanMessage,
-    message_chunk_to_message,
-)
-from langchain_core.messages.tool import (
-    InvalidToolCall,
-    ToolCall,
-    invalid_tool_call,
-    tool_call_chunk,
 )
 from langchain_core.output_parsers.openai_tools import JsonOutputKeyToolsParser, PydanticToolsParser
 from langchain_core.outputs import ChatGeneration, ChatGenerationChunk, ChatResult
@@ -49,8 +37,6 @@ from langchain_core.runnables import Runnable, RunnableBinding, RunnableConfig, 
 from langchain_core.runnables.config import (
     ensure_config,
     get_callback_manager_for_config,
-    merge_configs,
-    var_child_runnable_config,
 )
 from langchain_core.runnables.configurable import DynamicRunnable
 from langchain_core.tools import BaseTool
@@ -59,7 +45,6 @@ from langchain_core.utils.pydantic import is_basemodel_subclass
 from langgraph.constants import TAG_NOSTREAM
 from pydantic import BaseModel, ConfigDict, PrivateAttr, field_validator, model_validator
 
-from ..formats.arg_types import tool_schemas, typed_call
 from ..formats.base import (
     Dialect,
     text_of,
@@ -67,15 +52,14 @@ from ..formats.base import (
 from ..formats.grammar import schema_to_gbnf
 from ..formats.normalize import (
     MARKUP_FORMAT_KEY,
-    normalize,
     used_call_ids,
 )
-from ..formats.readers import get_reader
 from ..formats.reading import Echoes, echo_sources
 from ..formats.registry import get_dialect
 from ..formats.stream_reading import READ_REPLY_KEY, StreamReading, restore_read_reply
 from .call_format import check_call_format, resolve_call_format
 from .capabilities import accepts_grammar
+from .pipeline import SEES_WRAPPED_RUN, ModelCall
 from .structured_output import (
     JSON_OUTPUT_KEY,
     ReplyWithoutCall,
@@ -83,7 +67,6 @@ from .structured_output import (
     called,
     parse_json_reply,
     parsed_or_error,
-    repaired_json,
     requested_json,
 )
 
@@ -92,162 +75,15 @@ __all__ = [
     "READ_REPLY_KEY",
     "SEES_WRAPPED_RUN",
     "DialectChatModel",
-    "ModelCall",
     "restore_read_reply",
     "with_dialect",
 ]
 
 
-#: A callback handler with this attribute set to ``True`` also sees the wrapped model's
-#: own run (the rendered prompt it was sent, its reply before reading). Every other
-#: handler (usage counters, tracers, ``astream_events``) sees one chat-model run per
-#: call, the wrapper's, with its input, its read reply and the usage once.
-SEES_WRAPPED_RUN = "fncall_sees_wrapped_run"
-
 # bound with the tools: the tools as given to bind_tools, before conversion
 _GIVEN_TOOLS = "dialect_tools"
 # bound with the tools: bind_tools' ``strict`` and ``parallel_tool_calls``
 _TOOL_OPTIONS = "dialect_tool_options"
-_ONE_CALL = (
-    "parallel_tool_calls=False: one call per reply, and this reply's first call runs; "
-    "call {name} again once its result is back"
-)
-
-
-@dataclass(slots=True)
-class ModelCall:
-    """One model call through the boundary: rendered once, its reply read once."""
-
-    dialect: Dialect
-    runnable: Runnable[LanguageModelInput, BaseMessage]
-    rendered: list[BaseMessage]
-    kwargs: dict[str, Any]
-    tools: list[Any] | None  # as given to bind_tools
-    tool_names: list[str] | None  # the offered tools' names, for calls read from markup
-    taken: set[str]  # call ids the history already uses
-    forced: bool = False  # a prompt dialect whose tool_choice demands a call
-    one_call: bool = False  # a prompt dialect bound with parallel_tool_calls=False
-    # the tools' parameter schemas by name, made when a call first needs them
-    schemas: dict[str, Any] | None = None
-    json_answer: bool = False  # an answer asked for as JSON by ``response_format``
-    call_format: str | None = None  # the model's call format, when known
-    echoes: Echoes | None = None  # the calls the history's results and user texts write
-    # the wrapper's own run is the call's: handlers set in context see it, not the inner one
-    wrapped: bool = True
-
-    @property
-    def reader(self) -> Dialect:
-        """What reads the reply: the known call format's reader, else the dialect."""
-        return self.dialect if self.call_format is None else get_reader(self.call_format)
-
-    def invoke(
-        self, messages: list[BaseMessage], config: RunnableConfig | None = None
-    ) -> BaseMessage:
-        """The provider's reply to ``messages`` (usually :attr:`rendered`); ``config``
-        is merged into the call's own (more callbacks, say)."""
-        with _context_handlers_muted() if self.wrapped else nullcontext():
-            return self.runnable.invoke(messages, **self._with(config))
-
-    async def ainvoke(
-        self, messages: list[BaseMessage], config: RunnableConfig | None = None
-    ) -> BaseMessage:
-        """As :meth:`invoke`."""
-        with _context_handlers_muted() if self.wrapped else nullcontext():
-            return await self.runnable.ainvoke(messages, **self._with(config))
-
-    def _with(self, config: RunnableConfig | None) -> dict[str, Any]:
-        if not config:
-            return self.kwargs
-        return {**self.kwargs, "config": merge_configs(self.kwargs.get("config"), config)}
-
-    def reading(self) -> StreamReading:
-        """The reading of this call's reply as it streams: ``feed`` each chunk of the
-        provider's, then ``close``; the chunks it returns add up to the read reply
-        (:func:`restore_read_reply` puts back what chunks cannot carry)."""
-        return StreamReading(self)
-
-    def stream(self) -> Iterator[BaseMessage]:
-        pieces = iter(self.runnable.stream(self.rendered, **self.kwargs))
-        with _context_handlers_muted():  # the inner run starts at the first piece
-            first = next(pieces, None)
-        if first is not None:
-            yield first
-            yield from pieces
-
-    async def astream(self) -> AsyncIterator[BaseMessage]:
-        pieces = aiter(self.runnable.astream(self.rendered, **self.kwargs))
-        with _context_handlers_muted():  # the inner run starts at the first piece
-            first = await anext(pieces, None)
-        if first is not None:
-            yield first
-            async for piece in pieces:
-                yield piece
-
-    def read(self, reply: BaseMessage) -> AIMessage:
-        """The reply as the graph keeps it: calls from the field and the text merged,
-        ids unique against the history, arguments read from text typed by the tools'
-        schemas, loose call forms fitted to the tools."""
-        if self.dialect.native:
-            message = normalize(
-                reply,
-                None,
-                tool_names=self.tool_names,
-                taken_ids=self.taken,
-                tools=self.tools,
-                call_format=self.call_format,
-                echo_sources=self.echoes,
-            )
-        else:
-            # a prompt dialect's whole reply is a stream of one chunk: one reading
-            reading = StreamReading(self)
-            first = reading.feed(_as_chunk(reply))
-            chunks = [c for c in (first, reading.close()) if c is not None]
-            total = chunks[0]
-            for c in chunks[1:]:
-                total = total + c
-            read = restore_read_reply(message_chunk_to_message(total))
-            assert isinstance(read, AIMessage)
-            return read.model_copy(
-                update={"id": reply.id, "response_metadata": dict(reply.response_metadata)}
-            )
-        message = self.reader.fit_to_tools(message, self.tools)
-        if self.json_answer and not message.tool_calls:
-            fixed = repaired_json(text_of(message.content))
-            if fixed is not None:  # read with json.loads by the caller: repaired here
-                message = message.model_copy(update={"content": fixed})
-        if self.one_call and len(message.tool_calls) > 1:
-            first, *rest = message.tool_calls
-            extra = [self.not_run(c) for c in rest]
-            invalid = [*message.invalid_tool_calls, *extra]
-            message = message.model_copy(
-                update={"tool_calls": [first], "invalid_tool_calls": invalid}
-            )
-        return message
-
-    @staticmethod
-    def not_run(call: ToolCall) -> InvalidToolCall:
-        """A call past the first, under ``parallel_tool_calls=False``."""
-        return invalid_tool_call(
-            name=call["name"],
-            args=json.dumps(call["args"], ensure_ascii=False),
-            id=call["id"],
-            error=_ONE_CALL.format(name=call["name"]),
-        )
-
-    @staticmethod
-    def repaired_answer(text: str) -> str | None:
-        """An answer asked for as JSON, repaired (``None``: nothing to repair it into)."""
-        return repaired_json(text)
-
-    def fit(self, call: ToolCall, texts: Mapping[str, str] | None = None) -> ToolCall:
-        """One call read from a stream (``texts``: its arguments written as text), typed
-        and fitted to the tools as :meth:`read` types and fits a reply's."""
-        if texts:
-            if self.schemas is None:
-                self.schemas = tool_schemas(self.tools)
-            call = typed_call(call, texts, self.schemas)
-        fitted = self.reader.fit_to_tools(AIMessage(content="", tool_calls=[call]), self.tools)
-        return fitted.tool_calls[0] if fitted.tool_calls else call
 
 
 class DialectChatModel(BaseChatModel):
@@ -851,57 +687,6 @@ def with_dialect(
 
 
 # --------------------------------------------------------------------------- helpers
-
-
-def _as_chunk(reply: BaseMessage) -> BaseMessage:
-    """A whole reply as the one chunk of a stream (its calls as call chunks)."""
-    if not isinstance(reply, AIMessage) or isinstance(reply, AIMessageChunk):
-        return reply
-    calls = [
-        tool_call_chunk(
-            name=c["name"], args=json.dumps(c["args"], ensure_ascii=False), id=c["id"], index=i
-        )
-        for i, c in enumerate(reply.tool_calls)
-    ]
-    calls += [
-        tool_call_chunk(
-            name=c.get("name"), args=c.get("args"), id=c.get("id"), index=len(calls) + i
-        )
-        for i, c in enumerate(reply.invalid_tool_calls)
-    ]
-    return AIMessageChunk(
-        content=reply.content,
-        additional_kwargs=reply.additional_kwargs,
-        response_metadata=reply.response_metadata,
-        usage_metadata=reply.usage_metadata,
-        tool_call_chunks=calls,
-        id=reply.id,
-    )
-
-
-@contextmanager
-def _context_handlers_muted() -> Iterator[None]:
-    """While the inner run starts: the callback handlers set in context variables
-    (``get_usage_metadata_callback()`` and the like attach theirs to every run started
-    while they are set) and the callbacks of the chain step being run unset, so they
-    see one run per call, as handlers passed with the call do; those with
-    ``SEES_WRAPPED_RUN`` stay."""
-    muted = [
-        (var, var.set(None))
-        for var, value in contextvars.copy_context().items()
-        if isinstance(value, BaseCallbackHandler) and not getattr(value, SEES_WRAPPED_RUN, False)
-    ]
-    # inside a chain (``with_structured_output``'s), a bound model merges the chain
-    # step's config from context into the one it is given: its callbacks too
-    outer = var_child_runnable_config.get()
-    if outer and outer.get("callbacks") is not None:
-        quiet = {**outer, "callbacks": None}
-        muted.append((var_child_runnable_config, var_child_runnable_config.set(quiet)))  # type: ignore[arg-type]
-    try:
-        yield
-    finally:
-        for var, token in reversed(muted):
-            var.reset(token)
 
 
 def _child(
