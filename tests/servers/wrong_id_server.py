@@ -9,8 +9,9 @@ result under the call's id plus 1000.
 
 from __future__ import annotations
 
-import json
-import sys
+from typing import Any
+
+from plain_jsonrpc import serve
 
 TOOL = {
     "name": "echo",
@@ -19,29 +20,9 @@ TOOL = {
 }
 
 
-def answer(request_id: object, result: dict[str, object]) -> None:
-    sys.stdout.write(json.dumps({"jsonrpc": "2.0", "id": request_id, "result": result}) + "\n")
-    sys.stdout.flush()
+def wrong_id(request_id: Any, params: dict[str, Any]) -> tuple[Any, dict[str, object]]:
+    text = params.get("arguments", {}).get("text", "")
+    return request_id + 1000, {"content": [{"type": "text", "text": text}]}
 
 
-for line in sys.stdin:
-    message = json.loads(line)
-    method, request_id = message.get("method"), message.get("id")
-    if request_id is None:
-        continue  # a notification
-    if method == "initialize":
-        answer(
-            request_id,
-            {
-                "protocolVersion": message["params"]["protocolVersion"],
-                "capabilities": {"tools": {}},
-                "serverInfo": {"name": "wrong-id", "version": "1"},
-            },
-        )
-    elif method == "tools/list":
-        answer(request_id, {"tools": [TOOL]})
-    elif method == "tools/call":
-        text = message["params"].get("arguments", {}).get("text", "")
-        answer(request_id + 1000, {"content": [{"type": "text", "text": text}]})
-    else:
-        answer(request_id, {})
+serve("wrong-id", [TOOL], wrong_id)
