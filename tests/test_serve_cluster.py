@@ -114,11 +114,12 @@ def test_a_replica_that_cannot_start_says_why_and_stops_the_rest(tmp_path: Path)
 
 def test_run_with_its_defaults_answers_threads_and_says_what_it_serves(tmp_path: Path) -> None:
     """`make serve-cluster` as docs/studio.md writes it: no model variable set, so the
-    replicas serve the database assistant's recording, which answers any thread; a
-    question it has no reply for fails that run with an error that names the recording."""
+    replicas serve the database assistant's recording, which answers any thread; the
+    write asks first (approvals from the tools' annotations, on by default); a question
+    it has no reply for fails that run with an error that names the recording."""
     import asyncio
 
-    from cluster_session import user
+    from cluster_session import APPROVE, user
     from langgraph_sdk import get_client
 
     env = {k: v for k, v in os.environ.items() if not k.startswith("FNCALL_")}
@@ -135,6 +136,12 @@ def test_run_with_its_defaults_answers_threads_and_says_what_it_serves(tmp_path:
             joined = await client.runs.join(tid, run["run_id"])  # what the caller is given
             run = await client.runs.get(tid, run["run_id"])
             state = await client.threads.get_state(tid)
+            if state["interrupts"]:  # the write asks first, with no setting
+                asked = state["interrupts"][0]["value"]["action_requests"][0]["name"]
+                run = await client.runs.create(tid, "sqlite_assistant", command=APPROVE)
+                joined = await client.runs.join(tid, run["run_id"])
+                run = {**await client.runs.get(tid, run["run_id"]), "asked": asked}
+                state = await client.threads.get_state(tid)
             runs.append({**run, "joined": joined, "messages": state["values"].get("messages", [])})
         return runs
 
@@ -150,6 +157,7 @@ def test_run_with_its_defaults_answers_threads_and_says_what_it_serves(tmp_path:
     assert tables["status"] == "success", tables
     assert "当前数据库中有三张表" in tables["messages"][-1]["content"]
     assert write["status"] == "success", write
+    assert write.get("asked") == "sqlite-write_query"  # its server does not say it only reads
     assert "韩梅梅的年龄是 6 岁" in write["messages"][-1]["content"]
     assert unknown["status"] == "error"
     error = unknown["joined"]["__error__"]
