@@ -26,7 +26,7 @@ from servers.ollama_stub import OllamaStub
 from fncall_graph.adapters.formats.chat_templates import TEMPLATE_MARKERS, format_of_template
 from fncall_graph.adapters.formats.readers import CALL_FORMATS
 from fncall_graph.adapters.models import CompatibleChatOpenAI, ModelSpecError, resolve_model
-from fncall_graph.adapters.models import chat_model as chat_model_module
+from fncall_graph.adapters.models import pipeline as pipeline_module
 from fncall_graph.adapters.models.call_format import (
     FAMILIES,
     CallFormat,
@@ -353,14 +353,14 @@ MISTRAL_CALL = '[TOOL_CALLS][{"name": "get_weather", "arguments": {"city": "Pari
 def reads(monkeypatch):
     """The ``call_format`` each native reply was read with (the model boundary's reading)."""
     seen: list[str | None] = []
-    real = chat_model_module.normalize
+    real = pipeline_module.normalize
 
     def spy(*args: Any, **kwargs: Any) -> AIMessage:
         if args[1] is None:  # a native reply
             seen.append(kwargs.get("call_format"))
         return real(*args, **kwargs)
 
-    monkeypatch.setattr(chat_model_module, "normalize", spy)
+    monkeypatch.setattr(pipeline_module, "normalize", spy)
     return seen
 
 
