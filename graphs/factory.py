@@ -14,7 +14,6 @@ from langchain_core.tools import tool as as_tool
 from langgraph.graph import END, START, StateGraph
 from langgraph.store.base import BaseStore
 from langgraph.types import Checkpointer, Send
-from typing_extensions import TypedDict
 
 __all__ = [
     "ADAPTER",
@@ -102,15 +101,6 @@ ADAPTER, MODEL, TOOLS, APPROVE = "adapter", "model", "tools", "approve"
 REACT_FALLBACK, STRUCTURED = "react_fallback", "structured_response"
 # supersteps one model call can take: the adapter, the model, its approval, its tools
 _STEPS_PER_ITERATION = 4
-
-
-def _input_fields(state_schema: type | None) -> type | None:
-    """The fields of ``state_schema`` a run's input may set: not the graph's own."""
-    if state_schema is None:
-        return None
-    own = set(get_type_hints(GraphDebugState)) | {"jump_to"}  # create_agent's, never input
-    fields = {k: v for k, v in get_type_hints(state_schema, include_extras=True).items()}
-    return TypedDict("Input", {k: v for k, v in fields.items() if k not in own}, total=False)  # type: ignore[operator]
 
 
 def _as_tools(tools: Sequence[BaseTool | Callable[..., Any]]) -> list[BaseTool]:
@@ -389,7 +379,7 @@ def create_fncall_graph(
     chat_model = model if isinstance(model, BaseChatModel) else resolve_model(model)
     hooks = Middleware(middleware)
     tool_list = _as_tools([*tools, *hooks.tools])
-    state_schema = hooks.state_fields(state_schema)
+    schemas = hooks.state_schemas(state_schema)
     if isinstance(interrupt_on, str):
         if interrupt_on != "annotations":
             raise ValueError(
@@ -502,11 +492,14 @@ def create_fncall_graph(
         return route
 
     builder = StateGraph(
-        with_fields(GraphDebugState if keep_model_input else GraphState, state_schema, "State"),
+        with_fields(GraphDebugState if keep_model_input else GraphState, schemas, "State"),
         context_schema=context_schema,
-        input_schema=with_fields(FncallInput, _input_fields(state_schema), "Input"),
+        # the graph's own fields (and create_agent's jump_to) are never input
+        input_schema=with_fields(
+            FncallInput, schemas, "Input", exclude={*get_type_hints(GraphDebugState), "jump_to"}
+        ),
         output_schema=with_fields(
-            FncallDebugState if keep_model_input else FncallState, state_schema, "Output"
+            FncallDebugState if keep_model_input else FncallState, schemas, "Output"
         ),
     )
     builder.add_node(ADAPTER, _Node(ADAPTER, adapter_node.invoke, adapter_node.ainvoke))

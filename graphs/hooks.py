@@ -11,10 +11,9 @@ middleware's ``state_schema`` fields, the tool list its ``tools``.
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Sequence
-from typing import Any, get_type_hints
+from typing import Any
 
 from langchain.agents.middleware import AgentMiddleware
-from typing_extensions import TypedDict
 
 from fncall_graph.nodes.hooks import has_hook
 
@@ -110,13 +109,10 @@ class Middleware:
         """The tools the middleware bring."""
         return [t for m in self.items for t in getattr(m, "tools", None) or ()]
 
-    def state_fields(self, state_schema: type | None) -> type | None:
-        """``state_schema`` with the middleware's own state fields, as one ``TypedDict``."""
-        fields: dict[str, Any] = {}
-        for schema in (state_schema, *(m.state_schema for m in self.items)):
-            if schema is not None:
-                fields.update(get_type_hints(schema, include_extras=True))
-        return TypedDict("MiddlewareState", fields, total=False) if fields else None  # type: ignore[operator]
+    def state_schemas(self, state_schema: type | None) -> list[type]:
+        """``state_schema`` (if any) and the middleware's own state schemas."""
+        found = (state_schema, *(m.state_schema for m in self.items))
+        return [s for s in found if s is not None]
 
     @property
     def tool_wrappers(self) -> list[tuple[Callable[..., Any] | None, Callable[..., Any] | None]]:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Annotated, Any, NotRequired, get_type_hints
 
 from langchain_core.messages import AnyMessage, BaseMessage, convert_to_messages
@@ -107,21 +107,26 @@ class GraphDebugState(FncallDebugState):
     jump_to: NotRequired[Annotated[str | None, EphemeralValue]]
 
 
-def with_fields(base: type, extra: type | None, name: str) -> type:
-    """``base`` with ``extra``'s fields added (a ``state_schema`` of the caller's, as
-    ``create_agent`` takes one): a ``TypedDict`` LangGraph reads with each field's reducer.
-    ``base``'s own fields stay as they are."""
-    if extra is None:
+def with_fields(
+    base: type, extras: Sequence[type], name: str, *, exclude: Iterable[str] = ()
+) -> type:
+    """``base`` with the fields of ``extras`` added (a caller's ``state_schema``, as
+    ``create_agent`` takes one, and its middleware's), less ``exclude``: a ``TypedDict``
+    LangGraph reads with each field's reducer. ``base``'s own fields stay as they are."""
+    if not extras:
         return base
-    try:
-        added = get_type_hints(extra, include_extras=True)
-    except TypeError as exc:
-        raise TypeError(
-            f"state_schema must be a TypedDict class (e.g. a subclass of FncallState or "
-            f"LangChain's AgentState), got {extra!r}"
-        ) from exc
+    added: dict[str, Any] = {}
+    for extra in extras:
+        try:
+            added.update(get_type_hints(extra, include_extras=True))
+        except TypeError as exc:
+            raise TypeError(
+                f"state_schema must be a TypedDict class (e.g. a subclass of FncallState or "
+                f"LangChain's AgentState), got {extra!r}"
+            ) from exc
     own = get_type_hints(base, include_extras=True)
-    fields = {**{k: v for k, v in added.items() if k not in own}, **own}
+    skip = {*own, *exclude}
+    fields = {**{k: v for k, v in added.items() if k not in skip}, **own}
     return TypedDict(name, fields, total=False)  # type: ignore[operator]
 
 
