@@ -106,9 +106,9 @@ def repeat_limit_message(name: str, count: int, limit: int) -> AIMessage:
     )
 
 
-def _changed(request: ModelRequest, thread: ModelRequest) -> bool:
-    """Whether a middleware's ``request`` asks for another call than the thread's."""
-    return (
+def _changed(request: ModelRequest, thread: ModelRequest) -> ModelRequest | None:
+    """A middleware's ``request`` when it asks for another call than the thread's."""
+    changed = (
         request.model is not thread.model
         or request.messages != thread.messages
         or request.system_message != thread.system_message
@@ -116,6 +116,7 @@ def _changed(request: ModelRequest, thread: ModelRequest) -> bool:
         or request.tool_choice is not None
         or bool(request.model_settings)
     )
+    return request if changed else None
 
 
 def _result(response: Any) -> list[BaseMessage]:
@@ -257,8 +258,10 @@ class ModelNode:
             if self.wrap is None:
                 result: list[BaseMessage] = [handler(None)]
             else:
-                request = self._request(state)
-                result = _result(self.wrap(request, lambda r: ModelResponse([handler(r)])))
+                thread = self._request(state)
+                result = _result(
+                    self.wrap(thread, lambda r: ModelResponse([handler(_changed(r, thread))]))
+                )
         except Exception as exc:
             return self._fallback_for(dialect, exc)
         return self._finish(dialect, fmt, result, state, asked)
@@ -282,14 +285,17 @@ class ModelNode:
                 message, asked.raw = await self._areply(asked.call, config)
             return message
 
+        thread = self._request(state) if self.awrap is not None else None
+
         async def respond(request: ModelRequest) -> ModelResponse:
-            return ModelResponse([await handler(request)])
+            assert thread is not None
+            return ModelResponse([await handler(_changed(request, thread))])
 
         try:
             if self.awrap is None:
                 result: list[BaseMessage] = [await handler(None)]
             else:
-                result = _result(await self.awrap(self._request(state), respond))
+                result = _result(await self.awrap(thread, respond))
         except Exception as exc:
             return self._fallback_for(dialect, exc)
         return self._finish(dialect, fmt, result, state, asked)
@@ -318,10 +324,10 @@ class ModelNode:
         request: ModelRequest | None = None,
     ) -> tuple[ModelCall, bool]:
         """The call: the adapter's rendering when it is for this call, else rendered here;
-        and whether it was rendered here. A middleware's ``request`` that changed the call
-        (another model, messages, tools or settings) is rendered for it here."""
+        and whether it was rendered here. ``request``: a middleware's request that changed
+        the call (another model, messages, tools or settings), rendered for here."""
         boundary, history, extra = self.boundary, None, {}
-        if request is not None and _changed(request, self._request(state)):
+        if request is not None:
             tools = list(request.tools)
             if request.model is not self.model or tools != list(self.plan.tools):
                 plan = replace(self.plan, tools=tools)
