@@ -33,10 +33,8 @@ only write calls to the listed tools with arguments that fit their schemas, or a
 from __future__ import annotations
 
 import asyncio
-import operator
 from collections.abc import Callable
 from dataclasses import dataclass, replace
-from functools import reduce
 from typing import Any
 
 from langchain.agents.middleware import ModelRequest, ModelResponse
@@ -47,7 +45,6 @@ from langchain_core.messages import (
     BaseMessage,
     SystemMessage,
     convert_to_openai_messages,
-    message_chunk_to_message,
 )
 from langchain_core.outputs import ChatGenerationChunk
 from langchain_core.runnables import RunnableConfig
@@ -60,7 +57,7 @@ from fncall_graph.adapters import Dialect
 from fncall_graph.adapters.formats.base import text_of
 from fncall_graph.adapters.formats.normalize import MARKUP_FORMAT_KEY
 from fncall_graph.adapters.formats.registry import PROMPT_DIALECTS
-from fncall_graph.adapters.formats.stream_reading import restore_read_reply
+from fncall_graph.adapters.formats.stream_reading import read_reply
 from fncall_graph.adapters.models.call_format import CallFormat
 from fncall_graph.adapters.models.pipeline import ModelCall
 
@@ -191,8 +188,7 @@ class _ShownReply(BaseCallbackHandler):
         if self.reading is None:
             return None
         self._show(self.reading.close())
-        total = reduce(operator.add, self.chunks)
-        return restore_read_reply(message_chunk_to_message(total))  # type: ignore[return-value]
+        return read_reply(self.chunks)
 
 
 @dataclass

@@ -18,7 +18,7 @@ from collections.abc import Mapping
 from functools import lru_cache
 from typing import Any, Protocol
 
-from langchain_core.messages import AIMessage, AIMessageChunk, BaseMessage
+from langchain_core.messages import AIMessage, AIMessageChunk, BaseMessage, message_chunk_to_message
 from langchain_core.messages.tool import InvalidToolCall, ToolCall, tool_call_chunk
 from langchain_core.utils.json import parse_partial_json
 
@@ -44,7 +44,14 @@ from .readers import AUTO, get_reader
 from .readers.whole_reply import OPENERS, may_be_calls_only
 from .reading import Echoes
 
-__all__ = ["READ_REPLY_KEY", "HeldMarkup", "ReadingPlan", "StreamReading", "restore_read_reply"]
+__all__ = [
+    "READ_REPLY_KEY",
+    "HeldMarkup",
+    "ReadingPlan",
+    "StreamReading",
+    "read_reply",
+    "restore_read_reply",
+]
 
 
 class ReadingPlan(Protocol):
@@ -110,6 +117,17 @@ def _hold_markers(call_format: str | None) -> tuple[str, ...]:
 #: unopened ``</think>``, the prompt having opened it). ``DialectChatModel.invoke``
 #: puts them back; :func:`restore_read_reply` does for chunks added up by hand.
 READ_REPLY_KEY = "fncall_read_reply"
+
+
+def read_reply(chunks: list[AIMessageChunk]) -> AIMessage:
+    """The read reply the chunks of a :class:`StreamReading` add up to (what they could
+    not carry put back)."""
+    total = chunks[0]
+    for chunk in chunks[1:]:
+        total = total + chunk
+    read = restore_read_reply(message_chunk_to_message(total))
+    assert isinstance(read, AIMessage)
+    return read
 
 
 def restore_read_reply(message: BaseMessage) -> BaseMessage:

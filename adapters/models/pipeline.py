@@ -23,7 +23,6 @@ from langchain_core.messages import (
     AIMessage,
     AIMessageChunk,
     BaseMessage,
-    message_chunk_to_message,
 )
 from langchain_core.messages.tool import (
     InvalidToolCall,
@@ -39,7 +38,7 @@ from ..formats.base import Dialect, text_of
 from ..formats.normalize import normalize
 from ..formats.readers import get_reader
 from ..formats.reading import Echoes
-from ..formats.stream_reading import StreamReading, restore_read_reply
+from ..formats.stream_reading import StreamReading, read_reply
 from .structured_output import repaired_json
 
 __all__ = ["SEES_WRAPPED_RUN", "ModelCall"]
@@ -145,12 +144,7 @@ class ModelCall:
             reading = StreamReading(self)
             first = reading.feed(_as_chunk(reply))
             chunks = [c for c in (first, reading.close()) if c is not None]
-            total = chunks[0]
-            for c in chunks[1:]:
-                total = total + c
-            read = restore_read_reply(message_chunk_to_message(total))
-            assert isinstance(read, AIMessage)
-            return read.model_copy(
+            return read_reply(chunks).model_copy(
                 update={"id": reply.id, "response_metadata": dict(reply.response_metadata)}
             )
         message = self.reader.fit_to_tools(message, self.tools)
