@@ -427,12 +427,15 @@ class HeldMarkup:
         hit = self.markers.search(buf)
         if hit is not None:
             self.held = True
-            return self._show(buf[: hit.start()])
+            return self._show(buf[: hit.start()].rstrip())  # the read answer is trimmed
         keep = next(
             (j for j in range(min(self.longest, len(buf)), 0, -1) if buf[-j:] in self.prefixes), 0
         )
-        self.pending = buf[len(buf) - keep :]
-        return self._show(buf[: len(buf) - keep])
+        # white space is shown once text follows it: before markup, the answer ends there
+        ready = buf[: len(buf) - keep]
+        body = ready.rstrip()
+        self.pending = buf[len(body) :]
+        return self._show(body)
 
     def _show(self, text: str) -> str:
         self.shown.append(text)
