@@ -38,6 +38,7 @@ from fncall_graph.adapters import (
 from fncall_graph.adapters.formats.base import (
     MarkupStreamParser,
     ParseEvent,
+    ShownMarkup,
     _find_from,
     _held_from,
     _marker_table,
@@ -323,7 +324,7 @@ class Streamed:
     reasoning: str
     calls: list[tuple[str, str]]
     invalid: list[tuple[Any, Any, Any]]
-    deltas: list[str]
+    deltas: list[str]  # answer text, less the markup the reply only shows (ShownMarkup)
     message: AIMessage
 
 
@@ -333,9 +334,13 @@ def stream(key: str, chunks: list[str]) -> Streamed:
     for chunk in chunks:
         events += parser.feed(chunk)
     events += parser.close()
-    deltas = [e.text for e in events if isinstance(e, ContentDelta)]
+    content = [e.text for e in events if isinstance(e, ContentDelta)]
+    # markup reaches the answer text only where the reply quotes it (a list item, code)
+    deltas = [
+        e.text for e in events if isinstance(e, ContentDelta) and not isinstance(e, ShownMarkup)
+    ]
     return Streamed(
-        content="".join(deltas),
+        content="".join(content),
         reasoning="".join(e.text for e in events if isinstance(e, ReasoningDelta)),
         calls=[
             (e.call["name"], canonical(e.call["args"])) for e in events if isinstance(e, CallEvent)
@@ -486,7 +491,8 @@ def test_stray_markers_are_not_answer_text(key: str) -> None:
 @PROPERTY_SETTINGS
 @given(data=st.data())
 def test_content_never_carries_markers(key: str, data: st.DataObject) -> None:
-    """Stray and broken markers never reach the answer text, whether parsed or streamed."""
+    """Stray and broken markers never reach the answer text, whether parsed or streamed,
+    but as markup the reply only shows (a call in a list item or code: ``ShownMarkup``)."""
     markers = markers_of(key)
     pieces = data.draw(
         st.lists(st.one_of(st.sampled_from(STRAY), prose), min_size=1, max_size=12), label="pieces"
@@ -551,14 +557,13 @@ class ReferenceScanner(MarkupStreamParser):
             sink(self._pending[:at], events)
             if block is None:
                 self._pending = self._pending[at + len(marker) :]
-                self._block = next((b for b in self._blocks if b.open == marker), None)
-                self._block_text = []
+                self._open_block(marker)
             elif block.kind == "call" and not self._may_close(block, marker):
                 self._block_text.append(marker)  # a closer inside an argument
                 self._pending = self._pending[at + len(marker) :]
             else:
                 self._pending = self._pending[at + (len(marker) if block.consume_close else 0) :]
-                events += self._end_block(closed=True)
+                events += self._end_block(closed=True, closer=marker)
 
 
 def event_key(event: ParseEvent) -> tuple[Any, ...]:

@@ -330,12 +330,16 @@ QUOTING = {
 
 @pytest.mark.parametrize("fmt", sorted(WRITE))
 @pytest.mark.parametrize("where", sorted(QUOTING))
-def test_a_well_formed_call_in_its_own_format_runs_wherever_it_stands(fmt, where) -> None:
-    # what the format's engine does: it has no notion of a call being "only shown";
-    # a call the thread's results or user messages already hold is an echo (see
-    # tests/test_echoes.py), and is never run
-    text = QUOTING[where].format(a=WRITE[fmt](*WEATHER))
-    assert _calls(normalize(AIMessage(text), None, call_format=fmt)) == [WEATHER], text
+def test_a_call_in_its_own_format_that_the_reply_only_shows_is_text(fmt, where) -> None:
+    # where Markdown or prose quotes it, the markup is shown, not made: it stays in the
+    # answer and runs nothing, read whole or streamed (tests/test_placement.py has more)
+    call = WRITE[fmt](*WEATHER)
+    text = QUOTING[where].format(a=call)
+    read = normalize(AIMessage(text), None, call_format=fmt)
+    assert read.tool_calls == [] and read.invalid_tool_calls == [], text
+    assert "get_weather" in read.content  # shown: the answer keeps it (less turn tokens)
+    for size in (1, 7):
+        assert _streamed(fmt, text, size).tool_calls == [], size
 
 
 # --------------------------------------------------------------------------- repairs
@@ -601,12 +605,13 @@ def test_a_native_stream_never_shows_the_known_format_s_markup(fmt: str) -> None
     assert _calls(_sum(chunks)) == [WEATHER]
 
 
-def test_auto_detection_is_unchanged_without_a_known_format() -> None:
-    # the auto reader still tells a shown call from a made one by the words around it
+def test_a_call_after_an_example_cue_is_text_however_the_format_is_known() -> None:
+    # one rule of where a call stands, for the auto reader, a prompt dialect and a known
+    # format alike
     shown = "For example:\n" + WRITE["hermes"](*WEATHER)
     assert normalize(AIMessage(shown), None).tool_calls == []
     assert normalize(AIMessage(shown), "hermes").tool_calls == []
-    assert _calls(normalize(AIMessage(shown), None, call_format="hermes")) == [WEATHER]
+    assert normalize(AIMessage(shown), None, call_format="hermes").tool_calls == []
 
 
 @pytest.mark.parametrize("dialect", ["native", "hermes"])
@@ -618,3 +623,4 @@ def test_the_known_format_fits_its_loose_calls_to_the_tools(dialect: str) -> Non
     model = with_dialect(inner, dialect, call_format="react").bind_tools([get_weather])
     assert _calls(model.invoke("weather?")) == [WEATHER]
     assert _calls(_sum(list(model.stream("weather?")))) == [WEATHER]
+

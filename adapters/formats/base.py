@@ -34,6 +34,7 @@ from langchain_core.messages import (
 )
 from langchain_core.messages.tool import InvalidToolCall, ToolCall, invalid_tool_call, tool_call
 
+from .placement import Placement
 from .schema import ToolLike
 
 __all__ = [
@@ -50,6 +51,7 @@ __all__ = [
     "ParseEvent",
     "PromptDialect",
     "ReasoningDelta",
+    "ShownMarkup",
     "StreamParser",
     "brackets_closed",
     "call_from_object",
@@ -76,6 +78,13 @@ class ContentDelta:
     """Answer text, markup already removed."""
 
     text: str
+
+
+class ShownMarkup(ContentDelta):
+    """Answer text that is call markup the reply only shows (in a list item, a code
+    block, quotation marks, …: :mod:`.placement`): text, never a call."""
+
+    __slots__ = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -435,21 +444,6 @@ def neutralise(text: str, markers: Sequence[str]) -> str:
         text = broken
 
 
-def shown_as_example(before: str) -> bool:
-    """Whether text that ends in ``before`` is introduced as an example of the syntax
-    ("For example:", "e.g.", "such as", "the format is") rather than written as a call.
-    """
-    return _EXAMPLE_CUE.search(before.rstrip()[-40:]) is not None
-
-
-_EXAMPLE_CUE = re.compile(
-    r"(?:\bfor (?:example|instance)|\be\.g\.|\bsuch as|\blike (?:this|so)|\bexample"
-    r"|\bsyntax|\bformat(?: is)?|\b(?:reply|respond|answer) with|\bwrites?|\btype"
-    r"|例如|比如|示例|格式)\W*$",
-    re.IGNORECASE,
-)
-
-
 def _break(match: re.Match[str]) -> str:
     marker = match.group()
     return marker[0] + ZERO_WIDTH_SPACE + marker[1:]
@@ -515,6 +509,9 @@ class MarkupStreamParser(StreamParser):
         self._pending = ""
         self._block: Block | None = None
         self._block_text: list[str] = []
+        # where the reply's text stands; a call opened where it quotes is only shown
+        self._placement = Placement()
+        self._shown: str | None = None  # the opening marker of a call block only shown
         self._content = _Trimmed()
         self._reasoning = _Trimmed()
         self._calls: list[ToolCall] = []
@@ -582,15 +579,24 @@ class MarkupStreamParser(StreamParser):
             sink(text[pos:at], events)
             if block is None:
                 pos = at + len(marker)
-                self._block = self._opened_by[marker]
-                self._block_text = []
+                self._open_block(marker)
             elif block.kind == "call" and not self._may_close(block, marker):
                 # the closer stands inside an argument: it is the argument's text
                 self._block_text.append(marker)
                 pos = at + len(marker)
             else:
                 pos = at + (len(marker) if block.consume_close else 0)
-                events += self._end_block(closed=True)
+                events += self._end_block(closed=True, closer=marker)
+
+    def _open_block(self, marker: str) -> None:
+        """Enter the block ``marker`` opens (a drop token opens none)."""
+        self._block = self._opened_by[marker]
+        self._block_text = []
+        if self._block is None:
+            self._placement.token()  # a wrapper: the call it holds stands where it does
+        elif self._block.kind == "call":
+            # a call opened where the reply quotes (a list item, a code block, …) is shown
+            self._shown = marker if self._placement.shown() else None
 
     def _may_close(self, block: Block, marker: str) -> bool:
         try:
@@ -598,11 +604,12 @@ class MarkupStreamParser(StreamParser):
         except Exception:  # a dialect bug must not lose the reply: the closer closes
             return True
 
-    def _emit_text(self, text: str, events: list[ParseEvent]) -> None:
+    def _emit_text(self, text: str, events: list[ParseEvent], *, shown: bool = False) -> None:
         if text:
+            self._placement.feed(text)
             delta = self._content.push(text)
             if delta:
-                events.append(ContentDelta(delta))
+                events.append(ShownMarkup(delta) if shown else ContentDelta(delta))
 
     def _inside(self, text: str, events: list[ParseEvent]) -> None:
         if not text or self._block is None:
@@ -614,13 +621,18 @@ class MarkupStreamParser(StreamParser):
         elif self._block.kind == "call":
             self._block_text.append(text)
 
-    def _end_block(self, *, closed: bool) -> list[ParseEvent]:
+    def _end_block(self, *, closed: bool, closer: str = "") -> list[ParseEvent]:
         block, self._block = self._block, None
         if block is None or block.kind != "call":
             return []
         raw = "".join(self._block_text)
         self._block_text = []
         events: list[ParseEvent] = []
+        if self._shown is not None:  # quoted, not made: the markup is the answer's text
+            shown = self._shown + raw + (closer if block.consume_close else "")
+            self._shown = None
+            self._emit_text(shown, events, shown=True)
+            return events
         try:
             produced = list(self._dialect.read_block(block, raw, closed=closed))
         except RecursionError:  # a format's own reader recursing per bracket (Gemma's)

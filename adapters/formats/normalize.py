@@ -30,8 +30,8 @@ from .base import (
     argument_problem,
     coerce_args,
     new_call_id,
-    shown_as_example,
 )
+from .placement import shown_as_example
 from .readers import AUTO, NO_CALL_MARKUP, get_reader
 from .readers.base import strict_prefix
 from .readers.whole_reply import OPENERS, whole_reply_format

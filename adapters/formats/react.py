@@ -87,9 +87,9 @@ from .base import (
     nests_too_deep,
     new_call_id,
     reasoning_of,
-    shown_as_example,
     text_of,
 )
+from .placement import shown_as_example
 from .readers import KNOWN_MARKUP
 from .schema import ToolLike, ToolSpec, to_tool_specs
 

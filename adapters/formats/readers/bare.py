@@ -35,6 +35,7 @@ from ..base import (
     brackets_closed,
     invalid,
 )
+from ..placement import Placement
 from .base import read_json_calls
 from .whole_reply import PYTHONIC, read_pythonic, read_whole_reply
 
@@ -140,13 +141,18 @@ def bare_calls(text: str, *, pythonic: bool) -> tuple[str, list[ParseEvent]]:
         return "", whole
     events: list[ParseEvent] = []
     kept: list[str] = []
-    pos = 0
+    pos = fed = 0
+    placement = Placement()  # a call only shown (in a list item, quoted, …) is text
     finder = PYTHONIC if pythonic else _JSON_CALL_START
     while (found := finder.search(text, pos)) is not None:
         at = found.start()
+        placement.feed(text[fed:at])
+        fed = at
         span = _call_span(text, at, pythonic=pythonic)
         if span is None:
             if not brackets_closed(text[at:], quotes="\"'", must_open=True):
+                if placement.shown():
+                    break  # a quotation the reply's end cut short: text
                 # the reply ended inside it: a call cut short, never run
                 kept.append(text[pos:at])
                 events.append(_cut_call(text[at:], pythonic=pythonic))
@@ -156,9 +162,13 @@ def bare_calls(text: str, *, pythonic: bool) -> tuple[str, list[ParseEvent]]:
             pos = at + 1
             continue
         end, read = span
-        kept.append(text[pos:at])
-        events += read
-        pos = end
+        if placement.shown():
+            placement.feed(text[at:end])
+            kept.append(text[pos:end])
+        else:
+            kept.append(text[pos:at])
+            events += read
+        pos = fed = end
     kept.append(text[pos:])
     content = "".join(kept)
     # a code fence left holding nothing was the calls' own

@@ -1,0 +1,180 @@
+"""Where a call stands: made by the model, or only shown (adapters/formats/placement.py).
+
+Both sides of the rule, in every call format, read whole and streamed: markup that a
+reply shows where Markdown or prose quotes it (a list item's text, a blockquote, code,
+quotation marks, after "For example:") stays in the answer and runs nothing; the same
+call where prose stands (its own line between list items, indented under one, after a
+closed quotation or code block) runs.
+"""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+from langchain_core.messages import AIMessage, HumanMessage
+from langchain_core.tools import tool
+from test_known_format import WEATHER, WRITE
+
+from fncall_graph.adapters import normalize, with_dialect
+from fncall_graph.adapters.formats.base import ContentDelta, ShownMarkup
+from fncall_graph.adapters.formats.placement import Placement
+from fncall_graph.adapters.formats.readers import get_reader
+from fncall_graph.testing import ReplayChatModel
+
+SHOWN = {
+    "bullet": "Tools are called like this:\n- {a}\n- and the server runs them.",
+    "bullet with words": "* The model writes {a} and stops.",
+    "numbered": "Steps:\n1. It writes {a}\n2. The server runs it.",
+    "numbered 、": "步骤：\n1、{a}\n2、服务器执行。",
+    "blockquote": "The docs say:\n> {a}\n\nThat is how a call looks.",
+    "nested blockquote": ">> {a}",
+    "double quotes": 'The model writes "{a}" to call a tool.',
+    "curly quotes": "A call such as “{a}” names the tool.",
+    "corner quotes": "模型输出「{a}」来调用工具。",
+    "single quotes": "Writing '{a}' calls the weather tool.",
+    "inline code": "Write `{a}` to call a tool.",
+    "fenced after text": "A call looks like this:\n```text\n{a}\n```",
+    "tilde fence": "Like so:\n~~~\n{a}\n~~~",
+    "indented code": "The format:\n\n    {a}\n\nends the turn.",
+    "html code": "The call <code>{a}</code> names the tool.",
+    "html pre": "<pre>\n{a}\n</pre>",
+    "link text": "See [{a}](https://example.com/docs).",
+    "table cell": "| call | meaning |\n|---|---|\n| {a} | weather |",
+    "example cue": "For example:\n{a}",
+    "e.g.": "A model may write, e.g. {a}",
+}
+MADE = {
+    "between list items": "Plan:\n1. Check the weather.\n{a}\n2. Tell you.",
+    "indented under a list item": "Plan:\n1. Check the weather:\n   {a}\n2. Tell you.",
+    "after a closed quotation": 'You said "weather". {a}',
+    "after an apostrophe": "It's sunny, let me check. {a}",
+    "after a closed code block": "Here is the query:\n```sql\nSELECT 1;\n```\n{a}",
+    "after inline code": "The `city` is Paris.\n{a}",
+    "after a blockquote": "> You asked for the weather.\n\n{a}",
+    "after a list": "- Paris\n- Rome\n\n{a}",
+    "after a Chinese sentence": "好的，我来查一下。{a}",
+}
+# formats with no markup of their own: a quoted and a made call are the same bytes
+BARE = {"json", "pythonic"}
+
+
+def _calls(message: AIMessage) -> list[tuple[str, dict]]:
+    return [(c["name"], c["args"]) for c in message.tool_calls]
+
+
+def _streamed(fmt: str, text: str, size: int) -> tuple[AIMessage, list[ContentDelta]]:
+    parser = get_reader(fmt).stream_parser()
+    events = []
+    for i in range(0, len(text), size):
+        events += parser.feed(text[i : i + size])
+    events += parser.close()
+    return parser.message(), [e for e in events if isinstance(e, ContentDelta)]
+
+
+@pytest.mark.parametrize("where", sorted(SHOWN))
+@pytest.mark.parametrize("fmt", sorted(WRITE))
+def test_a_call_the_reply_only_shows_runs_nothing_and_stays_in_the_answer(
+    fmt: str, where: str
+) -> None:
+    call = WRITE[fmt](*WEATHER)
+    if fmt in BARE and where in ("link text", "table cell"):
+        pytest.skip("a bare pythonic list is link-like text itself")
+    text = SHOWN[where].format(a=call)
+    read = normalize(AIMessage(text), None, call_format=fmt)
+    assert read.tool_calls == [] and read.invalid_tool_calls == [], text
+    # what the reply shows is its answer: the call is kept (turn tokens are dropped)
+    assert "get_weather" in read.content and "Paris" in read.content, read.content
+    for size in (1, 3, 7):
+        streamed, deltas = _streamed(fmt, text, size)
+        assert streamed.tool_calls == [] and streamed.invalid_tool_calls == [], size
+        if fmt not in BARE:
+            assert any(isinstance(d, ShownMarkup) for d in deltas)
+
+
+@pytest.mark.parametrize("where", sorted(MADE))
+@pytest.mark.parametrize("fmt", sorted(WRITE))
+def test_the_same_call_where_prose_stands_runs(fmt: str, where: str) -> None:
+    text = MADE[where].format(a=WRITE[fmt](*WEATHER))
+    assert _calls(normalize(AIMessage(text), None, call_format=fmt)) == [WEATHER], text
+    for size in (1, 3, 7):
+        assert _calls(_streamed(fmt, text, size)[0]) == [WEATHER], size
+
+
+@tool
+def get_weather(city: str) -> str:
+    """The weather in a city."""
+    return f"Sunny in {city}"
+
+
+def _sum(chunks: list) -> AIMessage:
+    total = chunks[0]
+    for c in chunks[1:]:
+        total = total + c
+    return total
+
+
+@pytest.mark.parametrize("dialect", ["native", "hermes", "qwen", "react"])
+@pytest.mark.parametrize("where", ["bullet", "blockquote", "double quotes", "fenced after text"])
+def test_every_dialect_shows_a_quoted_call_invoked_and_streamed(dialect: str, where: str) -> None:
+    # the model's own format: the prompt dialect's, or (native) Hermes declared
+    fmt = {"native": "hermes"}.get(dialect, dialect)
+    text = SHOWN[where].format(a=WRITE[fmt](*WEATHER))
+    made = "Let me check.\n" + WRITE[fmt](*WEATHER)
+    for reply, want in ((text, []), (made, [WEATHER])):
+        inner = ReplayChatModel([reply, reply], chunk_size=5)
+        model = with_dialect(inner, dialect, call_format=fmt if dialect == "native" else None)
+        bound = model.bind_tools([get_weather])
+        invoked = bound.invoke([HumanMessage("How is a call written?")])
+        streamed = _sum(list(bound.stream([HumanMessage("How is a call written?")])))
+        assert _calls(invoked) == want, (dialect, reply)
+        assert _calls(streamed) == want, (dialect, reply)
+        assert invoked.content == streamed.content
+
+
+def test_each_reason_is_told() -> None:
+    cases = {
+        "x\n```\n": "in a code block",
+        "a `": "in inline code",
+        "> ": "in a blockquote",
+        "- ": "in a list item",
+        'he wrote "': "in quotation marks",
+        "<code>": "in an HTML code element",
+        "[": "in link text",
+        "| a | ": "in a table",
+        "For example:\n": "after an example cue",
+        "x\n\n    ": "in a code block",
+    }
+    for before, why in cases.items():
+        p = Placement()
+        p.feed(before)
+        assert p.shown() == why, before
+    for before in ("", "Let me check. ", "Plan:\n1. Look.\n", "```\n", "It's time. ", "- a\n\n"):
+        p = Placement()
+        p.feed(before)
+        assert p.shown() is None, before
+
+
+def test_a_wrapper_token_carries_where_it_stood() -> None:
+    # Qwen3-Coder wraps <function=…> in <tool_call> on a line of its own
+    p = Placement()
+    p.feed("Write '")
+    p.token()
+    p.feed("\n")
+    assert p.shown() == "in quotation marks"
+    p.feed("then words")  # text after the token: the token's place no longer counts
+    assert p.shown() is None
+
+
+texts = st.text(st.sampled_from("ab \n\t`>-*1.\"'“”[]|<>/code pre:例如、"), max_size=60)
+
+
+@given(text=texts, cuts=st.lists(st.integers(0, 60), max_size=8))
+def test_the_answer_does_not_depend_on_how_the_text_was_cut(text: str, cuts: list[int]) -> None:
+    whole = Placement()
+    whole.feed(text)
+    pieces = sorted({c for c in cuts if 0 < c < len(text)})
+    cut = Placement()
+    for a, b in zip([0, *pieces], [*pieces, len(text)], strict=True):
+        cut.feed(text[a:b])
+    assert cut.shown() == whole.shown()
