@@ -624,3 +624,26 @@ def test_the_known_format_fits_its_loose_calls_to_the_tools(dialect: str) -> Non
     assert _calls(model.invoke("weather?")) == [WEATHER]
     assert _calls(_sum(list(model.stream("weather?")))) == [WEATHER]
 
+
+QWEN3_CODER = (
+    "<tool_call>\n<function=run_python>\n<parameter=code>\ndef f():\n    return 1\n"
+    "</parameter>\n<parameter=city>\nParis\n</parameter>\n</function>\n</tool_call>"
+)
+
+
+def test_qwen3_coder_s_wrapper_is_the_format_s_own_markup() -> None:
+    # its template wraps each <function=…> in <tool_call>: declared as function-tag, the
+    # wrapper is not left in the answer
+    read = normalize(AIMessage("Let me run it.\n" + QWEN3_CODER), None, call_format="function-tag")
+    assert read.content == "Let me run it."
+    assert read.tool_calls[0]["args"] == {"code": "def f():\n    return 1", "city": "Paris"}
+
+
+def test_a_qwen3_coder_call_written_indented_keeps_its_values_without_the_layout() -> None:
+    # the indentation of the <parameter=…> line is layout on each line of the value;
+    # the value's own indentation stays
+    indented = "\n".join("   " + line for line in QWEN3_CODER.splitlines())
+    text = "Plan:\n1. Run the code:\n" + indented + "\n2. Tell you."
+    for fmt in ("function-tag", "hermes"):
+        read = normalize(AIMessage(text), None, call_format=fmt)
+        assert read.tool_calls[0]["args"] == {"code": "def f():\n    return 1", "city": "Paris"}

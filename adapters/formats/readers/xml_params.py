@@ -122,6 +122,8 @@ def _read_function(text: str, start: int, *, closed: bool) -> tuple[ParseEvent, 
             raw = text[start : pos + len(FUNCTION_END)]
             return _text_call(name, texts, raw), pos + len(FUNCTION_END)
         if text.startswith(PARAM, pos):
+            # the tag line's indentation is layout on every line of the value
+            indent = text[text.rfind("\n", 0, pos) + 1 : pos]
             key, value_at = _tag_name(text, pos + len(PARAM))
             if not key:
                 return _cut(text, start, name), len(text)
@@ -130,7 +132,7 @@ def _read_function(text: str, start: int, *, closed: bool) -> tuple[ParseEvent, 
             end, pos = _value_end(text, value_at, closed=closed)
             if end < 0:
                 return _cut(text, start, name, inside=key), len(text)
-            texts[key] = _strip_one_newline(text[value_at:end])
+            texts[key] = _strip_layout(text[value_at:end], indent if not indent.strip() else "")
             continue
         if (pos >= len(text) and closed) or text.startswith(_NEXT_CALL, pos):
             # </function> missing where the block's closer or the next call came
@@ -241,10 +243,15 @@ def _skip_space(text: str, pos: int) -> int:
     return pos
 
 
-def _strip_one_newline(value: str) -> str:
-    """Values sit on lines of their own: the newline after the tag and the one before
-    the closer are layout, not value."""
+def _strip_layout(value: str, indent: str) -> str:
+    """A value without its layout: values sit on lines of their own, so the newline after
+    the tag and the one before the closer are layout, and so is the indentation of the
+    ``<parameter=…>`` line on each of the value's lines (a call written indented, under
+    a list item, say), as Qwen3-Coder's engines read it. Other white space is the value's.
+    """
     value = value.removeprefix("\n")
+    if indent:
+        value = "\n".join(line.removeprefix(indent) for line in value.split("\n"))
     return value.removesuffix("\n")
 
 
@@ -411,7 +418,8 @@ class FunctionTagReader(Reader):
     name: ClassVar[str] = "function-tag"
     FUNCTION: ClassVar[Block] = Block(FUNCTION, (FUNCTION_END,), "call")
     blocks: ClassVar[tuple[Block, ...]] = (FUNCTION,)
-    drop_tokens: ClassVar[tuple[str, ...]] = (FUNCTION_END,)
+    # Qwen3-Coder's template wraps each call in <tool_call>: the wrapper is the format's
+    drop_tokens: ClassVar[tuple[str, ...]] = (FUNCTION_END, "<tool_call>", "</tool_call>")
     special: ClassVar[bool] = False
     examples: ClassVar[tuple[str, ...]] = (
         "<function=get_weather>\n<parameter=city>\n巴黎\n</parameter>\n"
