@@ -25,6 +25,7 @@ __all__ = [
     "CONFIG_KEY_DURABILITY",
     "CONFIG_KEY_RESUME_MAP",
     "ChatOpenAIMaxTokens",
+    "answer_mcp1_request",
     "has_own_async",
     "pause",
     "resumed_by_id",
@@ -150,3 +151,24 @@ def task_position(config: Any) -> tuple[str, str, str] | None:
     if step is None:
         return None
     return str(thread_id), namespace, str(step)
+
+
+async def answer_mcp1_request(session: Any, request_id: int | str, error: Any) -> bool:
+    """Answer the request an mcp 1.x ``ClientSession`` waits on under ``request_id`` with
+    ``error`` (an ``ErrorData``), as if its server had; ``False`` when none waits.
+
+    A response the SDK's transport cannot validate (a ``result`` that is not an object,
+    which MCP forbids) never reaches its request: the session hands only the validation
+    error to its message handler, and the request waits out its timeout. mcp 1.x has no
+    public way to answer a pending request (mcp 2.x's client lets its read stream be
+    wrapped instead); its pending requests are the session's ``_response_streams``.
+    """
+    from mcp.types import JSONRPCError
+
+    if isinstance(request_id, str) and request_id.isdigit():
+        request_id = int(request_id)  # the SDK sends integer ids; a server may echo text
+    stream = session._response_streams.get(request_id)
+    if stream is None:
+        return False
+    await stream.send(JSONRPCError(jsonrpc="2.0", id=request_id, error=error))
+    return True

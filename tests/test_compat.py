@@ -194,3 +194,36 @@ def test_pause_stops_a_task_as_interrupt_does_without_taking_an_answer() -> None
     assert still.id == paused.id != first.id
     graph.invoke(Command(update={"n": 1}, resume={paused.id: "b"}), config)
     assert got[-2:] == ["a", "b"]
+
+
+def test_an_mcp1_session_keeps_its_pending_requests_where_the_answer_looks() -> None:
+    from importlib.metadata import version
+
+    if int(version("mcp").split(".")[0]) >= 2:
+        pytest.skip("the mcp 1.x stack only")
+    import anyio
+    from mcp import ClientSession, McpError
+    from mcp.types import ErrorData
+
+    from fncall_graph._compat import answer_mcp1_request
+
+    async def run() -> str:
+        # a session whose server never answers: the request waits until answered here
+        to_server, from_client = anyio.create_memory_object_stream(8)
+        to_client, from_server = anyio.create_memory_object_stream(8)
+        async with ClientSession(from_server, to_server) as session:
+
+            async def answer() -> None:
+                await from_client.receive()  # the request was sent and is pending
+                said = ErrorData(code=-32603, message="answered")
+                assert await answer_mcp1_request(session, 0, said)
+                assert not await answer_mcp1_request(session, 99, said)  # none waits
+
+            async with anyio.create_task_group() as tasks:
+                tasks.start_soon(answer)
+                with pytest.raises(McpError) as failed:
+                    await session.send_ping()
+        to_client.close()
+        return str(failed.value)
+
+    assert asyncio.run(run()) == "answered"

@@ -9,7 +9,11 @@ from typing import TYPE_CHECKING, Any
 import httpx as http
 from mcp import ClientSession
 from mcp import McpError as MCPError
-from mcp.types import InitializeResult
+from mcp.types import INTERNAL_ERROR, ErrorData, InitializeResult
+
+from fncall_graph._compat import answer_mcp1_request
+
+from .errors import non_object_result
 
 if TYPE_CHECKING:
     from .handlers import Handlers
@@ -44,8 +48,28 @@ async def open_session(
         kwargs["sampling_callback"] = handlers.sampling
     if handlers.list_roots is not None:
         kwargs["list_roots_callback"] = handlers.list_roots
+    opened: list[ClientSession] = []
+    kwargs["message_handler"] = _answering_unreadable(opened, kwargs.get("message_handler"))
     async with create_session({**connection, "session_kwargs": kwargs}) as session:  # type: ignore[arg-type, typeddict-item]
+        opened.append(session)
         yield session, await session.initialize()
+
+
+def _answering_unreadable(opened: list[ClientSession], then: Any) -> Any:
+    """The session's message handler: a response whose ``result`` is not an object (the
+    transport could not read it, and hands on its validation error) answers its request
+    with an error at once, as on mcp 2.x; everything else goes to ``then``."""
+
+    async def handle(message: Any) -> None:
+        answered = non_object_result(message) if isinstance(message, Exception) else None
+        if answered is not None and opened:
+            said = ErrorData(code=INTERNAL_ERROR, message=answered[1])
+            if await answer_mcp1_request(opened[0], answered[0], said):
+                return
+        if then is not None:
+            await then(message)
+
+    return handle
 
 
 def authorization_code(code: str, state: str | None, iss: str | None) -> tuple[str, str | None]:

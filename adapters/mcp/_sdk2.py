@@ -31,6 +31,8 @@ from mcp.types import (
     JSONRPCResponse,
 )
 
+from .errors import non_object_result
+
 if TYPE_CHECKING:
     from .handlers import Handlers
 
@@ -163,22 +165,10 @@ def _read_as_mcp_says(message: SessionMessage | Exception) -> SessionMessage | E
             return SessionMessage(completed, metadata=message.metadata)
         return message
     if isinstance(message, pydantic.ValidationError):
-        # the JSON-RPC envelope the SDK could not read: each error carries it as its input
-        for error in message.errors():
-            sent = error.get("input")
-            if (
-                isinstance(sent, Mapping)
-                and isinstance(sent.get("id"), str | int)
-                and "result" in sent
-                and not isinstance(sent["result"], Mapping)
-            ):
-                kind = type(sent["result"]).__name__.replace("NoneType", "null")
-                said = ErrorData(
-                    code=INTERNAL_ERROR,
-                    message=f"the server answered with a result that is not an object "
-                    f"(a JSON {kind}: {str(sent['result'])[:200]})",
-                )
-                return SessionMessage(JSONRPCError(jsonrpc="2.0", id=sent["id"], error=said))
+        answered = non_object_result(message)
+        if answered is not None:
+            said = ErrorData(code=INTERNAL_ERROR, message=answered[1])
+            return SessionMessage(JSONRPCError(jsonrpc="2.0", id=answered[0], error=said))
     return message
 
 

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from typing import Any
+
 from langchain_core.tools import ToolException
 
 __all__ = [
@@ -11,6 +14,7 @@ __all__ = [
     "MCPConfigError",
     "MCPServerError",
     "MCPToolTimeoutError",
+    "non_object_result",
 ]
 
 
@@ -99,3 +103,29 @@ class Disconnected(Exception):
         super().__init__(str(cause) or type(cause).__name__)
         self.cause = cause
         self.unsent = unsent  # found before the request went out: it did not happen
+
+
+def non_object_result(invalid: Exception) -> tuple[int | str, str] | None:
+    """The request id and the error message for a response whose ``result`` is not a
+    JSON object, from the validation error an SDK's transport gave for it, else ``None``.
+
+    MCP's results are objects; neither SDK can read such a response, and both hand on the
+    validation error instead, so the request it answers would wait out its timeout. Each
+    stack answers the request with this error instead (``_sdk1``, ``_sdk2``).
+    """
+    errors = getattr(invalid, "errors", None)
+    if not callable(errors):
+        return None
+    for error in errors():
+        sent: Any = error.get("input")  # the JSON-RPC envelope the transport could not read
+        if (
+            isinstance(sent, Mapping)
+            and isinstance(sent.get("id"), str | int)
+            and not isinstance(sent["id"], bool)
+            and "result" in sent
+            and not isinstance(sent["result"], Mapping)
+        ):
+            kind = type(sent["result"]).__name__.replace("NoneType", "null")
+            said = f"the server answered with a result that is not an object (a JSON {kind}: "
+            return sent["id"], said + f"{str(sent['result'])[:200]})"
+    return None
