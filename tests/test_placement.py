@@ -18,8 +18,9 @@ from test_known_format import WEATHER, WRITE
 
 from fncall_graph.adapters import normalize, with_dialect
 from fncall_graph.adapters.formats.base import ContentDelta, ShownMarkup
-from fncall_graph.adapters.formats.placement import Placement
+from fncall_graph.adapters.formats.placement import Placement, explains_its_calls
 from fncall_graph.adapters.formats.readers import get_reader
+from fncall_graph.adapters.formats.stream_reading import restore_read_reply
 from fncall_graph.testing import ReplayChatModel
 
 SHOWN = {
@@ -55,6 +56,19 @@ MADE = {
     "after a list": "- Paris\n- Rome\n\n{a}",
     "after a Chinese sentence": "好的，我来查一下。{a}",
 }
+# prose after the call that says it was an example
+EXPLAINED = (
+    "{a}\nThat is the format the model uses to call a tool.",
+    "{a}\nThis is how a model calls get_weather.",
+    "{a}\n以上是调用天气工具的格式。",
+)
+# a remark after a call the model made
+REMARKS = (
+    "{a}\nI'll report back once I have it.",
+    "{a}\nThis should give us the weather.",
+    "{a}\nThat will take a second.",
+    "{a}\n稍等，查到结果后告诉你。",
+)
 # formats with no markup of their own: a quoted and a made call are the same bytes
 BARE = {"json", "pythonic"}
 
@@ -101,6 +115,37 @@ def test_the_same_call_where_prose_stands_runs(fmt: str, where: str) -> None:
         assert _calls(_streamed(fmt, text, size)[0]) == [WEATHER], size
 
 
+# Qwen-Agent drops what follows a call's ✿ARGS✿, and bare calls (json, pythonic) are read
+# out of the whole answer: neither leaves a line after its calls to read
+@pytest.mark.parametrize("fmt", sorted(set(WRITE) - {"qwen"} - BARE))
+def test_prose_after_the_call_saying_it_was_an_example_runs_nothing(fmt: str) -> None:
+    for template in EXPLAINED:
+        text = template.format(a=WRITE[fmt](*WEATHER))
+        assert normalize(AIMessage(text), None, call_format=fmt).tool_calls == [], text
+    for template in REMARKS:
+        text = template.format(a=WRITE[fmt](*WEATHER))
+        if fmt in ("granite", "functools", "gigachat3"):
+            continue  # a call list that runs to the end of the reply takes the remark in
+        assert _calls(normalize(AIMessage(text), None, call_format=fmt)) == [WEATHER], text
+
+
+def test_only_a_line_that_points_back_at_markup_explains() -> None:
+    for line in (
+        "That is the format.",
+        "This is how you call it.",
+        "Above is an example.",
+        "以上是格式。",
+    ):
+        assert explains_its_calls(line), line
+    for line in (
+        "",
+        "I'll report back.",
+        "This should give us the weather.",
+        "The format is JSON.",
+    ):
+        assert not explains_its_calls(line), line
+
+
 @tool
 def get_weather(city: str) -> str:
     """The weather in a city."""
@@ -111,7 +156,7 @@ def _sum(chunks: list) -> AIMessage:
     total = chunks[0]
     for c in chunks[1:]:
         total = total + c
-    return total
+    return restore_read_reply(total)  # what chunks could not take back
 
 
 @pytest.mark.parametrize("dialect", ["native", "hermes", "qwen", "react"])
@@ -121,7 +166,10 @@ def test_every_dialect_shows_a_quoted_call_invoked_and_streamed(dialect: str, wh
     fmt = {"native": "hermes"}.get(dialect, dialect)
     text = SHOWN[where].format(a=WRITE[fmt](*WEATHER))
     made = "Let me check.\n" + WRITE[fmt](*WEATHER)
-    for reply, want in ((text, []), (made, [WEATHER])):
+    explained = WRITE[fmt](*WEATHER) + "\nThat is the format a model uses."
+    if dialect == "qwen":  # Qwen-Agent drops what follows a call's arguments
+        explained = text
+    for reply, want in ((text, []), (made, [WEATHER]), (explained, [])):
         inner = ReplayChatModel([reply, reply], chunk_size=5)
         model = with_dialect(inner, dialect, call_format=fmt if dialect == "native" else None)
         bound = model.bind_tools([get_weather])

@@ -67,6 +67,7 @@ __all__ = [
     "partition_unquoted",
     "reasoning_of",
     "split_unquoted",
+    "text_after_calls",
     "text_of",
 ]
 
@@ -117,6 +118,17 @@ ParseEvent = ContentDelta | ReasoningDelta | CallEvent | InvalidCallEvent
 
 
 # --------------------------------------------------------------------------- helpers
+
+
+def text_after_calls(events: Iterable[ParseEvent]) -> str:
+    """The answer text a reply's events give after its last call (``""`` for none)."""
+    after: list[str] = []
+    for ev in events:
+        if isinstance(ev, CallEvent | InvalidCallEvent):
+            after = []
+        elif isinstance(ev, ContentDelta):
+            after.append(ev.text)
+    return "".join(after)
 
 
 def new_call_id() -> str:

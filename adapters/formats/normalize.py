@@ -30,8 +30,9 @@ from .base import (
     argument_problem,
     coerce_args,
     new_call_id,
+    text_after_calls,
 )
-from .placement import shown_as_example
+from .placement import explains_its_calls, shown_as_example
 from .readers import AUTO, NO_CALL_MARKUP, get_reader
 from .readers.base import strict_prefix
 from .readers.whole_reply import OPENERS, whole_reply_format
@@ -165,13 +166,15 @@ def normalize(
     d = None if dialect is None else get_dialect(dialect)
     markup_format: str | None = None
     texts: dict[str, Mapping[str, str]] = {}
-    if call_format is not None:
-        # the model's format is known: read as its engine reads it, no guessing
-        parsed, texts = _read(get_reader(call_format), _opened_thought(text))
+    if call_format is not None or (d is not None and not d.native):
+        # the model's format is known (or the dialect's own): read as its engine reads it
+        reader = get_reader(call_format) if call_format is not None else d
+        assert reader is not None
+        parsed, texts, after = _read(reader, _opened_thought(text) if call_format else text)
         markup_format = call_format
-    elif d is not None and not d.native:
-        parsed, texts = _read(d, text)
-        if (parsed.tool_calls or parsed.invalid_tool_calls) and quotes_its_calls(d, text):
+        if (parsed.tool_calls or parsed.invalid_tool_calls) and (
+            explains_its_calls(after) or (call_format is None and quotes_its_calls(reader, text))
+        ):
             # the reply shows the syntax: it calls nothing, and keeps what it shows
             parsed = AIMessage(
                 content=quoting_answer(text), additional_kwargs=dict(parsed.additional_kwargs)
@@ -262,12 +265,13 @@ def _typed(
     return [typed_call(c, texts.get(c["id"]), schemas) for c in calls]
 
 
-def _read(dialect: Dialect, text: str) -> tuple[AIMessage, dict[str, Mapping[str, str]]]:
-    """``dialect.parse(text)``, and the arguments its calls wrote as text, by call id."""
+def _read(dialect: Dialect, text: str) -> tuple[AIMessage, dict[str, Mapping[str, str]], str]:
+    """``dialect.parse(text)``, the arguments its calls wrote as text (by call id), and
+    the answer text after its last call."""
     parser = dialect.stream_parser()
     events = [*parser.feed(text), *parser.close()]
     texts = {e.call["id"]: e.texts for e in events if isinstance(e, CallEvent) and e.texts}
-    return parser.message(), texts
+    return parser.message(), texts, text_after_calls(events)
 
 
 def markup_dialect(message: BaseMessage | str) -> str | None:
@@ -533,7 +537,7 @@ def _auto_parse(
     found = _first_marker(answer)
     if found is not None:
         reader = get_dialect("qwen") if found[2] == "qwen" else AUTO
-        parsed, texts = _read(reader, text)
+        parsed, texts, _ = _read(reader, text)
         return parsed, found[2], texts
     other = _OTHER_MARKUP.search(text)
     if answer.lstrip().startswith(OPENERS) or (

@@ -9,15 +9,16 @@ marker, so a reply read whole and the same reply read chunk by chunk agree by
 construction: :class:`Placement` is fed the reply's text outside call blocks as it comes,
 and :meth:`Placement.shown` answers at the moment an opening marker is met.
 
-What it cannot see: prose *after* a call that says it was an example ("That is the
-format."). Only the words before a call are read.
+What the place cannot tell is prose *after* a call saying it was an example ("That is
+the format the model uses."): :func:`explains_its_calls` reads the line that follows a
+reply's last call, once the reply has ended.
 """
 
 from __future__ import annotations
 
 import re
 
-__all__ = ["Placement", "shown_as_example"]
+__all__ = ["Placement", "explains_its_calls", "shown_as_example"]
 
 
 def shown_as_example(before: str) -> bool:
@@ -31,6 +32,26 @@ _EXAMPLE_CUE = re.compile(
     r"(?:\bfor (?:example|instance)|\be\.g\.|\bsuch as|\blike (?:this|so)|\bexample"
     r"|\bsyntax|\bformat(?: is)?|\b(?:reply|respond|answer) with|\bwrites?|\btype"
     r"|例如|比如|示例|格式)\W*$",
+    re.IGNORECASE,
+)
+
+
+def explains_its_calls(after: str) -> bool:
+    """Whether ``after``, the text after a reply's last call, says the calls were only
+    shown: its first line points back at them and speaks of markup ("That is the format
+    the model uses.", "This is how a model calls get_weather.", "以上是调用格式。").
+
+    Narrow on purpose: a remark after a call the model made ("I'll report back once I
+    have it.", "This should give us the weather.") points back at no markup.
+    """
+    first = after.strip().split("\n", 1)[0]
+    return bool(_POINTS_BACK.match(first) and _ABOUT_MARKUP.search(first))
+
+
+_POINTS_BACK = re.compile(r"(?:this|that|these|those|the above|above|here)\b|这|以上|上面|此", re.I)
+_ABOUT_MARKUP = re.compile(
+    r"\b(?:format|syntax|examples?|markup|template|tags?|how (?:a|an|the|to|you|we|models?))\b"
+    r"|格式|示例|语法|写法|例子",
     re.IGNORECASE,
 )
 

@@ -30,6 +30,7 @@ from .base import (
     ParseEvent,
     ReasoningDelta,
     StreamParser,
+    text_after_calls,
     text_of,
 )
 from .normalize import (
@@ -40,6 +41,7 @@ from .normalize import (
     quoting_answer,
     unmatched,
 )
+from .placement import explains_its_calls
 from .readers import AUTO, get_reader
 from .readers.whole_reply import OPENERS, may_be_calls_only
 from .reading import Echoes
@@ -202,6 +204,7 @@ class StreamReading:
         # quotes the syntax (which prose after the calls may tell)
         self.held: dict[str, Any] = {"tool_call_chunks": [], "additional_kwargs": {}}
         self.raw: list[str] = []  # prompt dialects: the reply's text as it came
+        self.events: list[ParseEvent] = []  # prompt dialects: what the parser gave
         self.shown: list[str] = []  # prompt dialects: the answer text sent so far
         self.unreadable = False  # prompt dialects: a call that could not be read was sent
         self.reasoning: list[str] = []  # all reasoning sent so far
@@ -243,7 +246,10 @@ class StreamReading:
             self._events(out, self.parser.close())
             raw = "".join(self.raw)
             held = self.held["tool_call_chunks"]
-            if held and self.call.call_format is None and quotes_its_calls(self.call.dialect, raw):
+            if held and (
+                explains_its_calls(text_after_calls(self.events))
+                or (self.call.call_format is None and quotes_its_calls(self.call.dialect, raw))
+            ):
                 # as normalize reads it: no calls, the syntax kept in the answer
                 out["additional_kwargs"][READ_REPLY_KEY] = {"content": quoting_answer(raw)}
                 self.calls, self.unreadable = [], False
@@ -342,6 +348,7 @@ class StreamReading:
         kw["reasoning_content"] = kw.get("reasoning_content", "") + text
 
     def _events(self, out: dict[str, Any], events: list[ParseEvent]) -> None:
+        self.events += events
         for ev in events:
             if isinstance(ev, ContentDelta):
                 out["content"] += ev.text
