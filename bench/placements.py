@@ -32,7 +32,10 @@ characters a chunk), and disagreements between the two are counted (and between
 Prints a table per placement (read / ran out of the formats) and per format (made read,
 shown ran), with totals. Nothing is asserted.
 
-    python bench/placements.py [--verbose] [--stream] [--formats hermes,mistral,...]
+    python bench/placements.py [--verbose] [--stream] [--auto] [--formats hermes,mistral,...]
+
+``--auto`` declares no format: each reply is read as a thread's first reply, its format
+detected.
 """
 
 from __future__ import annotations
@@ -696,8 +699,12 @@ def _calls(msg) -> list[tuple[str, dict]]:
     return [(c["name"], c["args"]) for c in msg.tool_calls]
 
 
+AUTO = False  # --auto: nothing declared, the format detected (a thread's first reply)
+
+
 def read_normalize(fmt: str, text: str) -> list[tuple[str, dict]]:
-    return _calls(normalize(AIMessage(text), None, call_format=fmt, tool_names=TOOL_NAMES))
+    known = None if AUTO else fmt
+    return _calls(normalize(AIMessage(text), None, call_format=known, tool_names=TOOL_NAMES))
 
 
 @tool
@@ -718,7 +725,7 @@ def read_dialect(fmt: str, text: str) -> tuple[list, list]:
     from fncall_graph.replay import ReplayChatModel
 
     model = with_dialect(
-        ReplayChatModel([text, text], chunk_size=7), "native", call_format=fmt
+        ReplayChatModel([text, text], chunk_size=7), "native", call_format=None if AUTO else fmt
     ).bind_tools([get_weather, get_time])
     invoked = _calls(model.invoke("Weather in Paris?"))
     full = None
@@ -739,7 +746,10 @@ def main() -> None:
         "--stream", action="store_true", help="also read through with_dialect: invoke vs stream"
     )
     ap.add_argument("--formats", default="", help="comma-separated subset of formats")
+    ap.add_argument("--auto", action="store_true", help="declare no format: detect it")
     args = ap.parse_args()
+    global AUTO
+    AUTO = args.auto
 
     formats = sorted(f for f in CALL_FORMATS if f not in SKIPPED)
     missing = [f for f in formats if f not in FORMATS]

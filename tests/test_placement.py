@@ -226,3 +226,25 @@ def test_the_answer_does_not_depend_on_how_the_text_was_cut(text: str, cuts: lis
     for a, b in zip([0, *pieces], [*pieces, len(text)], strict=True):
         cut.feed(text[a:b])
     assert cut.shown() == whole.shown()
+
+
+# prose a real call stands between, when nothing says the model's format (a thread's
+# first reply, detected): the call is read, and the prose is the answer
+BETWEEN = {
+    "between paragraphs": "I will look it up.\n\n{a}\n\nThe service answers within a few seconds, usually.",
+    "followed by a remark": "{a}\nI'll report back once I have it.",
+    "in the middle of a list": "Plan:\n1. Check the weather.\n{a}\n2. Tell you.",
+}
+
+
+@pytest.mark.parametrize("where", sorted(BETWEEN))
+@pytest.mark.parametrize("fmt", sorted(set(WRITE) - BARE - {"react"}))
+def test_a_detected_format_reads_a_call_between_prose(fmt: str, where: str) -> None:
+    if fmt in ("granite", "functools", "gigachat3") and where != "in the middle of a list":
+        pytest.skip("a call list that runs to the end of the reply takes the prose in")
+    text = BETWEEN[where].format(a=WRITE[fmt](*WEATHER))
+    read = normalize(AIMessage(text), None)
+    assert _calls(read) == [WEATHER], text
+    inner = ReplayChatModel([text, text], chunk_size=4)
+    model = with_dialect(inner, "native").bind_tools([get_weather])
+    assert _calls(_sum(list(model.stream([HumanMessage("weather?")])))) == [WEATHER]

@@ -369,11 +369,10 @@ def _own_call_syntax(text: str, at: int, marker: str, *, special: bool = False) 
     does not follow an example cue ("for example", "e.g.", "such as"); a marker in plain
     text (``<tool_call>``, ``✿FUNCTION✿``, ``>>>``) starts a line or follows a finished
     sentence (``Let me check. <tool_call>``), not a sentence it is part of (a special
-    token, ``[TOOL_CALLS]`` or ``<|tool_call|>``, cannot be quoted by accident); and after
-    the last closed call nothing but white space follows (after special tokens, a short
-    closing remark may). An answer that shows the syntax (in a code block, in backticks,
-    as an example, or with prose after it) runs nothing; a reply made of calls, with or
-    without words before them, does.
+    token, ``[TOOL_CALLS]`` or ``<|tool_call|>``, cannot be quoted by accident); and the
+    line after the last call does not say the calls were examples
+    (:func:`~.placement.explains_its_calls`). Where each call stands is the scanner's
+    rule (:mod:`.placement`).
     """
     if _quoted(text, at):
         return False  # inside a fenced code block or inline code
@@ -400,8 +399,7 @@ def _own_call_syntax(text: str, at: int, marker: str, *, special: bool = False) 
         after = _after_json(text, last_open + len(marker.rstrip("[{")))
     for token in AUTO.drop_tokens:  # end-of-turn tokens and wrappers are no prose
         after = after.replace(token, "")
-    after = after.strip()
-    return not after or _remark(after, special=special)  # else prose that quotes the calls
+    return not explains_its_calls(after)  # else prose that says the calls were examples
 
 
 def _after_json(text: str, start: int) -> str:
@@ -418,26 +416,6 @@ def _after_json(text: str, start: int) -> str:
 
 # what a sentence that a call may follow on the same line ends with
 _SENTENCE_END = frozenset(".!?:。！？：…")
-# how long a remark after special-token calls may be ("Let me know if …")
-_REMARK = 80
-
-
-def _remark(after: str, *, special: bool) -> bool:
-    """Whether ``after`` (what follows a reply's calls) is a short closing remark ("I'll
-    wait for the result.") rather than prose about the markup ("This is how …", "… to
-    call a tool"). After plain-text markup the remark must also start a sentence."""
-    if len(after) > _REMARK or "\n" in after or "`" in after:
-        return False
-    if _POINTS_BACK.match(after) or _DISCUSSES.search(after):
-        return False
-    return special or after[0].isupper() or (after[0].isalpha() and not after[0].isascii())
-
-
-_POINTS_BACK = re.compile(r"(?:this|that|these|those|here|above|such|it)\b", re.IGNORECASE)
-# words of a sentence about the markup rather than after a call
-_DISCUSSES = re.compile(
-    r"\b(?:this|these|calls?|format|syntax|example|markup|json|tags?)\b", re.IGNORECASE
-)
 
 
 def _quoted(text: str, at: int) -> bool:

@@ -38,20 +38,21 @@ _EXAMPLE_CUE = re.compile(
 
 def explains_its_calls(after: str) -> bool:
     """Whether ``after``, the text after a reply's last call, says the calls were only
-    shown: its first line points back at them and speaks of markup ("That is the format
-    the model uses.", "This is how a model calls get_weather.", "以上是调用格式。").
+    shown: its first line points at them ("this", "that", "above", "以上") and speaks of
+    markup or of calling a tool ("That is the format the model uses.", "The model writes
+    this to call a tool.", "以上是调用格式。").
 
     Narrow on purpose: a remark after a call the model made ("I'll report back once I
-    have it.", "This should give us the weather.") points back at no markup.
+    have it.", "This should give us the weather.") does not speak of markup.
     """
     first = after.strip().split("\n", 1)[0]
-    return bool(_POINTS_BACK.match(first) and _ABOUT_MARKUP.search(first))
+    return bool(_POINTS_AT.search(first) and _ABOUT_MARKUP.search(first))
 
 
-_POINTS_BACK = re.compile(r"(?:this|that|these|those|the above|above|here)\b|这|以上|上面|此", re.I)
+_POINTS_AT = re.compile(r"\b(?:this|that|these|those|above|here)\b|这|以上|上面|此", re.I)
 _ABOUT_MARKUP = re.compile(
-    r"\b(?:format|syntax|examples?|markup|template|tags?|how (?:a|an|the|to|you|we|models?))\b"
-    r"|格式|示例|语法|写法|例子",
+    r"\b(?:format|syntax|examples?|markup|template|tags?|how (?:a|an|the|to|you|we|models?)"
+    r"|calls? (?:a|the) tool|to call)\b|格式|示例|语法|写法|例子",
     re.IGNORECASE,
 )
 
