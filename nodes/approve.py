@@ -73,6 +73,7 @@ from ._answers import (
     note_answer,
     own_answer_taken,
 )
+from ._error_answer import error_answer
 
 __all__ = [
     "DEFAULT_DECISIONS",
@@ -399,9 +400,7 @@ def _rejection(call: ToolCall, message: str | None) -> ToolMessage:
         f"The user rejected this call of `{call['name']}`; it was not run. Do not call it "
         "again unless the user asks."
     )
-    return ToolMessage(
-        content=content, name=call["name"], tool_call_id=call["id"] or "", status="error"
-    )
+    return error_answer(call, content)
 
 
 class ApproveNode:
