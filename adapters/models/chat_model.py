@@ -56,6 +56,7 @@ from ..formats.normalize import (
 )
 from ..formats.reading import Echoes, echo_sources
 from ..formats.registry import get_dialect
+from ..formats.schema import to_tool_spec, to_tool_specs
 from ..formats.stream_reading import READ_REPLY_KEY, StreamReading, restore_read_reply
 from .call_format import check_call_format, resolve_call_format
 from .capabilities import accepts_grammar
@@ -345,7 +346,7 @@ class DialectChatModel(BaseChatModel):
             )
         shape = {"kwargs": {"method": method, "strict": strict}, "schema": schema}
         if method == "function_calling":
-            name = convert_to_openai_tool(schema)["function"]["name"]
+            name = to_tool_spec(schema).name
             llm = self.bind_tools(
                 [schema], tool_choice=name, strict=strict, ls_structured_output_format=shape
             )
@@ -441,7 +442,8 @@ class DialectChatModel(BaseChatModel):
             rendered = self.dialect.render(messages, tools) if rendered is None else rendered
             if tools:
                 inner = self._bound_to(tools, tool_choice, options)
-                names = [t["function"]["name"] for t in formatted or ()] or _names(tools)
+                # the OpenAI forms when bound, cheaper to read than the tools as given
+                names = [spec.name for spec in to_tool_specs(formatted or tools)]
         else:
             tools = _chosen(tools, tool_choice)
             rendered = self.dialect.render(messages, tools) if rendered is None else rendered
@@ -837,12 +839,6 @@ def _require_a_call(message: AIMessage) -> None:
     )
 
 
-def _names(tools: Sequence[Any] | None) -> list[str] | None:
-    if not tools:
-        return None
-    return [convert_to_openai_tool(t)["function"]["name"] for t in tools]
-
-
 def _chosen(tools: list[Any] | None, tool_choice: Any) -> list[Any] | None:
     """The tools to render for ``tool_choice`` (see :meth:`DialectChatModel.bind_tools`)."""
     if not tools or tool_choice in (None, True, "auto", "any", "required"):
@@ -852,7 +848,7 @@ def _chosen(tools: list[Any] | None, tool_choice: Any) -> list[Any] | None:
     name = tool_choice
     if isinstance(tool_choice, dict):
         name = (tool_choice.get("function") or tool_choice).get("name")
-    picked = [t for t in tools if convert_to_openai_tool(t)["function"]["name"] == name]
+    picked = [t for t in tools if to_tool_spec(t).name == name]
     if not picked:
         raise ValueError(f"tool_choice {tool_choice!r} names none of the bound tools")
     return picked
