@@ -35,13 +35,7 @@ from fncall_graph.adapters.formats.base import text_of
 from ._error_answer import error_answer
 from ._plan import current_turn
 
-__all__ = [
-    "DEFAULT_MAX_REPEATS",
-    "REPEAT_KEY",
-    "call_key",
-    "repeat_answers",
-    "repeat_stop",
-]
+__all__ = ["DEFAULT_MAX_REPEATS", "REPEAT_KEY"]
 
 DEFAULT_MAX_REPEATS = 2
 """Repeats of one call allowed in a user turn by default; the second repeat (the third

@@ -76,14 +76,11 @@ from ._answers import (
 from ._error_answer import error_answer
 
 __all__ = [
-    "DEFAULT_DECISIONS",
     "ApproveNode",
-    "HITLRequest",
     "InterruptMode",
     "InterruptOnConfig",
     "StaleApproval",
     "bind_decisions",
-    "last_ai_message",
     "normalize_interrupt_on",
     "review_token",
     "unanswered_calls",

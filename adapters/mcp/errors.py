@@ -4,14 +4,7 @@ from __future__ import annotations
 
 from langchain_core.tools import ToolException
 
-__all__ = [
-    "Disconnected",
-    "MCPAuthError",
-    "MCPCallOutcomeUnknown",
-    "MCPConfigError",
-    "MCPServerError",
-    "MCPToolTimeoutError",
-]
+__all__ = ["MCPAuthError", "MCPCallOutcomeUnknown", "MCPConfigError", "MCPServerError"]
 
 
 class MCPConfigError(ValueError):

@@ -15,14 +15,7 @@ from langchain_core.utils.function_calling import convert_to_openai_tool
 
 from ..formats.schema import to_tool_spec
 
-__all__ = [
-    "GIVEN_TOOLS",
-    "TOOL_OPTIONS",
-    "NativeBindings",
-    "chosen_tools",
-    "forces_a_call",
-    "tool_binding",
-]
+__all__: list[str] = []
 
 # bound with the tools: the tools as given to bind_tools, before conversion
 GIVEN_TOOLS = "dialect_tools"

@@ -30,9 +30,8 @@ from langchain_core.tools import BaseTool
 from pydantic import BaseModel, ConfigDict, PrivateAttr, field_validator, model_validator
 
 from ..formats.base import Dialect
-from ..formats.normalize import MARKUP_FORMAT_KEY
 from ..formats.registry import get_dialect
-from ..formats.stream_reading import READ_REPLY_KEY, restore_read_reply
+from ..formats.stream_reading import restore_read_reply
 from .binding import NativeBindings, tool_binding
 from .call_format import check_call_format
 from .capabilities import accepts_grammar
@@ -45,19 +44,12 @@ from .identity import (
     model_name_of,
     with_params,
 )
-from .pipeline import SEES_WRAPPED_RUN, ModelCall
+from .pipeline import ModelCall
 from .prepare import prepare_call
 from .runs import arun_call, astream_call, child_callbacks, run_call, stream_call
 from .structured_output import structured_output
 
-__all__ = [
-    "MARKUP_FORMAT_KEY",
-    "READ_REPLY_KEY",
-    "SEES_WRAPPED_RUN",
-    "DialectChatModel",
-    "restore_read_reply",
-    "with_dialect",
-]
+__all__ = ["DialectChatModel", "with_dialect"]
 
 
 class DialectChatModel(BaseChatModel):

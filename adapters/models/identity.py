@@ -14,15 +14,7 @@ from langchain_core.runnables.configurable import DynamicRunnable
 from ..formats.base import Dialect
 from ..formats.registry import get_dialect
 
-__all__ = [
-    "MODEL_PARAMS",
-    "chat_model_in",
-    "dialect_spec",
-    "identifying_params",
-    "ls_params",
-    "model_name_of",
-    "with_params",
-]
+__all__: list[str] = []
 
 #: LangChain's standard chat-model constructor parameters, set on the wrapped model
 MODEL_PARAMS = frozenset(

@@ -35,17 +35,7 @@ from pydantic import BaseModel, ValidationError
 from ..formats.base import loads_lenient, text_of
 from ..formats.schema import to_tool_spec
 
-__all__ = [
-    "JSON_OUTPUT_KEY",
-    "ReplyWithoutCall",
-    "asking_for_json",
-    "called",
-    "parse_json_reply",
-    "parsed_or_error",
-    "repaired_json",
-    "requested_json",
-    "structured_output",
-]
+__all__ = ["ReplyWithoutCall"]
 
 #: bound keyword argument of a call whose reply is to be JSON: ``{"schema": ...}``
 #: (a JSON schema, or ``None`` for any object)
