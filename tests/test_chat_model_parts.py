@@ -7,25 +7,20 @@ A call is made ready in one place, whichever way it is made: the wrapper's own r
 from __future__ import annotations
 
 import ast
-from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
+from product_code import ROOT, called, sources
+
 MODELS = ROOT / "adapters" / "models"
-PRODUCT = ("adapters", "nodes", "middleware", "graphs", "fncall_graph")
 PARTS = ("chat_model", "identity", "binding", "structured_output", "prepare", "runs")
 
 
 def calls_of(names: set[str]) -> dict[str, int]:
     """How many calls of each of ``names`` each product file makes, as ``path:name``."""
     found: dict[str, int] = {}
-    for folder in PRODUCT:
-        for path in sorted((ROOT / folder).rglob("*.py")):
-            for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
-                func = node.func if isinstance(node, ast.Call) else None
-                name = getattr(func, "id", None) or getattr(func, "attr", None)
-                if name in names:
-                    key = f"{path.relative_to(ROOT)}:{name}"
-                    found[key] = found.get(key, 0) + 1
+    for path, tree in sources().items():
+        for node in ast.walk(tree):
+            if (name := called(node)) in names:
+                found[f"{path}:{name}"] = found.get(f"{path}:{name}", 0) + 1
     return found
 
 

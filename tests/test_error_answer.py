@@ -5,28 +5,13 @@ the same shape: the call's name and id, ``status="error"``, an artifact when one
 from __future__ import annotations
 
 import ast
-from pathlib import Path
 
 from langchain_core.messages.tool import invalid_tool_call, tool_call
+from product_code import called, sources
 
 from fncall_graph.nodes._error_answer import error_answer
 
-ROOT = Path(__file__).resolve().parents[1]
-PRODUCT = ("adapters", "nodes", "middleware", "graphs", "fncall_graph")
-HOME = Path("nodes/_error_answer.py")
-
-
-def sources() -> dict[Path, ast.Module]:
-    return {
-        path.relative_to(ROOT): ast.parse(path.read_text(encoding="utf-8"))
-        for folder in PRODUCT
-        for path in sorted((ROOT / folder).rglob("*.py"))
-    }
-
-
-def called(node: ast.AST) -> str | None:
-    func = node.func if isinstance(node, ast.Call) else None
-    return getattr(func, "id", None) or getattr(func, "attr", None)
+HOME = "nodes/_error_answer.py"
 
 
 def test_an_error_answer_is_built_in_one_place() -> None:
@@ -49,7 +34,7 @@ def test_every_kind_of_error_answer_asks_the_one_function() -> None:
     for path, tree in sources().items():
         for node in ast.walk(tree):
             if called(node) == "error_answer":
-                callers[str(path)] = callers.get(str(path), 0) + 1
+                callers[path] = callers.get(path, 0) + 1
     # tools: a failure, a timeout, an unknown outcome, an unreadable call; approve: a
     # rejection; the repeat guard: the repeat that ends the turn and the calls it skips
     assert callers == {"nodes/tools.py": 4, "nodes/approve.py": 1, "nodes/_repeats.py": 2}

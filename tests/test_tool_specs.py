@@ -5,10 +5,10 @@ function or pydantic model, an OpenAI tool dict, an MCP tool dict), are read by 
 from __future__ import annotations
 
 import ast
-from pathlib import Path
 
 import pytest
 from langchain_core.tools import StructuredTool, tool
+from product_code import called, sources
 from pydantic import BaseModel
 from typing_extensions import TypedDict
 
@@ -16,8 +16,6 @@ from fncall_graph.adapters import with_dialect
 from fncall_graph.adapters.formats.schema import to_tool_spec
 from fncall_graph.replay import ReplayChatModel
 
-ROOT = Path(__file__).resolve().parents[1]
-PRODUCT = ("adapters", "nodes", "middleware", "graphs", "fncall_graph")
 HOME = "adapters/formats/schema.py"
 # the schema as written, not the cleaned one: a call grammar holds arguments to all of it
 GRAMMAR = "adapters/formats/grammar.py"
@@ -25,19 +23,6 @@ GRAMMAR = "adapters/formats/grammar.py"
 CHECK = "nodes/tools.py"
 # a tool call's name in OpenAI's wire form (``{"function": {"name", "arguments"}}``)
 CALLS = "fncall_graph/notebook.py"
-
-
-def sources() -> dict[str, ast.Module]:
-    return {
-        str(path.relative_to(ROOT)): ast.parse(path.read_text(encoding="utf-8"))
-        for folder in PRODUCT
-        for path in sorted((ROOT / folder).rglob("*.py"))
-    }
-
-
-def called(node: ast.AST) -> str | None:
-    func = node.func if isinstance(node, ast.Call) else None
-    return getattr(func, "id", None) or getattr(func, "attr", None)
 
 
 def reads_a_converted_tool(node: ast.AST) -> bool:
