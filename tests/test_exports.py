@@ -91,7 +91,8 @@ def by_path(dotted: str) -> tuple[str, str] | None:
 
 def used_names(tree: ast.AST, module: str = "", is_package: bool = False) -> set[tuple[str, str]]:
     """(module, name) pairs a source uses: imported, read off an imported module, named
-    in a string (``"fncall_graph.x.y:name"``, a patch target) or in a lazy map."""
+    in a string (``"fncall_graph.x.y:name"``, a patch target, code for a child process)
+    or in a lazy map."""
     found: set[tuple[str, str]] = set()
     aliases: dict[str, str] = {}
     for node in ast.walk(tree):
@@ -116,6 +117,9 @@ def used_names(tree: ast.AST, module: str = "", is_package: bool = False) -> set
                 hit = by_path(".".join([aliases[base.id], *reversed(chain)]))
                 found.update([hit] if hit else [])
         elif isinstance(node, ast.Constant) and isinstance(node.value, str):
+            # code run in a child process: ``python -c "from fncall_graph.x import y"``
+            for match in re.finditer(r"from (fncall_graph[\w.]*) import ([\w, ()]+)", node.value):
+                found.update((match.group(1), name) for name in re.findall(r"\w+", match.group(2)))
             for match in re.finditer(r"fncall_graph(?:\.\w+)+(?::\w+)?", node.value):
                 hit = by_path(match.group(0).replace(":", "."))
                 found.update([hit] if hit else [])

@@ -28,6 +28,6 @@ tools, checkpoints, dialect; errors in one line), :mod:`.terminal` (what the per
 sees), :mod:`.session` (a thread's turns), :mod:`.approval` (decisions at the terminal).
 """
 
-from .main import main
+from .main import build_parser, main
 
-__all__ = ["main"]
+__all__ = ["build_parser", "main"]
