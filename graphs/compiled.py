@@ -29,7 +29,7 @@ from fncall_graph.nodes._answers import no_check, resume_guard
 
 from .state import check_input
 
-__all__: list[str] = []
+__all__ = []
 
 
 class FncallGraph(CompiledStateGraph):

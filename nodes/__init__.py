@@ -1,3 +1,3 @@
 """One LangGraph node per file: adapter, model, tools, approve, react_fallback."""
 
-__all__: list[str] = []
+__all__ = []

@@ -10,7 +10,7 @@ from datetime import timedelta
 from pathlib import Path
 from typing import Any, Literal, NotRequired, TypedDict
 
-__all__: list[str] = []
+__all__ = []
 
 
 class StdioConnection(TypedDict):

@@ -10,7 +10,7 @@ from urllib.parse import unquote
 
 from ..formats.schema import clean_schema
 
-__all__: list[str] = []
+__all__ = []
 
 logger = logging.getLogger("fncall_graph.adapters.mcp.toolkit")
 

@@ -15,7 +15,7 @@ from langchain_core.utils.function_calling import convert_to_openai_tool
 
 from ..formats.schema import to_tool_spec
 
-__all__: list[str] = []
+__all__ = []
 
 # bound with the tools: the tools as given to bind_tools, before conversion
 GIVEN_TOOLS = "dialect_tools"

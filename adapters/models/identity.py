@@ -14,7 +14,7 @@ from langchain_core.runnables.configurable import DynamicRunnable
 from ..formats.base import Dialect
 from ..formats.registry import get_dialect
 
-__all__: list[str] = []
+__all__ = []
 
 #: LangChain's standard chat-model constructor parameters, set on the wrapped model
 MODEL_PARAMS = frozenset(

@@ -23,7 +23,7 @@ from .identity import chat_model_in
 from .pipeline import ModelCall
 from .structured_output import JSON_OUTPUT_KEY, asking_for_json, requested_json
 
-__all__: list[str] = []
+__all__ = []
 
 
 def prepare_call(

@@ -20,7 +20,7 @@ from ..formats.base import text_of
 from .pipeline import SEES_WRAPPED_RUN, ModelCall
 from .structured_output import ReplyWithoutCall
 
-__all__: list[str] = []
+__all__ = []
 
 # asked once more when a forcing tool_choice got an answer without a call
 _INSIST = (
