@@ -23,7 +23,6 @@ if TYPE_CHECKING:
 __all__ = [
     "CONFIG_KEY_CHECKPOINTER",
     "CONFIG_KEY_DURABILITY",
-    "CONFIG_KEY_RESUME_MAP",
     "ChatOpenAIMaxTokens",
     "answer_mcp1_request",
     "has_own_async",

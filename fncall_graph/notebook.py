@@ -29,7 +29,7 @@ from typing import Any
 from fncall_graph.adapters.formats.base import text_of
 from fncall_graph.trace import ModelCallRecord
 
-__all__ = ["graph_dot", "graph_picture", "transcript"]
+__all__ = ["graph_picture", "transcript"]
 
 
 def graph_dot(graph: Any) -> str:

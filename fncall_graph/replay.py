@@ -5,10 +5,6 @@
 ``GenericFakeChatModel`` does. See :mod:`fncall_graph.adapters.models.replay`.
 """
 
-from fncall_graph.adapters.models.replay import (
-    ReplayChatModel,
-    ReplayExhausted,
-    message_from_output,
-)
+from fncall_graph.adapters.models.replay import ReplayChatModel, ReplayExhausted
 
-__all__ = ["ReplayChatModel", "ReplayExhausted", "message_from_output"]
+__all__ = ["ReplayChatModel", "ReplayExhausted"]

@@ -53,7 +53,7 @@ from langgraph.constants import TAG_NOSTREAM
 from fncall_graph.adapters.formats.base import text_of
 from fncall_graph.graphs.factory import MODEL
 
-__all__ = ["ModelCallRecord", "RawOutputRecorder", "Tracer", "message_dict"]
+__all__ = ["ModelCallRecord", "RawOutputRecorder", "Tracer"]
 
 
 def message_dict(message: BaseMessage) -> dict[str, Any]:

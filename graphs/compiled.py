@@ -29,12 +29,12 @@ from fncall_graph.nodes._answers import no_check, resume_guard
 
 from .state import check_input
 
-__all__ = ["FncallGraph"]
+__all__ = []
 
 
 class FncallGraph(CompiledStateGraph):
     """The compiled graph, with every ``Command(resume=...)`` checked against what is
-    pending before it runs (see :func:`~fncall_graph.nodes.approve.resume_guard`): an
+    pending before it runs (see :func:`~fncall_graph.nodes._answers.resume_guard`): an
     answer that answers nothing raises :class:`~fncall_graph.StaleApproval`.
 
     ``invoke``, ``batch`` and ``stream_events`` go through ``stream``/``astream``.

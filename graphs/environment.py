@@ -21,18 +21,7 @@ from pathlib import Path
 
 from fncall_graph.adapters.models import MODEL_ENV
 
-__all__ = [
-    "APPROVE_ENV",
-    "DB_ENV",
-    "DIALECT_ENV",
-    "KEEP_MODEL_INPUT_ENV",
-    "MODEL_ENV",
-    "approved_tools",
-    "dialect_name",
-    "keep_model_input",
-    "model_spec",
-    "state_dir",
-]
+__all__ = ["DB_ENV", "model_spec", "state_dir"]
 
 DIALECT_ENV = "FNCALL_DIALECT"
 APPROVE_ENV = "FNCALL_APPROVE"

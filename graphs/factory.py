@@ -15,16 +15,7 @@ from langgraph.graph import END, START, StateGraph
 from langgraph.store.base import BaseStore
 from langgraph.types import Checkpointer, Send
 
-__all__ = [
-    "ADAPTER",
-    "APPROVE",
-    "DEFAULT_MAX_ITERATIONS",
-    "MODEL",
-    "REACT_FALLBACK",
-    "TOOLS",
-    "FncallGraph",
-    "create_fncall_graph",
-]
+__all__ = ["APPROVE", "DEFAULT_MAX_ITERATIONS", "MODEL", "TOOLS", "create_fncall_graph"]
 
 from fncall_graph._compat import CONFIG_KEY_DURABILITY
 from fncall_graph.adapters import Dialect, get_dialect

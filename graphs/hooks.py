@@ -17,7 +17,7 @@ from langchain.agents.middleware import AgentMiddleware
 
 from fncall_graph.nodes.hooks import has_hook
 
-__all__ = ["Middleware"]
+__all__ = []
 
 
 def _own(middleware: AgentMiddleware, name: str) -> Callable[..., Any] | None:

@@ -13,15 +13,7 @@ from typing_extensions import TypedDict  # pydantic reads this one on Python 3.1
 
 from fncall_graph.nodes._boundary import RenderedInput
 
-__all__ = [
-    "FncallDebugState",
-    "FncallInput",
-    "FncallState",
-    "GraphDebugState",
-    "GraphState",
-    "check_input",
-    "with_fields",
-]
+__all__ = ["FncallState"]
 
 
 class FncallInput(TypedDict):

@@ -12,6 +12,6 @@ Each is the same code ``create_fncall_graph`` runs in its nodes.
 
 from .at_most_once import AtMostOnceMiddleware
 from .bound_approval import BoundApprovalMiddleware
-from .dialect import DialectMiddleware, DialectState
+from .dialect import DialectMiddleware
 
-__all__ = ["AtMostOnceMiddleware", "BoundApprovalMiddleware", "DialectMiddleware", "DialectState"]
+__all__ = ["AtMostOnceMiddleware", "BoundApprovalMiddleware", "DialectMiddleware"]

@@ -25,7 +25,7 @@ from fncall_graph.adapters.models.chat_model import DialectChatModel, with_diale
 from fncall_graph.nodes._plan import DialectPlan
 from fncall_graph.nodes.react_fallback import REASON_KEY, ReactFallbackNode
 
-__all__ = ["DialectMiddleware", "DialectState"]
+__all__ = ["DialectMiddleware"]
 
 _WRAPPERS_KEPT = 16  # wrapped models kept per middleware (a router may switch among a few)
 

@@ -21,13 +21,7 @@ from pydantic import TypeAdapter
 
 from fncall_graph._compat import resumed_by_id
 
-__all__ = [
-    "StaleApproval",
-    "no_check",
-    "note_answer",
-    "own_answer_taken",
-    "resume_guard",
-]
+__all__ = ["no_check", "note_answer", "own_answer_taken", "resume_guard"]
 
 
 class StaleApproval(RuntimeError):

@@ -12,7 +12,7 @@ from langchain_core.tools import BaseTool
 from fncall_graph.adapters import Dialect, get_dialect
 from fncall_graph.adapters.models import is_tools_unsupported_error, unreachable_server
 
-__all__ = ["DialectPlan", "current_turn", "model_calls_this_turn", "unparsed_streak"]
+__all__ = ["DialectPlan"]
 
 
 @dataclass(frozen=True)

@@ -32,15 +32,10 @@ from langchain_core.messages.tool import ToolCall
 
 from fncall_graph.adapters.formats.base import text_of
 
+from ._error_answer import error_answer
 from ._plan import current_turn
 
-__all__ = [
-    "DEFAULT_MAX_REPEATS",
-    "REPEAT_KEY",
-    "call_key",
-    "repeat_answers",
-    "repeat_stop",
-]
+__all__ = ["DEFAULT_MAX_REPEATS", "REPEAT_KEY"]
 
 DEFAULT_MAX_REPEATS = 2
 """Repeats of one call allowed in a user turn by default; the second repeat (the third
@@ -110,16 +105,12 @@ def repeat_answers(
         info = {"of": earlier.tool_call_id, "count": count, "limit": max_repeats}
         if count >= max_repeats:
             ending = ending or call
-            answers[call["id"] or ""] = ToolMessage(
-                content=(
-                    f"Not run: {call['name']} was already called with these arguments "
-                    f"{count} times in this turn, with the same result each time. The "
-                    "turn ends here."
-                ),
-                name=call["name"],
-                tool_call_id=call["id"] or "",
-                status="error",
-                artifact={REPEAT_KEY: {**info, "ends_turn": True}},
+            answers[call["id"] or ""] = error_answer(
+                call,
+                f"Not run: {call['name']} was already called with these arguments "
+                f"{count} times in this turn, with the same result each time. The turn "
+                "ends here.",
+                {REPEAT_KEY: {**info, "ends_turn": True}},
             )
         else:
             answers[call["id"] or ""] = ToolMessage(
@@ -137,15 +128,11 @@ def repeat_answers(
         # as ToolCallLimitMiddleware(exit_behavior="end"): nothing else of the reply runs
         for call in message.tool_calls:
             if (call["id"] or "") not in answers:
-                answers[call["id"] or ""] = ToolMessage(
-                    content=(
-                        "Not run: the turn ended before this call could run, because "
-                        f"another call of the same reply repeated {ending['name']} again."
-                    ),
-                    name=call["name"],
-                    tool_call_id=call["id"] or "",
-                    status="error",
-                    artifact={REPEAT_KEY: {"ends_turn": True, "skipped": True}},
+                answers[call["id"] or ""] = error_answer(
+                    call,
+                    "Not run: the turn ended before this call could run, because "
+                    f"another call of the same reply repeated {ending['name']} again.",
+                    {REPEAT_KEY: {"ends_turn": True, "skipped": True}},
                 )
     return answers
 

@@ -21,7 +21,7 @@ from langchain_core.runnables import RunnableConfig
 
 from ._boundary import ModelBoundary
 
-__all__ = ["RENDERED_KEY", "AdapterNode"]
+__all__ = ["AdapterNode"]
 
 #: the state key the ``model`` node reads the rendering from
 RENDERED_KEY = "rendered_input"

@@ -73,16 +73,14 @@ from ._answers import (
     note_answer,
     own_answer_taken,
 )
+from ._error_answer import error_answer
 
 __all__ = [
-    "DEFAULT_DECISIONS",
     "ApproveNode",
-    "HITLRequest",
     "InterruptMode",
     "InterruptOnConfig",
     "StaleApproval",
     "bind_decisions",
-    "last_ai_message",
     "normalize_interrupt_on",
     "review_token",
     "unanswered_calls",
@@ -399,9 +397,7 @@ def _rejection(call: ToolCall, message: str | None) -> ToolMessage:
         f"The user rejected this call of `{call['name']}`; it was not run. Do not call it "
         "again unless the user asks."
     )
-    return ToolMessage(
-        content=content, name=call["name"], tool_call_id=call["id"] or "", status="error"
-    )
+    return error_answer(call, content)
 
 
 class ApproveNode:

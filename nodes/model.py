@@ -67,13 +67,7 @@ from ._repeats import repeat_stop
 from .adapter import RENDERED_KEY
 from .react_fallback import REASON_KEY
 
-__all__ = [
-    "STOP_REASON_KEY",
-    "ModelNode",
-    "empty_reply_message",
-    "iteration_limit_message",
-    "repeat_limit_message",
-]
+__all__ = ["STOP_REASON_KEY", "ModelNode"]
 
 STOP_REASON_KEY = "fncall_stop_reason"
 

@@ -19,7 +19,7 @@ from fncall_graph.adapters.models.chat_model import with_dialect
 
 from ._boundary import ModelBoundary
 
-__all__ = ["STRUCTURED_RESPONSE_KEY", "StructuredResponseNode", "response_schema"]
+__all__ = ["StructuredResponseNode"]
 
 #: the state key the structured answer is kept under (``create_agent``'s name)
 STRUCTURED_RESPONSE_KEY = "structured_response"

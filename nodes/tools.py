@@ -49,25 +49,17 @@ from fncall_graph.adapters.checkpoint.claims import (
 from fncall_graph.adapters.mcp.errors import MCPCallOutcomeUnknown, MCPServerError
 from fncall_graph.adapters.tool_effects import is_idempotent, is_read_only
 
+from ._error_answer import error_answer
 from ._repeats import DEFAULT_MAX_REPEATS, repeat_answers
 
 __all__ = [
     "DEFAULT_MAX_STORED_RESULT_CHARS",
     "DEFAULT_TOOL_TIMEOUT",
-    "STORED_RESULT",
-    "ToolArgumentsError",
     "ToolDispatchNode",
-    "ToolTimeoutError",
     "arun_claimed",
     "astored_result",
-    "binary_as_text",
     "call_claim",
-    "chain",
-    "error_answer",
-    "invalid_call_message",
     "run_claimed",
-    "still_running",
-    "stored_once",
     "stored_result",
     "tool_error_message",
     "unknown_outcome",
@@ -145,27 +137,12 @@ def unknown_outcome(call: ToolCall, claim: ClaimRow) -> ToolMessage:
 
     The text says what is known of why (the process exited, its run was cancelled or
     could not write, another machine's claim timed out), not more."""
-    return ToolMessage(
-        content=(
-            f"Outcome unknown: {_why_unknown(claim)}. It may or may not have "
-            "taken effect, and it was not run again. Check its effect (for example with a "
-            "read) before repeating it, or tell the user."
-        ),
-        name=call["name"],
-        tool_call_id=call["id"] or "",
-        status="error",
-        artifact={"outcome": "unknown", "started_at": claim.created_at},
-    )
-
-
-def error_answer(call: ToolCall, content: str, artifact: Any = None) -> ToolMessage:
-    """The error ``ToolMessage`` answering ``call``."""
-    return ToolMessage(
-        content=content,
-        name=call["name"],
-        tool_call_id=call["id"] or "",
-        status="error",
-        artifact=artifact,
+    return error_answer(
+        call,
+        f"Outcome unknown: {_why_unknown(claim)}. It may or may not have taken effect, "
+        "and it was not run again. Check its effect (for example with a read) before "
+        "repeating it, or tell the user.",
+        {"outcome": "unknown", "started_at": claim.created_at},
     )
 
 
@@ -200,15 +177,11 @@ def _without_optional_nulls(args: Any, schema: Mapping[str, Any]) -> Any:
 def invalid_call_message(call: InvalidToolCall) -> ToolMessage:
     """Answer a call the parser could not read, so the model sees why and can retry."""
     raw = call.get("args") or ""
-    return ToolMessage(
-        content=(
-            f"Error: the tool call could not be read: {call.get('error') or 'unknown error'}.\n"
-            f"The call was: {raw[:500]}\n"
-            "Write the call again in the required format, with arguments as a JSON object."
-        ),
-        name=call.get("name") or "unknown",
-        tool_call_id=call.get("id") or "",
-        status="error",
+    return error_answer(
+        call,
+        f"Error: the tool call could not be read: {call.get('error') or 'unknown error'}.\n"
+        f"The call was: {raw[:500]}\n"
+        "Write the call again in the required format, with arguments as a JSON object.",
     )
 
 

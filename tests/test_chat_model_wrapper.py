@@ -20,11 +20,8 @@ from langchain_core.tools import tool
 from pydantic import BaseModel
 
 from fncall_graph.adapters import get_dialect, with_dialect
-from fncall_graph.adapters.models.chat_model import (
-    READ_REPLY_KEY,
-    DialectChatModel,
-    restore_read_reply,
-)
+from fncall_graph.adapters.formats.stream_reading import READ_REPLY_KEY, restore_read_reply
+from fncall_graph.adapters.models.chat_model import DialectChatModel
 from fncall_graph.testing import ReplayChatModel
 
 

@@ -23,7 +23,7 @@ from langchain_core.outputs import ChatGeneration, ChatGenerationChunk, ChatResu
 from fncall_graph.adapters import get_dialect, with_dialect
 from fncall_graph.adapters.formats.base import MAX_ARGS_DEPTH, coerce_args, loads_lenient
 from fncall_graph.adapters.formats.normalize import normalize
-from fncall_graph.adapters.models.chat_model import restore_read_reply
+from fncall_graph.adapters.formats.stream_reading import restore_read_reply
 
 DEPTHS = [990, 1_000, 5_000, 100_000]
 TOO_DEEP = f"arguments nest deeper than {MAX_ARGS_DEPTH} levels"

@@ -33,7 +33,7 @@ from fncall_graph.adapters.formats.base import (
 )
 from fncall_graph.adapters.formats.normalize import normalize
 from fncall_graph.adapters.formats.readers import AUTO, READERS, Reader
-from fncall_graph.adapters.models.chat_model import restore_read_reply
+from fncall_graph.adapters.formats.stream_reading import restore_read_reply
 from fncall_graph.replay import ReplayChatModel
 
 CHUNK_SIZES = range(1, 14)

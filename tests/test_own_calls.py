@@ -11,7 +11,8 @@ from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 from fncall_graph.adapters import get_dialect, normalize
 from fncall_graph.adapters.formats.base import CHATML, text_of
 from fncall_graph.adapters.formats.readers import READERS
-from fncall_graph.adapters.models.chat_model import restore_read_reply, with_dialect
+from fncall_graph.adapters.formats.stream_reading import restore_read_reply
+from fncall_graph.adapters.models.chat_model import with_dialect
 from fncall_graph.replay import ReplayChatModel
 
 FORMATS = {r.name: r.examples[0] for r in READERS if r.examples}

@@ -10,25 +10,17 @@ import signal
 from pathlib import Path
 
 import pytest
+from product_code import sources
 from seed_db import SEED_LIST_TABLES, make_database, sqlite_config
 from test_mcp import pid_gone, server_pids
 
 from fncall_graph.adapters.mcp import MCPToolkit
 from fncall_graph.adapters.tool_effects import is_idempotent
 
-ROOT = Path(__file__).resolve().parents[1]
 PRODUCT = ("adapters", "nodes", "graphs", "fncall_graph")
 # what a tool says of its effects, in its metadata
 MARKS = {"idempotent", "idempotentHint", "readOnlyHint"}
-HOME = Path("adapters/tool_effects.py")
-
-
-def sources() -> dict[Path, ast.Module]:
-    return {
-        path.relative_to(ROOT): ast.parse(path.read_text(encoding="utf-8"))
-        for folder in PRODUCT
-        for path in sorted((ROOT / folder).rglob("*.py"))
-    }
+HOME = "adapters/tool_effects.py"
 
 
 def reads_a_mark(node: ast.AST) -> bool:
@@ -45,7 +37,7 @@ def reads_a_mark(node: ast.AST) -> bool:
 def test_a_tools_effects_are_read_in_one_place() -> None:
     readers = sorted(
         f"{path}:{node.lineno}"
-        for path, tree in sources().items()
+        for path, tree in sources(PRODUCT).items()
         for node in ast.walk(tree)
         if reads_a_mark(node) and path != HOME
     )
@@ -54,12 +46,12 @@ def test_a_tools_effects_are_read_in_one_place() -> None:
 
 def test_both_places_a_call_could_run_again_ask_the_rule() -> None:
     callers: dict[str, int] = {}
-    for path, tree in sources().items():
+    for path, tree in sources(PRODUCT).items():
         for node in ast.walk(tree):
             func = node.func if isinstance(node, ast.Call) else None
             name = getattr(func, "id", None) or getattr(func, "attr", None)
             if name == "is_idempotent":
-                callers[str(path)] = callers.get(str(path), 0) + 1
+                callers[path] = callers.get(path, 0) + 1
     assert callers == {"adapters/mcp/toolkit.py": 1, "nodes/tools.py": 1}
 
 

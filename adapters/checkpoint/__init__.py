@@ -1,6 +1,5 @@
 """Checkpointers: where threads are saved (SQLite by default, PostgreSQL for scale)."""
 
-from .history import StoredMessageMissing, stores_messages_once
 from .savers import (
     CheckpointWriteError,
     async_postgres_saver,
@@ -11,10 +10,8 @@ from .savers import (
 
 __all__ = [
     "CheckpointWriteError",
-    "StoredMessageMissing",
     "async_postgres_saver",
     "async_sqlite_saver",
     "postgres_saver",
     "sqlite_saver",
-    "stores_messages_once",
 ]

@@ -33,15 +33,7 @@ from .claims.lease import DEFAULT_LEASE, _beat, _forget
 from .claims.owner import THREAD_RUN_ID, _this_process
 from .claims.store import _arun, _Get, _Insert, _Release, _Swap
 
-__all__ = [
-    "LEASE_KEY",
-    "MULTITASK_KEY",
-    "THREAD_RUN_ID",
-    "Multitask",
-    "ThreadBusy",
-    "athread_run",
-    "thread_run",
-]
+__all__ = ["LEASE_KEY", "MULTITASK_KEY", "Multitask", "ThreadBusy", "athread_run", "thread_run"]
 
 log = logging.getLogger(__name__)
 

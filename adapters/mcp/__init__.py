@@ -17,25 +17,22 @@ from .errors import (
     MCPCallOutcomeUnknown,
     MCPConfigError,
     MCPServerError,
-    MCPToolTimeoutError,
 )
 
 if TYPE_CHECKING:
     from ..formats.schema import clean_schema
-    from .config import ConfigSource, RemoteServer, StdioServer, parse_mcp_config
-    from .oauth import OAuthSettings, open_in_browser
-    from .toolkit import MCPArtifact, MCPPrompt, MCPToolkit, load_mcp_tools
+    from .config import parse_mcp_config
+    from .oauth import OAuthSettings
+    from .prompts import MCPPrompt
+    from .results import MCPArtifact
+    from .toolkit import MCPToolkit, load_mcp_tools
 
 _LAZY = {
     "clean_schema": "..formats.schema",
-    "ConfigSource": ".config",
-    "RemoteServer": ".config",
-    "StdioServer": ".config",
     "parse_mcp_config": ".config",
     "OAuthSettings": ".oauth",
-    "open_in_browser": ".oauth",
-    "MCPArtifact": ".toolkit",
-    "MCPPrompt": ".toolkit",
+    "MCPArtifact": ".results",
+    "MCPPrompt": ".prompts",
     "MCPToolkit": ".toolkit",
     "load_mcp_tools": ".toolkit",
 }
@@ -52,20 +49,15 @@ def __dir__() -> list[str]:
 
 
 __all__ = [
-    "ConfigSource",
     "MCPArtifact",
     "MCPAuthError",
     "MCPCallOutcomeUnknown",
     "MCPConfigError",
     "MCPPrompt",
     "MCPServerError",
-    "MCPToolTimeoutError",
     "MCPToolkit",
     "OAuthSettings",
-    "RemoteServer",
-    "StdioServer",
     "clean_schema",
     "load_mcp_tools",
-    "open_in_browser",
     "parse_mcp_config",
 ]

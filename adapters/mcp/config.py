@@ -33,17 +33,7 @@ from .connections import (
 from .errors import MCPConfigError
 from .oauth import OAuthSettings
 
-__all__ = [
-    "ConfigSource",
-    "RemoteServer",
-    "SamplingSettings",
-    "StdioServer",
-    "oauth_settings",
-    "parse_mcp_config",
-    "read_config",
-    "root_settings",
-    "sampling_settings",
-]
+__all__ = ["oauth_settings", "parse_mcp_config"]
 
 logger = logging.getLogger(__name__)
 

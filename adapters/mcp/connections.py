@@ -10,13 +10,7 @@ from datetime import timedelta
 from pathlib import Path
 from typing import Any, Literal, NotRequired, TypedDict
 
-__all__ = [
-    "Connection",
-    "SSEConnection",
-    "StdioConnection",
-    "StreamableHttpConnection",
-    "WebsocketConnection",
-]
+__all__ = []
 
 
 class StdioConnection(TypedDict):

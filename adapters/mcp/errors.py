@@ -7,15 +7,7 @@ from typing import Any
 
 from langchain_core.tools import ToolException
 
-__all__ = [
-    "Disconnected",
-    "MCPAuthError",
-    "MCPCallOutcomeUnknown",
-    "MCPConfigError",
-    "MCPServerError",
-    "MCPToolTimeoutError",
-    "non_object_result",
-]
+__all__ = ["MCPAuthError", "MCPCallOutcomeUnknown", "MCPConfigError", "MCPServerError"]
 
 
 class MCPConfigError(ValueError):

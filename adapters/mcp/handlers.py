@@ -6,7 +6,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["Handlers"]
+__all__ = []
 
 
 @dataclass(frozen=True)

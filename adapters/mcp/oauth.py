@@ -31,15 +31,7 @@ from pydantic import AliasChoices, AnyUrl, BaseModel, ConfigDict, Field
 
 from .errors import MCPAuthError
 
-__all__ = [
-    "DEFAULT_CALLBACK_PORT",
-    "AuthorizePage",
-    "OAuthSettings",
-    "TokenCache",
-    "default_token_dir",
-    "oauth_for",
-    "open_in_browser",
-]
+__all__ = ["OAuthSettings", "TokenCache", "default_token_dir"]
 
 log = logging.getLogger(__name__)
 

@@ -8,7 +8,7 @@ from typing import Any
 
 from langchain_core.messages import AIMessage, HumanMessage
 
-__all__ = ["MCPPrompt", "prompt_message"]
+__all__ = ["MCPPrompt"]
 
 
 def prompt_message(prompt: str, message: Mapping[str, Any]) -> HumanMessage | AIMessage:

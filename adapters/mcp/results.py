@@ -16,7 +16,7 @@ from mcp.types import CallToolResult
 
 from .stack import wire
 
-__all__ = ["MCPArtifact", "blocks_for_model", "result_for_model"]
+__all__ = ["MCPArtifact"]
 
 
 class MCPArtifact(TypedDict, total=False):

@@ -19,7 +19,7 @@ from mcp.types import CreateMessageRequestParams, CreateMessageResult, ErrorData
 from .config import SamplingSettings
 from .stack import wire
 
-__all__ = ["sampler"]
+__all__ = []
 
 logger = logging.getLogger("fncall_graph.mcp")
 

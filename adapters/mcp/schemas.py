@@ -10,7 +10,7 @@ from urllib.parse import unquote
 
 from ..formats.schema import clean_schema
 
-__all__ = ["input_schema", "nulls_as_schema_allows"]
+__all__ = []
 
 logger = logging.getLogger("fncall_graph.adapters.mcp.toolkit")
 

@@ -41,7 +41,7 @@ from .errors import (
 )
 from .stack import Handlers, MCPError, http, http_refusal, open_session, wire
 
-__all__ = ["CallHooks", "Link", "Server", "callable_tools", "log_server_message", "paginate"]
+__all__ = ["callable_tools"]
 
 logger = logging.getLogger(__name__)
 

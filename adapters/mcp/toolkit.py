@@ -90,13 +90,10 @@ from .sessions import CallHooks, Server, paginate
 from .stack import MCPError, wire
 
 __all__ = [
-    "CALL_HOOKS",
     "DEFAULT_CALL_TIMEOUT",
     "MCPArtifact",
     "MCPPrompt",
     "MCPToolkit",
-    "call_tool",
-    "elicit_result",
     "load_mcp_tools",
     "result_for_model",
 ]

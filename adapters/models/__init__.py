@@ -12,7 +12,6 @@ from .capabilities import (
     accepts_grammar,
     declared_dialect,
     initial_dialect,
-    supports_native_tools,
 )
 from .specs import (
     DEFAULT_SPEC,
@@ -21,7 +20,6 @@ from .specs import (
     ModelSpecError,
     is_tools_unsupported_error,
     packaged_recording,
-    recording_names,
     resolve_model,
     unreachable_server,
 )
@@ -40,9 +38,7 @@ __all__ = [
     "initial_dialect",
     "is_tools_unsupported_error",
     "packaged_recording",
-    "recording_names",
     "resolve_model",
-    "supports_native_tools",
     "unreachable_server",
 ]
 

@@ -44,14 +44,10 @@ from ..formats.chat_templates import format_of_template
 from ..formats.readers import CALL_FORMATS
 
 __all__ = [
-    "CALL_FORMAT_KEY",
     "FAMILIES",
-    "OLLAMA_PARSERS",
     "CallFormat",
-    "Family",
     "chat_template_of_file",
     "check_call_format",
-    "declared_call_format",
     "forget_call_formats",
     "format_of_name",
     "resolve_call_format",

@@ -12,78 +12,44 @@ the reply back into an ``AIMessage`` with ``tool_calls``; streaming yields
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Callable, Iterator, Mapping, Sequence
-from functools import partial
 from typing import Any, Literal
 
 from langchain_core.callbacks import (
-    AsyncCallbackManager,
     AsyncCallbackManagerForLLMRun,
-    CallbackManager,
     CallbackManagerForLLMRun,
 )
 from langchain_core.language_models import LanguageModelInput
 from langchain_core.language_models.base import LangSmithParams
 from langchain_core.language_models.chat_models import BaseChatModel
 from langchain_core.load.serializable import SerializedConstructor, SerializedNotImplemented
-from langchain_core.messages import (
-    AIMessage,
-    AIMessageChunk,
-    BaseMessage,
-    HumanMessage,
-)
-from langchain_core.output_parsers.openai_tools import JsonOutputKeyToolsParser, PydanticToolsParser
+from langchain_core.messages import AIMessage, AIMessageChunk, BaseMessage
 from langchain_core.outputs import ChatGeneration, ChatGenerationChunk, ChatResult
-from langchain_core.runnables import Runnable, RunnableBinding, RunnableConfig, RunnableLambda
-from langchain_core.runnables.config import (
-    ensure_config,
-    get_callback_manager_for_config,
-)
+from langchain_core.runnables import Runnable, RunnableConfig
 from langchain_core.runnables.configurable import DynamicRunnable
 from langchain_core.tools import BaseTool
-from langchain_core.utils.function_calling import convert_to_json_schema, convert_to_openai_tool
-from langchain_core.utils.pydantic import is_basemodel_subclass
-from langgraph.constants import TAG_NOSTREAM
 from pydantic import BaseModel, ConfigDict, PrivateAttr, field_validator, model_validator
 
-from ..formats.base import (
-    Dialect,
-    text_of,
-)
-from ..formats.grammar import schema_to_gbnf
-from ..formats.normalize import (
-    MARKUP_FORMAT_KEY,
-    used_call_ids,
-)
-from ..formats.reading import Echoes, echo_sources
+from ..formats.base import Dialect
 from ..formats.registry import get_dialect
-from ..formats.stream_reading import READ_REPLY_KEY, StreamReading, restore_read_reply
-from .call_format import check_call_format, resolve_call_format
+from ..formats.stream_reading import restore_read_reply
+from .binding import NativeBindings, tool_binding
+from .call_format import check_call_format
 from .capabilities import accepts_grammar
-from .pipeline import SEES_WRAPPED_RUN, ModelCall
-from .structured_output import (
-    JSON_OUTPUT_KEY,
-    ReplyWithoutCall,
-    asking_for_json,
-    called,
-    parse_json_reply,
-    parsed_or_error,
-    requested_json,
+from .identity import (
+    MODEL_PARAMS,
+    chat_model_in,
+    dialect_spec,
+    identifying_params,
+    ls_params,
+    model_name_of,
+    with_params,
 )
+from .pipeline import ModelCall
+from .prepare import prepare_call
+from .runs import arun_call, astream_call, child_callbacks, run_call, stream_call
+from .structured_output import structured_output
 
-__all__ = [
-    "MARKUP_FORMAT_KEY",
-    "READ_REPLY_KEY",
-    "SEES_WRAPPED_RUN",
-    "DialectChatModel",
-    "restore_read_reply",
-    "with_dialect",
-]
-
-
-# bound with the tools: the tools as given to bind_tools, before conversion
-_GIVEN_TOOLS = "dialect_tools"
-# bound with the tools: bind_tools' ``strict`` and ``parallel_tool_calls``
-_TOOL_OPTIONS = "dialect_tool_options"
+__all__ = ["DialectChatModel", "with_dialect"]
 
 
 class DialectChatModel(BaseChatModel):
@@ -125,27 +91,24 @@ class DialectChatModel(BaseChatModel):
     model: Runnable
     dialect: Dialect
     call_format: str | None = None
-    # native: the inner model bound to the tools, per bound tool list (the same list on
-    # every call of one binding); binding converts every tool's schema again
-    _bound: dict[tuple[int, str], tuple[Any, Runnable[LanguageModelInput, BaseMessage]]] = (
-        PrivateAttr(default_factory=dict)
-    )
+    # native: the inner model bound to the tools, once per bound tool list
+    _bound: NativeBindings = PrivateAttr(default_factory=NativeBindings)
 
     @model_validator(mode="before")
     @classmethod
     def _params_to_the_model(cls, data: Any) -> Any:
         # LangChain's standard constructor parameters belong to the wrapped model
-        if not isinstance(data, dict) or not _MODEL_PARAMS.intersection(data):
+        if not isinstance(data, dict) or not MODEL_PARAMS.intersection(data):
             return data
         data = dict(data)
-        params = {k: data.pop(k) for k in _MODEL_PARAMS if k in data}
-        data["model"] = _with_params(data.get("model"), params)
+        params = {k: data.pop(k) for k in MODEL_PARAMS if k in data}
+        data["model"] = with_params(data.get("model"), params)
         return data
 
     @field_validator("model", mode="before")
     @classmethod
     def _a_chat_model(cls, value: Any) -> Any:
-        _chat_model_in(value)  # raises for anything else
+        chat_model_in(value)  # raises for anything else
         return value
 
     @field_validator("dialect", mode="before")
@@ -177,7 +140,7 @@ class DialectChatModel(BaseChatModel):
     def chat_model(self) -> BaseChatModel:
         """The chat model inside :attr:`model` (the model itself unless bound or
         configurable; a configurable one's default)."""
-        return _chat_model_in(self.model)
+        return chat_model_in(self.model)
 
     @property
     def _json_by_prompt(self) -> bool:
@@ -191,11 +154,7 @@ class DialectChatModel(BaseChatModel):
     def model_name(self) -> str:
         """The wrapped model's name, e.g. ``"gpt-4o-mini"`` or ``"qwen3"`` (its class name
         when it has none): what LangChain's agents read to choose a strategy."""
-        for attr in ("model_name", "model", "model_id"):
-            value = getattr(self.chat_model, attr, None)
-            if isinstance(value, str) and value:
-                return value
-        return self.chat_model.get_name()
+        return model_name_of(self.chat_model)
 
     # ------------------------------------------------------------------ identity
 
@@ -207,12 +166,12 @@ class DialectChatModel(BaseChatModel):
     @property
     def lc_attributes(self) -> dict[str, Any]:
         # the dialect as its registry name and options, which the validator reads back
-        return {"dialect": _dialect_spec(self.dialect)}
+        return {"dialect": dialect_spec(self.dialect)}
 
     def to_json(self) -> SerializedConstructor | SerializedNotImplemented:
         """LangChain's serialized form: the wrapped model's and the dialect's, or "not
         implemented" when either cannot be rebuilt from it (a replay, a custom dialect)."""
-        if self.chat_model.is_lc_serializable() and _dialect_spec(self.dialect) is not None:
+        if self.chat_model.is_lc_serializable() and dialect_spec(self.dialect) is not None:
             return super().to_json()
         unserializable: dict[str, Any] = dict(self.to_json_not_implemented())
         # LangChain's cache keys a model by this form (less its repr): say which model
@@ -226,32 +185,12 @@ class DialectChatModel(BaseChatModel):
 
     @property
     def _identifying_params(self) -> dict[str, Any]:
-        # the wrapped model's own parameters, so wrappers of two models never share a
-        # cache entry (read only when a LangChain cache is set)
-        params: dict[str, Any] = {"dialect": repr(self.dialect), "model": self.chat_model.asdict()}
-        if self.call_format is not None:  # replies are read in it
-            params["call_format"] = self.call_format
-        if isinstance(self.model, RunnableBinding):  # its arguments go with every call
-            params["bound"] = repr(sorted(self.model.kwargs.items()))
-        return params
+        # read only when a LangChain cache is set
+        return identifying_params(self.model, self.dialect, self.call_format)
 
     def _get_ls_params(self, stop: list[str] | None = None, **kwargs: Any) -> LangSmithParams:
         """Tracing parameters of the wrapped model, seen through the dialect."""
-        provider = type(self.chat_model).__name__
-        provider = provider[4:] if provider.startswith("Chat") else provider.removesuffix("Chat")
-        model = kwargs.get("model")
-        params = LangSmithParams(
-            ls_provider=provider.lower(),
-            ls_model_name=model if isinstance(model, str) else self.model_name,
-            ls_model_type="chat",
-        )
-        for name, key in (("temperature", "ls_temperature"), ("max_tokens", "ls_max_tokens")):
-            value = kwargs.get(name, getattr(self.chat_model, name, None))
-            if isinstance(value, int | float) and not isinstance(value, bool):
-                params[key] = value  # type: ignore[literal-required]
-        if stop:
-            params["ls_stop"] = stop
-        return params
+        return ls_params(self.chat_model, self.model_name, stop, kwargs)
 
     def __repr_args__(self) -> Any:
         # LangChain puts a model's repr in every run's start event; the wrapped model's
@@ -293,15 +232,10 @@ class DialectChatModel(BaseChatModel):
                 ``invalid_tool_calls`` that say so, so the model makes them one by one.
             **kwargs: further arguments for every call of the model.
         """
-        formatted = [convert_to_openai_tool(t, strict=strict) for t in tools]
-        if tool_choice is not None:
-            kwargs["tool_choice"] = tool_choice
-        options = {"strict": strict, "parallel_tool_calls": parallel_tool_calls}
-        # kept apart from request fields: they shape the tools, never reach a server as is
-        kwargs[_TOOL_OPTIONS] = {k: v for k, v in options.items() if v is not None}
-        # ``tools`` in OpenAI form is what LangChain's and LangGraph's agents read back;
-        # the dialect renders the tools as given (an MCP tool's schema as its server wrote it)
-        return self.bind(tools=formatted, **{_GIVEN_TOOLS: list(tools)}, **kwargs)
+        binding = tool_binding(
+            tools, tool_choice=tool_choice, strict=strict, parallel_tool_calls=parallel_tool_calls
+        )
+        return self.bind(**{**kwargs, **binding})
 
     def with_structured_output(
         self,
@@ -336,34 +270,16 @@ class DialectChatModel(BaseChatModel):
             OutputParserException: at call time, for a reply that is not ``schema``
                 (without ``include_raw``).
         """
-        if kwargs:
-            raise ValueError(f"with_structured_output: unexpected arguments {sorted(kwargs)}")
-        if method not in ("function_calling", "json_schema", "json_mode"):
-            raise ValueError(
-                f"with_structured_output: method must be 'function_calling', 'json_schema' "
-                f"or 'json_mode', got {method!r}"
-            )
-        shape = {"kwargs": {"method": method, "strict": strict}, "schema": schema}
-        if method == "function_calling":
-            name = convert_to_openai_tool(schema)["function"]["name"]
-            llm = self.bind_tools(
-                [schema], tool_choice=name, strict=strict, ls_structured_output_format=shape
-            )
-            parser: Runnable[Any, Any] = called(name) | (
-                PydanticToolsParser(tools=[schema], first_tool_only=True)
-                if isinstance(schema, type) and is_basemodel_subclass(schema)
-                else JsonOutputKeyToolsParser(key_name=name, first_tool_only=True)
-            )
-            return parsed_or_error(llm, parser, include_raw=include_raw)
-        if not self._json_by_prompt:
-            extra = {} if strict is None else {"strict": strict}
-            return self.model.with_structured_output(
-                schema, method=method, include_raw=include_raw, **extra
-            )
-        wanted = convert_to_json_schema(schema) if method == "json_schema" else None
-        llm = self.bind(**{JSON_OUTPUT_KEY: {"schema": wanted}}, ls_structured_output_format=shape)
-        read = RunnableLambda(partial(parse_json_reply, schema=schema))
-        return parsed_or_error(llm, read, include_raw=include_raw)
+        return structured_output(
+            self,
+            self.model,
+            schema,
+            method=method,
+            include_raw=include_raw,
+            strict=strict,
+            json_by_prompt=self._json_by_prompt,
+            **kwargs,
+        )
 
     # ------------------------------------------------------------------ calls
 
@@ -410,94 +326,20 @@ class DialectChatModel(BaseChatModel):
         render_only: bool = False,
     ) -> ModelCall:
         """Render the history once (unless given); what to call, with what input and
-        arguments."""
-        kwargs = dict(kwargs)
-        formatted = kwargs.pop("tools", None) or None
-        tools = kwargs.pop(_GIVEN_TOOLS, None) or formatted
-        tool_choice = kwargs.pop("tool_choice", None)
-        options: dict[str, Any] = kwargs.pop(_TOOL_OPTIONS, None) or {}
-        json_output = kwargs.pop(JSON_OUTPUT_KEY, None)
-        json_answer = False
-        if json_output is not None:
-            # with_structured_output: the answer is to be JSON, no tools offered
-            formatted = tools = None
-        elif self._json_by_prompt and (wanted := requested_json(kwargs.get("response_format"))):
-            # an OpenAI ``response_format`` (create_agent's provider strategy) this model
-            # cannot take as a request field: asked for in the prompt instead
-            del kwargs["response_format"]
-            json_output, json_answer = wanted, True
-        if json_output is not None:
-            if rendered is None:
-                messages = asking_for_json(
-                    messages, json_output["schema"], beside_tools=bool(tools)
-                )
-            if not tools and accepts_grammar(self.chat_model):
-                grammar = schema_to_gbnf(json_output["schema"] or {"type": "object"})
-                _with_grammar(kwargs, grammar, self.model)
-        inner: Runnable[LanguageModelInput, BaseMessage] = self.model
-        names = None
-        forced = False
-        if self.dialect.native:
-            rendered = self.dialect.render(messages, tools) if rendered is None else rendered
-            if tools:
-                inner = self._bound_to(tools, tool_choice, options)
-                names = [t["function"]["name"] for t in formatted or ()] or _names(tools)
-        else:
-            tools = _chosen(tools, tool_choice)
-            rendered = self.dialect.render(messages, tools) if rendered is None else rendered
-            forced = bool(tools) and _forces_a_call(tool_choice)
-            one_call = options.get("parallel_tool_calls") is False
-            if (
-                (forced or one_call or options.get("strict") or json_answer)
-                and accepts_grammar(self.chat_model)
-                and "grammar" not in (kwargs.get("extra_body") or {})
-            ):
-                # the server can hold the reply to the chosen tools' calls and schemas,
-                # and an answer asked for as JSON to its schema
-                answer = (json_output or {}).get("schema") or {"type": "object"}
-                grammar = self.dialect.grammar(
-                    tools,
-                    require_call=forced,
-                    one_call=one_call,
-                    answer_json=answer if json_answer else None,
-                )
-                if grammar is not None:
-                    _with_grammar(kwargs, grammar, self.model)
-        merged = list(dict.fromkeys([*self.dialect.stop, *(stop or [])]))
-        if merged:
-            kwargs["stop"] = merged
-        kwargs["config"] = config
-        call = ModelCall(self.dialect, inner, list(rendered), kwargs, tools, names, set())
-        if render_only:
-            return call
-        call.taken = used_call_ids(messages)
-        call.forced = not self.dialect.native and forced
-        call.one_call = not self.dialect.native and options.get("parallel_tool_calls") is False
-        call.json_answer = json_answer
-        call.call_format = (
-            resolve_call_format(self.chat_model, declared=self.call_format).name
-            if self.dialect.native
-            else self.call_format
+        arguments (see :func:`~fncall_graph.adapters.models.prepare.prepare_call`)."""
+        return prepare_call(
+            messages,
+            stop,
+            kwargs,
+            config,
+            dialect=self.dialect,
+            model=self.model,
+            call_format=self.call_format,
+            json_by_prompt=self._json_by_prompt,
+            bindings=self._bound,
+            rendered=rendered,
+            render_only=render_only,
         )
-        call.echoes = Echoes(echo_sources(messages))
-        return call
-
-    def _bound_to(
-        self, tools: list[Any], tool_choice: Any, options: dict[str, Any]
-    ) -> Runnable[LanguageModelInput, BaseMessage]:
-        key = (id(tools), repr(tool_choice), repr(sorted(options.items())))
-        held = self._bound.get(key)
-        if held is None or held[0] is not tools:  # the list is kept, so its id stays its own
-            bound = self.chat_model.bind_tools(tools, tool_choice=tool_choice, **options)
-            if isinstance(self.model, RunnableBinding):  # the model's own bound arguments
-                bound = RunnableBinding(
-                    bound=bound, kwargs=self.model.kwargs, config=self.model.config
-                )
-            held = (tools, bound)
-            self._bound[key] = held
-            if len(self._bound) > 8:  # callers that bind anew for every call never hit
-                del self._bound[next(iter(self._bound))]
-        return held[1]
 
     def _configured(self, config: RunnableConfig | None) -> DialectChatModel:
         """This wrapper with a configurable model resolved for ``config``."""
@@ -573,13 +415,8 @@ class DialectChatModel(BaseChatModel):
         run_manager: CallbackManagerForLLMRun | None = None,
         **kwargs: Any,
     ) -> ChatResult:
-        call = self._prepare(messages, stop, kwargs, {"callbacks": _child(run_manager)})
-        message = call.read(call.invoke(call.rendered))
-        if call.forced and not message.tool_calls:
-            insist = [*call.rendered, HumanMessage(_INSIST)]
-            message = call.read(call.invoke(insist))
-            _require_a_call(message)
-        return ChatResult(generations=[ChatGeneration(message=message)])
+        call = self._prepare(messages, stop, kwargs, {"callbacks": child_callbacks(run_manager)})
+        return ChatResult(generations=[ChatGeneration(message=run_call(call))])
 
     async def _agenerate(
         self,
@@ -588,13 +425,8 @@ class DialectChatModel(BaseChatModel):
         run_manager: AsyncCallbackManagerForLLMRun | None = None,
         **kwargs: Any,
     ) -> ChatResult:
-        call = self._prepare(messages, stop, kwargs, {"callbacks": _child(run_manager)})
-        message = call.read(await call.ainvoke(call.rendered))
-        if call.forced and not message.tool_calls:
-            insist = [*call.rendered, HumanMessage(_INSIST)]
-            message = call.read(await call.ainvoke(insist))
-            _require_a_call(message)
-        return ChatResult(generations=[ChatGeneration(message=message)])
+        call = self._prepare(messages, stop, kwargs, {"callbacks": child_callbacks(run_manager)})
+        return ChatResult(generations=[ChatGeneration(message=await arun_call(call))])
 
     def _stream(
         self,
@@ -603,12 +435,9 @@ class DialectChatModel(BaseChatModel):
         run_manager: CallbackManagerForLLMRun | None = None,
         **kwargs: Any,
     ) -> Iterator[ChatGenerationChunk]:
-        call = self._prepare(messages, stop, kwargs, {"callbacks": _child(run_manager)})
-        state = StreamReading(call)
-        for piece in call.stream():
-            if (chunk := state.feed(piece)) is not None:
-                yield ChatGenerationChunk(message=chunk)
-        yield ChatGenerationChunk(message=state.close())
+        call = self._prepare(messages, stop, kwargs, {"callbacks": child_callbacks(run_manager)})
+        for chunk in stream_call(call):
+            yield ChatGenerationChunk(message=chunk)
 
     async def _astream(
         self,
@@ -617,12 +446,9 @@ class DialectChatModel(BaseChatModel):
         run_manager: AsyncCallbackManagerForLLMRun | None = None,
         **kwargs: Any,
     ) -> AsyncIterator[ChatGenerationChunk]:
-        call = self._prepare(messages, stop, kwargs, {"callbacks": _child(run_manager)})
-        state = StreamReading(call)
-        async for piece in call.astream():
-            if (chunk := state.feed(piece)) is not None:
-                yield ChatGenerationChunk(message=chunk)
-        yield ChatGenerationChunk(message=state.close())
+        call = self._prepare(messages, stop, kwargs, {"callbacks": child_callbacks(run_manager)})
+        async for chunk in astream_call(call):
+            yield ChatGenerationChunk(message=chunk)
 
 
 def with_dialect(
@@ -684,175 +510,3 @@ def with_dialect(
     if call_format is not None:
         call_format = check_call_format(call_format)
     return DialectChatModel(model=model, dialect=dialect, call_format=call_format)
-
-
-# --------------------------------------------------------------------------- helpers
-
-
-def _child(
-    run_manager: CallbackManagerForLLMRun | AsyncCallbackManagerForLLMRun | None,
-) -> CallbackManager | AsyncCallbackManager:
-    """Callbacks for the inner call: the handlers that ask to see it (``SEES_WRAPPED_RUN``),
-    under this run, kept out of message streams."""
-    if run_manager is None:
-        # BaseChatModel.stream hands ``_stream`` no run manager: the caller's config's
-        manager: CallbackManager | AsyncCallbackManager = get_callback_manager_for_config(
-            ensure_config()
-        )
-        parent, handlers = manager.parent_run_id, manager.inheritable_handlers
-        tags, metadata = manager.inheritable_tags, manager.inheritable_metadata
-        cls: type[CallbackManager] | type[AsyncCallbackManager] = CallbackManager
-    else:
-        parent, handlers = run_manager.run_id, run_manager.inheritable_handlers
-        tags, metadata = run_manager.inheritable_tags, run_manager.inheritable_metadata
-        cls = (
-            AsyncCallbackManager
-            if isinstance(run_manager, AsyncCallbackManagerForLLMRun)
-            else CallbackManager
-        )
-    manager = cls(handlers=[], parent_run_id=parent)
-    manager.set_handlers([h for h in handlers if getattr(h, SEES_WRAPPED_RUN, False)])
-    manager.add_tags(tags)
-    manager.add_metadata(metadata)
-    manager.add_tags([TAG_NOSTREAM], inherit=False)
-    return manager
-
-
-#: LangChain's standard chat-model constructor parameters, set on the wrapped model
-_MODEL_PARAMS = frozenset(
-    {
-        "temperature",
-        "max_tokens",
-        "stop",
-        "timeout",
-        "max_retries",
-        "api_key",
-        "base_url",
-        "streaming",
-    }
-)
-
-
-def _chat_model_in(model: Any) -> BaseChatModel:
-    """The chat model a runnable wraps: itself, a binding's, a configurable one's default."""
-    inner = model
-    while not isinstance(inner, BaseChatModel):
-        if isinstance(inner, RunnableBinding):
-            inner = inner.bound
-        elif isinstance(inner, DynamicRunnable):
-            inner = inner.default
-        else:
-            raise TypeError(
-                "with_dialect: model must be a chat model (or one bound with .bind(...) or "
-                f"made configurable), got {type(model).__name__}"
-            )
-    return inner
-
-
-def _with_params(model: Any, params: dict[str, Any]) -> BaseChatModel:
-    """``model`` rebuilt with LangChain's standard ``params`` set, each by its field's
-    name or alias (``timeout`` is ``ChatOpenAI``'s ``request_timeout``); rebuilt, not
-    copied, so that clients made from them (timeouts, retries) are made again."""
-    if not isinstance(model, BaseChatModel):
-        raise TypeError(
-            f"with_dialect: {', '.join(sorted(params))} can be set here only on a chat model; "
-            f"set them on the model before binding or making it configurable "
-            f"(got {type(model).__name__})"
-        )
-    fields = type(model).model_fields
-    by_name = bool(
-        model.model_config.get("populate_by_name") or model.model_config.get("validate_by_name")
-    )
-
-    def key(name: str) -> str:
-        field = fields[name]
-        return name if by_name or field.alias is None else field.alias
-
-    named: dict[str, str] = {}
-    for param in params:
-        found = next(
-            (n for n, f in fields.items() if param in (n, f.alias) and not f.exclude), None
-        )
-        if found is None:
-            raise ValueError(
-                f"with_dialect: {type(model).__name__} has no {param!r} parameter; the "
-                "wrapper passes it to the wrapped model and has none of its own"
-            )
-        named[param] = found
-    # what was given when it was made, less runtime state (clients are excluded fields)
-    kept = {
-        key(n): getattr(model, n)
-        for n in model.model_fields_set
-        if n in fields and not fields[n].exclude and n not in named.values()
-    }
-    return type(model)(**kept, **{key(named[p]): v for p, v in params.items()})
-
-
-def _dialect_spec(dialect: Dialect) -> dict[str, Any] | None:
-    """``dialect`` as its registry name and options, or ``None`` when those do not make
-    the same dialect again (a custom dialect)."""
-    options = {k: v for k, v in vars(dialect).items() if not k.startswith("_")}
-    try:
-        again = get_dialect(dialect.name, **options)
-    except (TypeError, ValueError):
-        return None
-    return {"name": dialect.name, **options} if repr(again) == repr(dialect) else None
-
-
-def _with_grammar(kwargs: dict[str, Any], grammar: str, model: Runnable) -> None:
-    """Put ``grammar`` in the request's ``extra_body`` unless the caller sent one; the
-    model's own ``extra_body`` (bound, or its field) is kept."""
-    extra = (
-        kwargs.get("extra_body")
-        or (model.kwargs.get("extra_body") if isinstance(model, RunnableBinding) else None)
-        or getattr(_chat_model_in(model), "extra_body", None)
-        or {}
-    )
-    if "grammar" not in extra:
-        kwargs["extra_body"] = {**extra, "grammar": grammar}
-
-
-# asked once more when a forcing tool_choice got an answer without a call
-_INSIST = (
-    "Answer with a call to one of the tools, written exactly in the format described "
-    "above, and nothing else."
-)
-
-
-def _forces_a_call(tool_choice: Any) -> bool:
-    """Whether ``tool_choice`` demands a tool call (any, or a named tool)."""
-    return tool_choice not in (None, False, "none", "auto")
-
-
-def _require_a_call(message: AIMessage) -> None:
-    """A reply to a forcing ``tool_choice`` that still holds no call is an error, not ``None``."""
-    if message.tool_calls:
-        return
-    text = text_of(message.content)
-    why = "; ".join(str(c.get("error")) for c in message.invalid_tool_calls if c.get("error"))
-    raise ReplyWithoutCall(
-        "tool_choice demanded a tool call, and the model answered twice without a readable "
-        f"one{f' ({why})' if why else ''}: {text[:200]!r}",
-        reply=message,
-    )
-
-
-def _names(tools: Sequence[Any] | None) -> list[str] | None:
-    if not tools:
-        return None
-    return [convert_to_openai_tool(t)["function"]["name"] for t in tools]
-
-
-def _chosen(tools: list[Any] | None, tool_choice: Any) -> list[Any] | None:
-    """The tools to render for ``tool_choice`` (see :meth:`DialectChatModel.bind_tools`)."""
-    if not tools or tool_choice in (None, True, "auto", "any", "required"):
-        return tools
-    if tool_choice in (False, "none"):
-        return None
-    name = tool_choice
-    if isinstance(tool_choice, dict):
-        name = (tool_choice.get("function") or tool_choice).get("name")
-    picked = [t for t in tools if convert_to_openai_tool(t)["function"]["name"] == name]
-    if not picked:
-        raise ValueError(f"tool_choice {tool_choice!r} names none of the bound tools")
-    return picked

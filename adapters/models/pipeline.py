@@ -1,9 +1,9 @@
 """One model call through the boundary: rendered once, the provider called, read once.
 
-:class:`ModelCall` is what :meth:`DialectChatModel._prepare
-<fncall_graph.adapters.models.chat_model.DialectChatModel.model_call>` makes: the
-rendered input, the provider bound for the dialect, the call's arguments, and what its
-reading needs (the tools, the ids the history uses, the call format, the echoes). The
+:class:`ModelCall` is what :func:`~fncall_graph.adapters.models.prepare.prepare_call`
+makes: the rendered input, the provider bound for the dialect, the call's arguments, and
+what its reading needs (the tools, the ids the history uses, the call format, the
+echoes). The
 wrapper (``with_dialect``) and the graph's ``model`` node both call it: the wrapper inside
 a run of its own, the node as the provider's only run.
 """

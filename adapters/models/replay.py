@@ -47,7 +47,7 @@ from pydantic import Field, PrivateAttr, field_validator, model_validator
 
 from ..formats.base import text_of
 
-__all__ = ["ReplayChatModel", "ReplayExhausted", "message_from_output"]
+__all__ = ["ReplayChatModel", "ReplayExhausted"]
 
 # Token-ish pieces: runs of white space, short word pieces, single other characters, so
 # markers such as ``<tool_call>`` arrive split over several chunks as they do from a server.

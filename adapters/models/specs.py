@@ -51,7 +51,6 @@ __all__ = [
     "ModelSpecError",
     "is_tools_unsupported_error",
     "packaged_recording",
-    "recording_names",
     "resolve_model",
     "unreachable_server",
 ]

@@ -12,12 +12,15 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Mapping
+from functools import partial
 from operator import itemgetter
 from typing import Any
 
 from langchain_core.exceptions import OutputParserException
 from langchain_core.language_models import LanguageModelInput
+from langchain_core.language_models.chat_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage, SystemMessage
+from langchain_core.output_parsers.openai_tools import JsonOutputKeyToolsParser, PydanticToolsParser
 from langchain_core.runnables import (
     Runnable,
     RunnableConfig,
@@ -27,20 +30,12 @@ from langchain_core.runnables import (
 )
 from langchain_core.utils.function_calling import convert_to_json_schema
 from langchain_core.utils.pydantic import is_basemodel_subclass
-from pydantic import ValidationError
+from pydantic import BaseModel, ValidationError
 
 from ..formats.base import loads_lenient, text_of
+from ..formats.schema import to_tool_spec
 
-__all__ = [
-    "JSON_OUTPUT_KEY",
-    "ReplyWithoutCall",
-    "asking_for_json",
-    "called",
-    "parse_json_reply",
-    "parsed_or_error",
-    "repaired_json",
-    "requested_json",
-]
+__all__ = ["ReplyWithoutCall"]
 
 #: bound keyword argument of a call whose reply is to be JSON: ``{"schema": ...}``
 #: (a JSON schema, or ``None`` for any object)
@@ -206,3 +201,52 @@ def parsed_or_error(
     return RunnableMap(raw=_keeping_the_reply(llm)) | parsed.with_fallbacks(
         [unparsed], exception_key="parsing_error"
     )
+
+
+def structured_output(
+    model: BaseChatModel,
+    wrapped: Runnable,
+    schema: dict[str, Any] | type,
+    *,
+    method: str,
+    include_raw: bool,
+    strict: bool | None,
+    json_by_prompt: bool,
+    **kwargs: Any,
+) -> Runnable[LanguageModelInput, dict[str, Any] | BaseModel]:
+    """``model``'s replies as ``schema`` (see
+    :meth:`~fncall_graph.adapters.models.chat_model.DialectChatModel.with_structured_output`):
+    a forced call of a tool made from ``schema``, ``wrapped``'s own structured output, or
+    JSON asked for in the prompt (``json_by_prompt``) and read here.
+
+    Raises:
+        ValueError: for an unknown ``method`` or unexpected keyword arguments.
+    """
+    if kwargs:
+        raise ValueError(f"with_structured_output: unexpected arguments {sorted(kwargs)}")
+    if method not in ("function_calling", "json_schema", "json_mode"):
+        raise ValueError(
+            f"with_structured_output: method must be 'function_calling', 'json_schema' "
+            f"or 'json_mode', got {method!r}"
+        )
+    shape = {"kwargs": {"method": method, "strict": strict}, "schema": schema}
+    if method == "function_calling":
+        name = to_tool_spec(schema).name
+        llm = model.bind_tools(
+            [schema], tool_choice=name, strict=strict, ls_structured_output_format=shape
+        )
+        parser: Runnable[Any, Any] = called(name) | (
+            PydanticToolsParser(tools=[schema], first_tool_only=True)
+            if isinstance(schema, type) and is_basemodel_subclass(schema)
+            else JsonOutputKeyToolsParser(key_name=name, first_tool_only=True)
+        )
+        return parsed_or_error(llm, parser, include_raw=include_raw)
+    if not json_by_prompt:
+        extra = {} if strict is None else {"strict": strict}
+        return wrapped.with_structured_output(
+            schema, method=method, include_raw=include_raw, **extra
+        )
+    wanted = convert_to_json_schema(schema) if method == "json_schema" else None
+    llm = model.bind(**{JSON_OUTPUT_KEY: {"schema": wanted}}, ls_structured_output_format=shape)
+    read = RunnableLambda(partial(parse_json_reply, schema=schema))
+    return parsed_or_error(llm, read, include_raw=include_raw)

@@ -47,19 +47,7 @@ from .resources import (
 from .session import Outcome, Session
 from .terminal import UI
 
-__all__ = [
-    "CHAT_HELP",
-    "LOCAL_MODEL_SCORE",
-    "OWN_MODEL_HINT",
-    "RECORDED_MODEL",
-    "build_parser",
-    "cmd_chat",
-    "cmd_demo",
-    "cmd_prompt",
-    "cmd_run",
-    "cmd_serve_local",
-    "main",
-]
+__all__ = ["main"]
 
 # --------------------------------------------------------------------------- commands
 

@@ -19,24 +19,7 @@ from fncall_graph.graphs import environment
 
 from .terminal import UI, _first_line
 
-__all__ = [
-    "DB_ENV",
-    "DEBUG_ENV",
-    "DIALECTS",
-    "GRAMMAR_MODES",
-    "MCP_LOG",
-    "PROG",
-    "URL_MAX_TOKENS",
-    "CLIError",
-    "choose_dialect",
-    "default_db_path",
-    "describe_error",
-    "load_model",
-    "mcp_toolkit",
-    "mcp_tools",
-    "sqlite_checkpointer",
-    "stderr_into",
-]
+__all__ = ["MCP_LOG", "URL_MAX_TOKENS", "default_db_path", "load_model", "stderr_into"]
 
 PROG = "fncall-graph"
 DIALECTS = ("auto", *DIALECT_NAMES)

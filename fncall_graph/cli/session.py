@@ -28,7 +28,7 @@ from .approval import TerminalReview
 from .resources import CLIError
 from .terminal import UI, _first_line, reports_failure
 
-__all__ = ["Outcome", "Session"]
+__all__ = []
 
 
 @dataclass

@@ -13,7 +13,7 @@ from typing import Any, ClassVar, TextIO
 
 from fncall_graph.trace import ModelCallRecord
 
-__all__ = ["UI", "reports_failure", "trace_text"]
+__all__ = ["UI"]
 
 
 def _first_line(text: str) -> str:

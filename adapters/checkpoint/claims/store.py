@@ -26,7 +26,6 @@ from .owner import ClaimKey, ClaimRow, Status
 
 __all__ = [
     "CLAIMS_TABLE",
-    "DEFAULT_BUSY_TIMEOUT",
     "SWEEP_IDLE",
     "aforget_deleted_threads",
     "aforget_thread",

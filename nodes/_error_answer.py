@@ -1,0 +1,36 @@
+"""The error ``ToolMessage`` answering a tool call: the one shape of every call that
+failed, was refused, was not run or could not be read (shared by the nodes).
+
+The model reads ``status="error"`` as "this call did not do what it asked", and the
+repeat guard counts only results that are not errors, so every such answer is built
+here, alike.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from langchain_core.messages import ToolMessage
+from langchain_core.messages.tool import InvalidToolCall, ToolCall
+
+__all__ = ["error_answer"]
+
+
+def error_answer(
+    call: ToolCall | InvalidToolCall, content: str, artifact: Any = None
+) -> ToolMessage:
+    """The error ``ToolMessage`` answering ``call`` with ``content``.
+
+    Args:
+        call: the call answered; one the parser could not read may lack a name or an
+            id (the answer is then named ``"unknown"``, with an empty call id).
+        content: what the model is told.
+        artifact: kept beside the message, not shown to the model.
+    """
+    return ToolMessage(
+        content=content,
+        name=call.get("name") or "unknown",
+        tool_call_id=call.get("id") or "",
+        status="error",
+        artifact=artifact,
+    )
