@@ -72,7 +72,9 @@ class Placement:
     """Reads a reply's text (outside call blocks) as it comes, and tells whether markup
     starting now would stand where Markdown, HTML or prose quotes it.
 
-    Chunk-invariant: the answer depends only on the text fed so far, not on how it was cut.
+    Chunk-invariant: the answer depends only on the text fed so far, not on how it was
+    cut. A chunk costs its own length: of the current line only its head, its tail and
+    running counts are kept.
     """
 
     __slots__ = (
@@ -93,10 +95,10 @@ class Placement:
         self._fences = 0  # fence lines met: odd inside a fenced block
         self._fence_at_start = False  # the open fence was the reply's first text
         self._ticks = 0  # backticks in the paragraph's finished lines (outside fences)
-        self._html = 0  # <code>/<pre> elements open
+        self._html = 0  # <code>/<pre> elements open in finished lines
         self._blank_before = True  # the line before the current one was blank (or none)
         self._listing = False  # the paragraph is a list (its indented lines are items' text)
-        self._line = ""  # the current line so far
+        self._line = _Line()  # the current line so far
         self._recent = ""  # the last characters fed, for the example cue
         self._after_token: str | None = None  # why a format's token met here is shown
 
@@ -107,9 +109,12 @@ class Placement:
         if self._after_token is not None and text.strip():
             self._after_token = None
         self._recent = (self._recent + text)[-_RECENT:]
-        *finished, self._line = (self._line + text).split("\n")
-        for line in finished:
-            self._end_line(line)
+        first, *rest = text.split("\n")
+        self._line.add(first)
+        for piece in rest:
+            self._end_line(self._line)
+            self._line = _Line()
+            self._line.add(piece)
 
     def token(self) -> None:
         """A token of the format stands here (a wrapper such as ``<tool_call>`` around
@@ -117,22 +122,21 @@ class Placement:
         if self._after_token is None:
             self._after_token = self.shown()
 
-    def _end_line(self, line: str) -> None:
-        blank = not line.strip()
-        if _FENCE.match(line):
+    def _end_line(self, line: _Line) -> None:
+        if _FENCE.match(line.head):
             self._fence_at_start = self._fences % 2 == 0 and not self._started
             self._fences += 1
             self._ticks = 0
         elif self._fences % 2 == 0:
             # a blank line ends a paragraph, and inline code with it
-            self._ticks = 0 if blank else self._ticks + line.count("`")
-            self._html += _html_balance(line)
-            if _LIST_ITEM.match(line):
+            self._ticks = 0 if line.blank else self._ticks + line.ticks
+            self._html += line.html
+            if _LIST_ITEM.match(line.head):
                 self._listing = True
-            elif not blank and not line[:1].isspace():
+            elif not line.blank and not line.head[:1].isspace():
                 self._listing = False
-        self._blank_before = blank
-        if not blank:
+        self._blank_before = line.blank
+        if not line.blank:
             self._started = True
 
     def shown(self) -> str | None:
@@ -147,21 +151,20 @@ class Placement:
         line = self._line
         if self._fences % 2 == 1:
             return None if self._fence_at_start else "in a code block"
-        if (self._ticks + line.count("`")) % 2 == 1:
+        if (self._ticks + line.ticks) % 2 == 1:
             return "in inline code"
-        if self._html + _html_balance(line) > 0:
+        if self._html + line.html > 0:
             return "in an HTML code element"
-        head = line.lstrip()
-        if not head and line.expandtabs(4).startswith("    ") and self._indented_code():
+        head = line.head.lstrip()
+        if line.blank and line.head.expandtabs(4).startswith("    ") and self._indented_code():
             return "in a code block"
         if head.startswith((">", "|")):
             return "in a blockquote" if head[0] == ">" else "in a table"
-        if _LIST_ITEM.match(line):
+        if _LIST_ITEM.match(line.head):
             return "in a list item"
-        before = line.rstrip()
-        if before.endswith("["):
+        if line.tail.rstrip().endswith("["):
             return "in link text"
-        if _in_quotation(before):
+        if line.in_quotation():
             return "in quotation marks"
         if shown_as_example(self._recent):
             return "after an example cue"
@@ -173,14 +176,50 @@ class Placement:
         return self._blank_before and not self._listing
 
 
+_KEPT = 64  # characters of a line's head and tail kept
+
+
+class _Line:
+    """One line of the reply as far as it has come: its head and tail, and running counts
+    of what quotes (backticks, quotation marks, HTML code elements)."""
+
+    __slots__ = ("blank", "head", "html", "quotes", "tail", "ticks")
+
+    def __init__(self) -> None:
+        self.head = ""
+        self.tail = ""
+        self.blank = True
+        self.ticks = 0
+        self.html = 0  # <code>/<pre> opened less closed
+        self.quotes: dict[str, int] = {}  # '"' and each opening mark: opened less closed
+
+    def add(self, piece: str) -> None:
+        if not piece:
+            return
+        if len(self.head) < _KEPT:
+            self.head = (self.head + piece)[:_KEPT]
+        # a tag cut by the chunking is counted once whole: count in the joined tail
+        joined = self.tail + piece
+        self.html += _html_balance(joined) - _html_balance(self.tail)
+        self.tail = joined[-_KEPT:]
+        self.blank = self.blank and not piece.strip()
+        self.ticks += piece.count("`")
+        if '"' in piece:
+            self.quotes['"'] = self.quotes.get('"', 0) + piece.count('"')
+        for opener, closer in _PAIRED_QUOTES.items():
+            if opener in piece or closer in piece:
+                gone = piece.count(opener) - piece.count(closer)
+                self.quotes[opener] = self.quotes.get(opener, 0) + gone
+
+    def in_quotation(self) -> bool:
+        """Whether the line so far is inside a quotation."""
+        if self.quotes.get('"', 0) % 2 == 1:
+            return True
+        before = self.tail.rstrip()
+        if before.endswith("'") and (len(before) == 1 or not before[-2].isalnum()):
+            return True  # an opening single quote, not an apostrophe ("it's")
+        return any(n > 0 for mark, n in self.quotes.items() if mark != '"')
+
+
 def _html_balance(line: str) -> int:
     return len(_HTML_CODE_OPEN.findall(line)) - len(_HTML_CODE_CLOSE.findall(line))
-
-
-def _in_quotation(before: str) -> bool:
-    """Whether a line that so far reads ``before`` is inside a quotation."""
-    if before.count('"') % 2 == 1:
-        return True
-    if before.endswith("'") and (len(before) == 1 or not before[-2].isalnum()):
-        return True  # an opening single quote, not an apostrophe ("it's")
-    return any(before.count(o) > before.count(c) for o, c in _PAIRED_QUOTES.items())
