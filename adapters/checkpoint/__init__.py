@@ -1,6 +1,7 @@
 """Checkpointers: where threads are saved (SQLite by default, PostgreSQL for scale)."""
 
 from .history import StoredMessageMissing, stores_messages_once
+from .keep import keeps_checkpoints
 from .savers import (
     CheckpointWriteError,
     async_postgres_saver,
@@ -14,6 +15,7 @@ __all__ = [
     "StoredMessageMissing",
     "async_postgres_saver",
     "async_sqlite_saver",
+    "keeps_checkpoints",
     "postgres_saver",
     "sqlite_saver",
     "stores_messages_once",
