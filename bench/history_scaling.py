@@ -31,11 +31,12 @@ columns (about two hours on two busy cores), and carries the other columns to 5,
 turns from their 1,000-turn threads (bytes as a quadratic through the N/2 and N figures
 for the default saver, whose every checkpoint holds the whole history, as a line with
 the option; time per turn as a line), marked "extrapolated" in the table. ``--kind``
-measures only the columns named (``--kind "fncall, once, keep 10" --kind ...``).
-Nothing is asserted.
+measures only the columns named (``--kind "fncall, once, keep 10" --kind ...``),
+``--turns N`` one thread of N turns per column (without ``--long``). The progress lines
+(every 100 turns) carry the file ÷ the messages every 500 turns. Nothing is asserted.
 
     python bench/history_scaling.py [--repeats 3] [--quick] [--part turn|thread|all] [--long]
-        [--kind KIND ...]
+        [--kind KIND ...] [--turns N]
 """
 
 from __future__ import annotations
@@ -194,6 +195,12 @@ def table_bytes(db: Path) -> dict[str, int]:
     return found
 
 
+def messages_bytes(saver: Any, graph: Any, config: Any) -> int:
+    """The thread's messages' own bytes, as the saver's serializer writes them."""
+    messages = graph.get_state(config).values["messages"]
+    return sum(len(saver.serde.dumps_typed(m)[1]) for m in messages)
+
+
 def long_thread(kind: str, turns: int, folder: Path) -> dict[str, float]:
     """One thread of ``turns`` tool turns: bytes on disk at the middle and the end (and
     by table), the messages' serialized bytes, and the median ms of a turn at the start
@@ -222,12 +229,17 @@ def long_thread(kind: str, turns: int, folder: Path) -> dict[str, float]:
                 mid = disk_bytes(db)
             if turn % 100 == 0:
                 recent = statistics.median(times[-20:]) * 1000
+                ratio = ""
+                if once and turn % 500 == 0:  # the file so far ÷ the messages so far
+                    ratio = f", file {disk_bytes(db) / messages_bytes(saver, graph, config):.2f}x"
                 print(
-                    f"    {kind}: {turn} turns, {recent:.0f} ms/turn", file=sys.stderr, flush=True
+                    f"    {kind}: {turn} turns, {recent:.0f} ms/turn{ratio}",
+                    file=sys.stderr,
+                    flush=True,
                 )
         messages = graph.get_state(config).values["messages"]
         assert len(messages) == 4 * turns, (kind, len(messages))
-        serialized = sum(len(saver.serde.dumps_typed(m)[1]) for m in messages)
+        serialized = messages_bytes(saver, graph, config)
     window = min(20, max(1, turns // 4))
     size = disk_bytes(db)
     tables = {t: b for t, b in table_bytes(db).items() if t in TABLES}
@@ -269,16 +281,23 @@ def extrapolate(row: dict[str, float], turns: int, *, quadratic: bool) -> dict[s
     }
 
 
-def thread_table(long: bool, kinds: tuple[str, ...] = THREAD_KINDS) -> None:
+def thread_table(
+    long: bool, kinds: tuple[str, ...] = THREAD_KINDS, turns: int | None = None
+) -> None:
     """Measure (and with ``long`` extrapolate) the long thread; print the tables."""
     keep = tuple(k for k in kinds if k.endswith(f"keep {KEEP}"))
-    measured = [(1000, kinds), (5000, keep)] if long else [(200, kinds)]
+    measured = [(1000, kinds), (5000, keep)] if long else [(turns or 200, kinds)]
     rows: dict[tuple[int, str], dict[str, float]] = {}
     with tempfile.TemporaryDirectory(prefix="fncall-bench-") as tmp:
         for turns, columns in measured:
             for kind in columns:
-                rows[(turns, kind)] = long_thread(kind, turns, Path(tmp))
-                print(f"  measured {kind} at {turns} turns", file=sys.stderr, flush=True)
+                r = rows[(turns, kind)] = long_thread(kind, turns, Path(tmp))
+                print(
+                    f"  measured {kind} at {turns} turns: file {r['bytes']} B, messages "
+                    f"{r['messages']} B, {r['bytes'] / r['messages']:.2f}x",
+                    file=sys.stderr,
+                    flush=True,
+                )
                 for leftover in Path(tmp).iterdir():
                     leftover.unlink()
     if long:
@@ -343,10 +362,13 @@ def main(argv: list[str] | None = None) -> int:
         choices=THREAD_KINDS,
         help="a long-thread column to measure (repeat for more; all when none)",
     )
+    parser.add_argument(
+        "--turns", type=int, help="the long thread's N without --long (200 by default)"
+    )
     args = parser.parse_args(argv)
     kinds = tuple(k for k in THREAD_KINDS if k in (args.kind or THREAD_KINDS))
     if args.part == "thread":
-        thread_table(args.long, kinds)
+        thread_table(args.long, kinds, args.turns)
         return 0
     sizes = [(10, 1), (10, 10), (100, 1), (100, 10)]
     if not args.quick:
@@ -379,7 +401,7 @@ def main(argv: list[str] | None = None) -> int:
     show("checkpoint bytes written per turn", lambda v: v[0] / 1024, "KB")
     show("time per turn (median)", lambda v: v[1] * 1000, "ms")
     if args.part == "all":
-        thread_table(args.long, kinds)
+        thread_table(args.long, kinds, args.turns)
     return 0
 
 
