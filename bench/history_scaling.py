@@ -17,18 +17,26 @@ fncall column also as a ratio to ``create_agent``.
 
 Then one long thread of N tool turns (the user asks, the model calls one tool, the tool
 answers, the model answers: four messages a turn) on the product's own SQLite saver
-(``sqlite_saver``), for ``create_agent`` and ``create_fncall_graph(dialect="native")``,
-each with the saver as it is by default and with ``store_messages_once=True``: the
-database's size on disk (its write-ahead log folded in) at N/2 and N turns, the sum of
-the thread's messages' serialized sizes, and the median time of a turn over the first
-and the last 20 turns. By default N = 200 (a few minutes); ``--long`` runs N = 1,000
-for every column and N = 2,000 for the ``store_messages_once`` columns (about an hour
-on two busy cores), and carries each column to 5,000 turns from its longest thread
-(bytes as a quadratic through the N/2 and N figures for the default saver, whose every
-checkpoint holds the whole history, as a line with the option; time per turn as a
-line), marked "extrapolated" in the table. Nothing is asserted.
+(``sqlite_saver``), for ``create_agent``, ``create_fncall_graph(dialect="native")`` and
+``dialect="hermes"``, each with the saver as it is by default, with
+``store_messages_once=True`` ("once"), and with ``store_messages_once=True,
+keep_checkpoints=10`` ("once, keep 10"): the database's size on disk (its write-ahead
+log folded in) at N/2 and N turns, the sum of the thread's messages' serialized sizes,
+the file ÷ the messages and ÷ ``create_agent``'s file on the default saver at the same
+N, and the median time of a turn over the first and the last 20 turns; then where the
+file's bytes are, table by table (checkpoints, writes, stored messages, tool-call
+claims; each with its indexes, read from SQLite's ``dbstat``). By default N = 200 (a
+few minutes); ``--long`` runs N = 1,000 for every column and N = 5,000 for the "keep"
+columns (about two hours on two busy cores), and carries the other columns to 5,000
+turns from their 1,000-turn threads (bytes as a quadratic through the N/2 and N figures
+for the default saver, whose every checkpoint holds the whole history, as a line with
+the option; time per turn as a line), marked "extrapolated" in the table. ``--kind``
+measures only the columns named (``--kind "fncall, once, keep 10" --kind ...``),
+``--turns N`` one thread of N turns per column (without ``--long``). The progress lines
+(every 100 turns) carry the file ÷ the messages every 500 turns. Nothing is asserted.
 
     python bench/history_scaling.py [--repeats 3] [--quick] [--part turn|thread|all] [--long]
+        [--kind KIND ...] [--turns N]
 """
 
 from __future__ import annotations
@@ -158,14 +166,13 @@ class TurnModel(BaseChatModel):
         return ChatResult(generations=[ChatGeneration(message=reply)])
 
 
-THREAD_KINDS = (
-    "create_agent",
-    "create_agent, once",
-    "fncall",
-    "fncall, once",
-    "fncall hermes",
-    "fncall hermes, once",
+KEEP = 10  # the checkpoints a thread keeps in the "keep" columns
+THREAD_KINDS = tuple(
+    f"{graph}{saver}"
+    for graph in ("create_agent", "fncall", "fncall hermes")
+    for saver in ("", ", once", f", once, keep {KEEP}")
 )
+TABLES = ("checkpoints", "writes", "fncall_messages", "fncall_tool_calls")
 
 
 def disk_bytes(db: Path) -> int:
@@ -175,14 +182,35 @@ def disk_bytes(db: Path) -> int:
     return sum(p.stat().st_size for p in (db, Path(f"{db}-wal")) if p.exists())
 
 
+def table_bytes(db: Path) -> dict[str, int]:
+    """The file's bytes by table, its indexes with it (SQLite's own pages as "other")."""
+    with sqlite3.connect(db) as conn:
+        owner = dict(conn.execute("SELECT name, tbl_name FROM sqlite_master"))
+        pages = conn.execute("SELECT name, SUM(pgsize) FROM dbstat GROUP BY name").fetchall()
+    found: dict[str, int] = {}
+    for name, size in pages:
+        table = owner.get(name, name)
+        table = table if table in TABLES else "other"
+        found[table] = found.get(table, 0) + int(size)
+    return found
+
+
+def messages_bytes(saver: Any, graph: Any, config: Any) -> int:
+    """The thread's messages' own bytes, as the saver's serializer writes them."""
+    messages = graph.get_state(config).values["messages"]
+    return sum(len(saver.serde.dumps_typed(m)[1]) for m in messages)
+
+
 def long_thread(kind: str, turns: int, folder: Path) -> dict[str, float]:
-    """One thread of ``turns`` tool turns: bytes on disk at the middle and the end, the
-    messages' serialized bytes, and the median ms of a turn at the start and the end."""
+    """One thread of ``turns`` tool turns: bytes on disk at the middle and the end (and
+    by table), the messages' serialized bytes, and the median ms of a turn at the start
+    and the end."""
     db = folder / f"{uuid.uuid4().hex}.sqlite"
-    once = kind.endswith("once")
+    once = ", once" in kind
+    keep = KEEP if kind.endswith(f"keep {KEEP}") else None
     times: list[float] = []
     mid = 0
-    with sqlite_saver(db, store_messages_once=once) as saver:
+    with sqlite_saver(db, store_messages_once=once, keep_checkpoints=keep) as saver:
         hermes = kind.startswith("fncall hermes")
         model = TurnModel(markup=hermes)
         if kind.startswith("create_agent"):
@@ -201,17 +229,26 @@ def long_thread(kind: str, turns: int, folder: Path) -> dict[str, float]:
                 mid = disk_bytes(db)
             if turn % 100 == 0:
                 recent = statistics.median(times[-20:]) * 1000
+                ratio = ""
+                if once and turn % 500 == 0:  # the file so far ÷ the messages so far
+                    ratio = f", file {disk_bytes(db) / messages_bytes(saver, graph, config):.2f}x"
                 print(
-                    f"    {kind}: {turn} turns, {recent:.0f} ms/turn", file=sys.stderr, flush=True
+                    f"    {kind}: {turn} turns, {recent:.0f} ms/turn{ratio}",
+                    file=sys.stderr,
+                    flush=True,
                 )
         messages = graph.get_state(config).values["messages"]
         assert len(messages) == 4 * turns, (kind, len(messages))
-        serialized = sum(len(saver.serde.dumps_typed(m)[1]) for m in messages)
+        serialized = messages_bytes(saver, graph, config)
     window = min(20, max(1, turns // 4))
+    size = disk_bytes(db)
+    tables = {t: b for t, b in table_bytes(db).items() if t in TABLES}
+    tables["other"] = size - sum(tables.values())  # SQLite's own pages, free pages
     return {
+        **{f"table {t}": b for t, b in tables.items()},
         "turns": turns,
         "mid": mid,
-        "bytes": disk_bytes(db),
+        "bytes": size,
         "messages": serialized,
         "first_ms": statistics.median(times[1 : window + 1]) * 1000,
         "last_ms": statistics.median(times[-window:]) * 1000,
@@ -244,44 +281,68 @@ def extrapolate(row: dict[str, float], turns: int, *, quadratic: bool) -> dict[s
     }
 
 
-def thread_table(long: bool) -> None:
-    """Measure (and with ``long`` extrapolate) the long thread; print the table."""
-    once = tuple(k for k in THREAD_KINDS if k.endswith("once"))
-    measured = [(1000, THREAD_KINDS), (2000, once)] if long else [(200, THREAD_KINDS)]
+def thread_table(
+    long: bool, kinds: tuple[str, ...] = THREAD_KINDS, turns: int | None = None
+) -> None:
+    """Measure (and with ``long`` extrapolate) the long thread; print the tables."""
+    keep = tuple(k for k in kinds if k.endswith(f"keep {KEEP}"))
+    measured = [(1000, kinds), (5000, keep)] if long else [(turns or 200, kinds)]
     rows: dict[tuple[int, str], dict[str, float]] = {}
     with tempfile.TemporaryDirectory(prefix="fncall-bench-") as tmp:
-        for turns, kinds in measured:
-            for kind in kinds:
-                rows[(turns, kind)] = long_thread(kind, turns, Path(tmp))
-                print(f"  measured {kind} at {turns} turns", file=sys.stderr, flush=True)
+        for turns, columns in measured:
+            for kind in columns:
+                r = rows[(turns, kind)] = long_thread(kind, turns, Path(tmp))
+                print(
+                    f"  measured {kind} at {turns} turns: file {r['bytes']} B, messages "
+                    f"{r['messages']} B, {r['bytes'] / r['messages']:.2f}x",
+                    file=sys.stderr,
+                    flush=True,
+                )
                 for leftover in Path(tmp).iterdir():
                     leftover.unlink()
     if long:
-        # 5,000 turns take hours here (and tens of GB without the option): carried from
-        # the longest thread measured of each column
-        for kind in THREAD_KINDS:
-            last = max(t for t, k in rows if k == kind)
-            rows[(5000, kind)] = extrapolate(
-                rows[(last, kind)], 5000, quadratic=not kind.endswith("once")
-            )
+        # 5,000 turns take hours here (and tens of GB without the option): the columns
+        # not measured there are carried from their 1,000-turn threads
+        for kind in kinds:
+            if (5000, kind) not in rows:
+                rows[(5000, kind)] = extrapolate(
+                    rows[(1000, kind)], 5000, quadratic=", once" not in kind
+                )
     print_thread_table(rows)
+    print_breakdown(rows)
 
 
 def print_thread_table(rows: dict[tuple[int, str], dict[str, float]]) -> None:
     print("\none thread of N tool turns on sqlite_saver (4 messages a turn)")
     print(
-        f"{'N':>6}  {'graph, saver':<20}{'disk at N/2':>13}{'disk at N':>13}"
-        f"{'messages':>12}{'disk ÷ msgs':>13}{'N/2→N':>8}{'ms/turn first':>15}"
-        f"{'last':>9}"
+        f"{'N':>6}  {'graph, saver':<31}{'disk at N/2':>13}{'disk at N':>13}"
+        f"{'messages':>12}{'disk ÷ msgs':>13}{'÷ agent':>9}{'N/2→N':>8}"
+        f"{'ms/turn first':>15}{'last':>9}"
     )
     for (turns, kind), r in sorted(rows.items()):
         mark = "  (extrapolated)" if r["extrapolated"] else ""
+        agent = rows.get((turns, "create_agent"))
+        versus = f"{r['bytes'] / agent['bytes']:>8.4f}x" if agent else f"{'—':>9}"
         print(
-            f"{turns:>6}  {kind:<20}{r['mid'] / 2**20:>10.1f} MB{r['bytes'] / 2**20:>10.1f} MB"
-            f"{r['messages'] / 2**20:>9.1f} MB{r['bytes'] / r['messages']:>12.1f}x"
+            f"{turns:>6}  {kind:<31}{r['mid'] / 2**20:>10.1f} MB{r['bytes'] / 2**20:>10.1f} MB"
+            f"{r['messages'] / 2**20:>9.1f} MB{r['bytes'] / r['messages']:>12.2f}x{versus}"
             f"{r['bytes'] / r['mid']:>7.2f}x{r['first_ms']:>12.1f} ms{r['last_ms']:>6.0f} ms"
             f"{mark}"
         )
+
+
+def print_breakdown(rows: dict[tuple[int, str], dict[str, float]]) -> None:
+    """Where each measured thread's file is, table by table, ÷ the messages' bytes."""
+    print("\nthe file by table (with its indexes; other: SQLite's own and free pages), ÷ msgs")
+    print(f"{'N':>6}  {'graph, saver':<31}" + "".join(f"{t:>19}" for t in (*TABLES, "other")))
+    for (turns, kind), r in sorted(rows.items()):
+        if r["extrapolated"]:
+            continue
+        cells = "".join(
+            f"{r.get(f'table {t}', 0) / 2**20:>9.2f} MB {r.get(f'table {t}', 0) / r['messages']:>5.2f}x"
+            for t in (*TABLES, "other")
+        )
+        print(f"{turns:>6}  {kind:<31}{cells}")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -292,11 +353,22 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--long",
         action="store_true",
-        help="the long thread at 1,000 and 2,000 turns, carried to 5,000",
+        help="the long thread at 1,000 turns, and 5,000 for the keep columns (the others "
+        "carried to 5,000)",
+    )
+    parser.add_argument(
+        "--kind",
+        action="append",
+        choices=THREAD_KINDS,
+        help="a long-thread column to measure (repeat for more; all when none)",
+    )
+    parser.add_argument(
+        "--turns", type=int, help="the long thread's N without --long (200 by default)"
     )
     args = parser.parse_args(argv)
+    kinds = tuple(k for k in THREAD_KINDS if k in (args.kind or THREAD_KINDS))
     if args.part == "thread":
-        thread_table(args.long)
+        thread_table(args.long, kinds, args.turns)
         return 0
     sizes = [(10, 1), (10, 10), (100, 1), (100, 10)]
     if not args.quick:
@@ -329,7 +401,7 @@ def main(argv: list[str] | None = None) -> int:
     show("checkpoint bytes written per turn", lambda v: v[0] / 1024, "KB")
     show("time per turn (median)", lambda v: v[1] * 1000, "ms")
     if args.part == "all":
-        thread_table(args.long)
+        thread_table(args.long, kinds, args.turns)
     return 0
 
 

@@ -43,6 +43,7 @@ from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
 
 from .claims import DEFAULT_BUSY_TIMEOUT, aforget_thread, forget_thread, lost_run
 from .history import stores_messages_once
+from .keep import check_keep, keeps_checkpoints
 from .retries import Retries
 
 if TYPE_CHECKING:
@@ -135,6 +136,19 @@ def _with_claims(cls: type[T]) -> type[T]:
     if cls not in _WITH_CLAIMS:
         _WITH_CLAIMS[cls] = type(cls.__name__, (_ClaimAware, cls), {"__doc__": cls.__doc__})
     return _WITH_CLAIMS[cls]  # type: ignore[return-value]
+
+
+def _saver_class(cls: type[T], store_messages_once: bool, keep_checkpoints: int | None) -> type[T]:
+    """``cls`` with the options: messages stored once, older checkpoints deleted."""
+    check_keep(keep_checkpoints)
+    cls = stores_messages_once(cls) if store_messages_once else cls  # type: ignore[type-var]
+    return keeps_checkpoints(cls) if keep_checkpoints is not None else cls  # type: ignore[type-var]
+
+
+def _made(saver: T, keep_checkpoints: int | None) -> T:
+    if keep_checkpoints is not None:
+        saver.keep_checkpoints = keep_checkpoints  # type: ignore[attr-defined]
+    return saver
 
 
 def _file(path: str | Path) -> str:
@@ -360,6 +374,7 @@ def sqlite_saver(
     *,
     busy_timeout: float = DEFAULT_BUSY_TIMEOUT,
     store_messages_once: bool = False,
+    keep_checkpoints: int | None = None,
 ) -> Iterator[SqliteSaver]:
     """A ``SqliteSaver`` on the file ``path`` (created with its tables if missing).
 
@@ -378,18 +393,37 @@ def sqlite_saver(
     reading a thread in a new process loads its messages once. A file written with it
     must be opened with it.
 
+    ``keep_checkpoints=K`` keeps each thread's last K checkpoints only
+    (:mod:`~fncall_graph.adapters.checkpoint.keep`): after each save, the thread's
+    older checkpoints and their pending writes are deleted. With
+    ``store_messages_once=True`` a long thread then takes about its messages' own bytes
+    (LangGraph's per-checkpoint bookkeeping no longer adds up); the cost is the
+    thread's history: ``get_state_history`` and time travel reach back K checkpoints
+    only (a tool turn makes about five). The head, and what a waiting approval or an
+    interrupted step needs, are always kept; the tool calls' claims are not touched.
+
+    Args:
+        path: the SQLite file (its folder is created if missing).
+        busy_timeout: seconds a statement waits for another connection's lock.
+        store_messages_once: store each message of a thread once.
+        keep_checkpoints: how many of a thread's newest checkpoints to keep (at least
+            1); ``None`` keeps them all.
+
     Example:
         >>> import tempfile, os
         >>> with sqlite_saver(os.path.join(tempfile.mkdtemp(), "t.db")) as saver:
         ...     isinstance(saver, SqliteSaver)
         True
+        >>> path = os.path.join(tempfile.mkdtemp(), "long.db")
+        >>> with sqlite_saver(path, store_messages_once=True, keep_checkpoints=20) as saver:
+        ...     saver.keep_checkpoints
+        20
     """
     conn = sqlite3.connect(_file(path), check_same_thread=False, timeout=busy_timeout)
     saver: DurableSqliteSaver | None = None
     try:
-        saver = (
-            stores_messages_once(DurableSqliteSaver) if store_messages_once else DurableSqliteSaver
-        )(conn)
+        saver_cls = _saver_class(DurableSqliteSaver, store_messages_once, keep_checkpoints)
+        saver = _made(saver_cls(conn), keep_checkpoints)
         saver.setup()
         yield saver
     finally:
@@ -405,10 +439,11 @@ async def async_sqlite_saver(
     *,
     busy_timeout: float = DEFAULT_BUSY_TIMEOUT,
     store_messages_once: bool = False,
+    keep_checkpoints: int | None = None,
 ) -> AsyncIterator[AsyncSqliteSaver]:
     """An ``AsyncSqliteSaver`` on the file ``path``, for ``ainvoke``/``astream``; durable
     as :func:`sqlite_saver` says (:class:`DurableAsyncSqliteSaver`), and with
-    ``store_messages_once`` as it says.
+    ``store_messages_once`` and ``keep_checkpoints`` as it says.
 
     Example:
         ```python
@@ -417,12 +452,9 @@ async def async_sqlite_saver(
             await graph.ainvoke({"messages": [("user", "hi")]}, cfg)
         ```
     """
+    saver_cls = _saver_class(DurableAsyncSqliteSaver, store_messages_once, keep_checkpoints)
     async with aiosqlite.connect(_file(path), timeout=busy_timeout) as conn:
-        saver = (
-            stores_messages_once(DurableAsyncSqliteSaver)
-            if store_messages_once
-            else DurableAsyncSqliteSaver
-        )(conn)
+        saver = _made(saver_cls(conn), keep_checkpoints)
         await saver.setup()
         yield saver
 
@@ -497,7 +529,11 @@ async def _asetting_up(url: str) -> AsyncIterator[None]:
 
 @contextmanager
 def postgres_saver(
-    url: str, *, max_connections: int = 4, store_messages_once: bool = False
+    url: str,
+    *,
+    max_connections: int = 4,
+    store_messages_once: bool = False,
+    keep_checkpoints: int | None = None,
 ) -> Iterator[PostgresSaver]:
     """A ``PostgresSaver`` on ``url`` (``postgresql://user@host:port/db``), tables set up.
 
@@ -511,6 +547,9 @@ def postgres_saver(
             at a time, the tool-call claims beside it use connections of their own.
         store_messages_once: store each message of a thread once, as
             :func:`sqlite_saver` says.
+        keep_checkpoints: keep each thread's newest K checkpoints only, as
+            :func:`sqlite_saver` says (the channel blobs only deleted checkpoints
+            named go with them); ``None`` keeps them all.
 
     Needs the ``postgres`` extra; without it, ``ImportError`` says what to install.
 
@@ -521,11 +560,11 @@ def postgres_saver(
         ```
     """
     saver_cls, _ = _postgres_modules()
-    saver_cls = stores_messages_once(saver_cls) if store_messages_once else saver_cls
+    saver_cls = _saver_class(saver_cls, store_messages_once, keep_checkpoints)
     from psycopg_pool import ConnectionPool
 
     with _pool(ConnectionPool, url, max_connections) as pool:
-        saver = saver_cls(pool)  # type: ignore[arg-type]
+        saver = _made(saver_cls(pool), keep_checkpoints)  # type: ignore[arg-type]
         with _setting_up(url):
             saver.setup()
         yield saver
@@ -533,7 +572,11 @@ def postgres_saver(
 
 @asynccontextmanager
 async def async_postgres_saver(
-    url: str, *, max_connections: int | None = 4, store_messages_once: bool = False
+    url: str,
+    *,
+    max_connections: int | None = 4,
+    store_messages_once: bool = False,
+    keep_checkpoints: int | None = None,
 ) -> AsyncIterator[AsyncPostgresSaver]:
     """An ``AsyncPostgresSaver`` on ``url``, tables set up.
 
@@ -547,6 +590,9 @@ async def async_postgres_saver(
             connections of their own; a pool of 1 queues them with the checkpoints.
         store_messages_once: store each message of a thread once, as
             :func:`sqlite_saver` says.
+        keep_checkpoints: keep each thread's newest K checkpoints only, as
+            :func:`sqlite_saver` says (the channel blobs only deleted checkpoints
+            named go with them); ``None`` keeps them all.
 
     Example:
         ```python
@@ -556,13 +602,13 @@ async def async_postgres_saver(
         ```
     """
     _, saver_cls = _postgres_modules()
-    saver_cls = stores_messages_once(saver_cls) if store_messages_once else saver_cls
+    saver_cls = _saver_class(saver_cls, store_messages_once, keep_checkpoints)
     from psycopg_pool import AsyncConnectionPool
 
     # one shared connection (from_conn_string) is never replaced once the server cuts it
     size = 1 if max_connections is None else max_connections
     async with _pool(AsyncConnectionPool, url, size) as pool:
-        saver = saver_cls(pool)  # type: ignore[arg-type]
+        saver = _made(saver_cls(pool), keep_checkpoints)  # type: ignore[arg-type]
         async with _asetting_up(url):
             await saver.setup()
         yield saver

@@ -1,0 +1,327 @@
+"""Checkpoints kept per thread: a saver that deletes a thread's older checkpoints.
+
+LangGraph keeps every checkpoint of a thread, each with its bookkeeping (the channels'
+versions, what each node has seen, the step's metadata, about 1 KB) and the pending
+writes of its step (which hold each new message once more). With messages stored once
+(:mod:`.history`) that bookkeeping is most of a long thread's bytes: several times the
+messages' own.
+
+:func:`keeps_checkpoints` makes a saver class that, after each checkpoint it saves,
+deletes the checkpoints of that thread (and namespace) older than its last ``keep``
+ones, with their pending writes (and, on PostgreSQL, the channel blobs only they named).
+The newest checkpoint (the head a run goes on from, with the pending writes an
+interrupted step or a waiting approval holds) is always among those kept; nothing in the
+tool-call claims' own tables is touched. The oldest kept checkpoint loses its parent
+(``parent_config`` is ``None``), as LangGraph's own ``prune`` leaves it.
+
+What it costs: the history of a thread goes back ``keep`` checkpoints only:
+``get_state_history`` lists those, and time travel (a fork or replay from an older
+checkpoint) is no longer possible beyond them. Like LangGraph's ``prune``, it assumes
+one run at a time on a thread, going on from its head: a run forking from a checkpoint
+that another process deletes meanwhile saves a checkpoint whose parent is gone.
+
+A deletion that fails (a database locked past its busy timeout) is logged and left to
+the next save, which deletes what this one left: a run never fails because of it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import sqlite3
+import threading
+from collections.abc import AsyncIterator, Iterator
+from contextlib import asynccontextmanager, contextmanager
+from typing import Any, TypeVar
+
+from langchain_core.runnables import RunnableConfig
+from langgraph.checkpoint.base import (
+    BaseCheckpointSaver,
+    ChannelVersions,
+    Checkpoint,
+    CheckpointMetadata,
+)
+
+from .claims.store import _is_pool
+
+__all__ = ["check_keep", "keeps_checkpoints"]
+
+log = logging.getLogger(__name__)
+
+S = TypeVar("S", bound=BaseCheckpointSaver)
+
+
+def check_keep(keep: int | None) -> int | None:
+    """``keep`` if it is ``None`` or a whole number of checkpoints (at least 1)."""
+    if keep is None:
+        return None
+    if isinstance(keep, bool) or not isinstance(keep, int):
+        raise TypeError(f"keep_checkpoints must be an int or None, got {keep!r}")
+    if keep < 1:
+        raise ValueError(f"keep_checkpoints must be at least 1 (the thread's head), got {keep}")
+    return keep
+
+
+def _where(config: RunnableConfig) -> tuple[str, str]:
+    conf = config.get("configurable") or {}
+    return str(conf["thread_id"]), str(conf.get("checkpoint_ns", ""))
+
+
+def _warn(where: tuple[str, str], exc: BaseException) -> None:
+    log.warning(
+        "thread %r: older checkpoints not deleted (the next save deletes them): %s",
+        where[0],
+        exc,
+    )
+
+
+class _Keeps:
+    """Over a sync saver: after each ``put``, the thread's checkpoints beyond the last
+    ``keep_checkpoints`` are deleted (see the module)."""
+
+    keep_checkpoints: int = 1
+
+    def _prune(self, thread_id: str, ns: str, keep: int) -> None:
+        raise NotImplementedError
+
+    def put(
+        self,
+        config: RunnableConfig,
+        checkpoint: Checkpoint,
+        metadata: CheckpointMetadata,
+        new_versions: ChannelVersions,
+    ) -> RunnableConfig:
+        saved = super().put(config, checkpoint, metadata, new_versions)  # type: ignore[misc]
+        where = _where(saved)
+        try:
+            self._prune(*where, self.keep_checkpoints)
+        except _DB_ERRORS as exc:
+            _warn(where, exc)
+        return saved
+
+
+class _AsyncKeeps:
+    """:class:`_Keeps` over an async saver."""
+
+    keep_checkpoints: int = 1
+
+    async def _aprune(self, thread_id: str, ns: str, keep: int) -> None:
+        raise NotImplementedError
+
+    async def aput(
+        self,
+        config: RunnableConfig,
+        checkpoint: Checkpoint,
+        metadata: CheckpointMetadata,
+        new_versions: ChannelVersions,
+    ) -> RunnableConfig:
+        saved = await super().aput(config, checkpoint, metadata, new_versions)  # type: ignore[misc]
+        where = _where(saved)
+        try:
+            await self._aprune(*where, self.keep_checkpoints)
+        except _DB_ERRORS as exc:
+            _warn(where, exc)
+        return saved
+
+
+def _db_errors() -> tuple[type[BaseException], ...]:
+    errors: tuple[type[BaseException], ...] = (sqlite3.Error,)
+    try:
+        import psycopg
+    except ImportError:
+        return errors
+    return (*errors, psycopg.Error)
+
+
+_DB_ERRORS = _db_errors()
+
+
+# -- SQLite: checkpoints and writes (a checkpoint's row holds its channel values)
+
+# the newest checkpoint not kept, and every one older, with the writes of their steps
+# (writes left by a step whose checkpoint is already gone included)
+_SQLITE_CUTOFF = (
+    "SELECT checkpoint_id FROM checkpoints WHERE thread_id = ? AND checkpoint_ns = ? "
+    "ORDER BY checkpoint_id DESC LIMIT 1 OFFSET ?"
+)
+_SQLITE_PRUNE = (
+    "DELETE FROM checkpoints WHERE thread_id = ? AND checkpoint_ns = ? AND checkpoint_id <= ?",
+    "DELETE FROM writes WHERE thread_id = ? AND checkpoint_ns = ? AND checkpoint_id <= ?",
+    "UPDATE checkpoints SET parent_checkpoint_id = NULL WHERE thread_id = ? "
+    "AND checkpoint_ns = ? AND parent_checkpoint_id <= ?",
+)
+
+
+class _SqliteKeeps(_Keeps):
+    cursor: Any
+
+    def _prune(self, thread_id: str, ns: str, keep: int) -> None:
+        with self.cursor() as cur:  # one transaction, under the saver's lock
+            row = cur.execute(_SQLITE_CUTOFF, (thread_id, ns, keep)).fetchone()
+            if row is not None:
+                for sql in _SQLITE_PRUNE:
+                    cur.execute(sql, (thread_id, ns, row[0]))
+
+
+class _AsyncSqliteKeeps(_AsyncKeeps):
+    conn: Any
+    lock: asyncio.Lock
+
+    async def _aprune(self, thread_id: str, ns: str, keep: int) -> None:
+        async with self.lock:
+            async with self.conn.execute(_SQLITE_CUTOFF, (thread_id, ns, keep)) as cur:
+                row = await cur.fetchone()
+            if row is not None:
+                for sql in _SQLITE_PRUNE:
+                    await self.conn.execute(sql, (thread_id, ns, row[0]))
+                await self.conn.commit()
+
+
+# -- PostgreSQL: checkpoints, writes, and the channel blobs only deleted checkpoints name
+
+_PG_CUTOFF = _SQLITE_CUTOFF.replace("?", "%s")
+_PG_DELETE = (
+    "DELETE FROM checkpoints WHERE thread_id = %s AND checkpoint_ns = %s "
+    "AND checkpoint_id <= %s RETURNING checkpoint -> 'channel_versions'"
+)
+_PG_AFTER = (
+    "DELETE FROM checkpoint_writes WHERE thread_id = %s AND checkpoint_ns = %s "
+    "AND checkpoint_id <= %s",
+    "UPDATE checkpoints SET parent_checkpoint_id = NULL WHERE thread_id = %s "
+    "AND checkpoint_ns = %s AND parent_checkpoint_id <= %s",
+)
+# a blob a deleted checkpoint named that no kept checkpoint names
+_PG_BLOBS = (
+    "DELETE FROM checkpoint_blobs b WHERE b.thread_id = %s AND b.checkpoint_ns = %s "
+    "AND b.channel = %s AND b.version = ANY(%s) AND NOT EXISTS (SELECT 1 FROM checkpoints c "
+    "WHERE c.thread_id = b.thread_id AND c.checkpoint_ns = b.checkpoint_ns "
+    "AND c.checkpoint -> 'channel_versions' ->> b.channel = b.version)"
+)
+
+
+def _freed(rows: list[Any]) -> dict[str, list[str]]:
+    """The channel versions the deleted checkpoints named, by channel."""
+    freed: dict[str, set[str]] = {}
+    for (versions,) in rows:
+        for channel, version in (versions or {}).items():
+            freed.setdefault(channel, set()).add(str(version))
+    return {channel: sorted(versions) for channel, versions in freed.items()}
+
+
+def _pg_statements(
+    thread_id: str, ns: str, cutoff: str, deleted: list[Any]
+) -> Iterator[tuple[str, tuple[Any, ...]]]:
+    for sql in _PG_AFTER:
+        yield sql, (thread_id, ns, cutoff)
+    for channel, versions in _freed(deleted).items():
+        yield _PG_BLOBS, (thread_id, ns, channel, versions)
+
+
+class _PostgresKeeps(_Keeps):
+    conn: Any
+    lock: threading.Lock
+
+    @contextmanager
+    def _keep_connection(self) -> Iterator[Any]:
+        # a pool lends a connection of its own; one shared connection is the saver's lock's
+        if _is_pool(self.conn):
+            with self.conn.connection() as conn:
+                yield conn
+        else:
+            with self.lock:
+                yield self.conn
+
+    def _prune(self, thread_id: str, ns: str, keep: int) -> None:
+        from psycopg.rows import tuple_row
+
+        with (
+            self._keep_connection() as conn,
+            conn.transaction(),
+            conn.cursor(row_factory=tuple_row) as cur,
+        ):
+            row = cur.execute(_PG_CUTOFF, (thread_id, ns, keep)).fetchone()
+            if row is None:
+                return
+            deleted = cur.execute(_PG_DELETE, (thread_id, ns, row[0])).fetchall()
+            for sql, params in _pg_statements(thread_id, ns, row[0], deleted):
+                cur.execute(sql, params)
+
+
+class _AsyncPostgresKeeps(_AsyncKeeps):
+    conn: Any
+    lock: asyncio.Lock
+
+    @asynccontextmanager
+    async def _keep_connection(self) -> AsyncIterator[Any]:
+        if _is_pool(self.conn):
+            async with self.conn.connection() as conn:
+                yield conn
+        else:
+            async with self.lock:
+                yield self.conn
+
+    async def _aprune(self, thread_id: str, ns: str, keep: int) -> None:
+        from psycopg.rows import tuple_row
+
+        async with (
+            self._keep_connection() as conn,
+            conn.transaction(),
+            conn.cursor(row_factory=tuple_row) as cur,
+        ):
+            await cur.execute(_PG_CUTOFF, (thread_id, ns, keep))
+            row = await cur.fetchone()
+            if row is None:
+                return
+            await cur.execute(_PG_DELETE, (thread_id, ns, row[0]))
+            deleted = await cur.fetchall()
+            for sql, params in _pg_statements(thread_id, ns, row[0], deleted):
+                await cur.execute(sql, params)
+
+
+_MIXINS: dict[str, type] = {
+    "langgraph.checkpoint.sqlite.aio.AsyncSqliteSaver": _AsyncSqliteKeeps,
+    "langgraph.checkpoint.sqlite.SqliteSaver": _SqliteKeeps,
+    "langgraph.checkpoint.postgres.aio.AsyncPostgresSaver": _AsyncPostgresKeeps,
+    "langgraph.checkpoint.postgres.PostgresSaver": _PostgresKeeps,
+}
+_MADE: dict[type, type] = {}
+_MADE_LOCK = threading.Lock()
+
+
+def keeps_checkpoints(saver_cls: type[S]) -> type[S]:
+    """A subclass of ``saver_cls`` (a LangGraph SQLite or PostgreSQL saver, sync or
+    async, or a subclass of one) that keeps each thread's last ``keep_checkpoints``
+    checkpoints only.
+
+    After each checkpoint it saves, the checkpoints of that thread and namespace older
+    than the newest ``keep_checkpoints`` (an attribute of the saver, 1 unless set) are
+    deleted with their pending writes (see the module); ``saver_cls``'s own ``put``
+    (its retries, its messages stored once) runs first, whole.
+
+    Use it through ``sqlite_saver(path, keep_checkpoints=K)`` (and
+    ``async_sqlite_saver``, ``postgres_saver``, ``async_postgres_saver``).
+
+    Example:
+        >>> import sqlite3
+        >>> from langgraph.checkpoint.sqlite import SqliteSaver
+        >>> saver = keeps_checkpoints(SqliteSaver)(sqlite3.connect(":memory:"))
+        >>> saver.keep_checkpoints = 10
+        >>> isinstance(saver, SqliteSaver)
+        True
+    """
+    names = {c.__module__ + "." + c.__name__ for c in saver_cls.__mro__}
+    with _MADE_LOCK:
+        made = _MADE.get(saver_cls)
+        if made is not None:
+            return made  # type: ignore[return-value]
+        mixin = next((m for q, m in _MIXINS.items() if q in names), None)
+        if mixin is None:
+            raise TypeError(
+                f"keep_checkpoints: {saver_cls.__name__} is not a LangGraph SQLite or "
+                "PostgreSQL saver (SqliteSaver, AsyncSqliteSaver, PostgresSaver, "
+                "AsyncPostgresSaver)"
+            )
+        # over saver_cls's whole put: the checkpoint is saved before older ones go
+        made = type(saver_cls.__name__, (mixin, saver_cls), {"__doc__": saver_cls.__doc__})
+        _MADE[saver_cls] = made
+        return made  # type: ignore[return-value]
