@@ -47,7 +47,6 @@ import threading
 import zlib
 from collections import OrderedDict
 from collections.abc import AsyncIterator, Callable, Iterator, Sequence
-from contextlib import asynccontextmanager, contextmanager
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
@@ -62,7 +61,7 @@ from langgraph.checkpoint.base import (
 )
 from langgraph.checkpoint.serde.base import SerializerProtocol
 
-from .claims.store import _is_pool
+from .claims.store import asaver_connection, saver_connection
 
 __all__ = ["MESSAGES_TABLE", "MessageHistory", "StoredMessageMissing", "stores_messages_once"]
 
@@ -616,21 +615,11 @@ class _PostgresMessagesOnce(_MessagesOnce):
     conn: Any
     lock: threading.Lock
 
-    @contextmanager
-    def _connection(self) -> Iterator[Any]:
-        # a pool lends a connection of its own; one shared connection is the saver's lock's
-        if _is_pool(self.conn):
-            with self.conn.connection() as conn:
-                yield conn
-        else:
-            with self.lock:
-                yield self.conn
-
     def _execute(self, sql: str, params: Any = (), *, many: bool = False) -> list[Any]:
         from psycopg.rows import tuple_row
 
         with (
-            self._connection() as conn,
+            saver_connection(self) as conn,
             conn.transaction(),
             conn.cursor(row_factory=tuple_row) as cur,
         ):
@@ -658,20 +647,11 @@ class _AsyncPostgresMessagesOnce(_AsyncMessagesOnce):
     conn: Any
     lock: asyncio.Lock
 
-    @asynccontextmanager
-    async def _connection(self) -> AsyncIterator[Any]:
-        if _is_pool(self.conn):
-            async with self.conn.connection() as conn:
-                yield conn
-        else:
-            async with self.lock:
-                yield self.conn
-
     async def _execute(self, sql: str, params: Any = (), *, many: bool = False) -> list[Any]:
         from psycopg.rows import tuple_row
 
         async with (
-            self._connection() as conn,
+            asaver_connection(self) as conn,
             conn.transaction(),
             conn.cursor(row_factory=tuple_row) as cur,
         ):

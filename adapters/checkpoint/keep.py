@@ -30,8 +30,7 @@ import asyncio
 import logging
 import sqlite3
 import threading
-from collections.abc import AsyncIterator, Iterator
-from contextlib import asynccontextmanager, contextmanager
+from collections.abc import Iterator
 from typing import Any, TypeVar
 
 from langchain_core.runnables import RunnableConfig
@@ -42,7 +41,7 @@ from langgraph.checkpoint.base import (
     CheckpointMetadata,
 )
 
-from .claims.store import _is_pool
+from .claims.store import asaver_connection, saver_connection
 
 __all__ = ["check_keep", "keeps_checkpoints"]
 
@@ -221,21 +220,11 @@ class _PostgresKeeps(_Keeps):
     conn: Any
     lock: threading.Lock
 
-    @contextmanager
-    def _keep_connection(self) -> Iterator[Any]:
-        # a pool lends a connection of its own; one shared connection is the saver's lock's
-        if _is_pool(self.conn):
-            with self.conn.connection() as conn:
-                yield conn
-        else:
-            with self.lock:
-                yield self.conn
-
     def _prune(self, thread_id: str, ns: str, keep: int) -> None:
         from psycopg.rows import tuple_row
 
         with (
-            self._keep_connection() as conn,
+            saver_connection(self) as conn,
             conn.transaction(),
             conn.cursor(row_factory=tuple_row) as cur,
         ):
@@ -251,20 +240,11 @@ class _AsyncPostgresKeeps(_AsyncKeeps):
     conn: Any
     lock: asyncio.Lock
 
-    @asynccontextmanager
-    async def _keep_connection(self) -> AsyncIterator[Any]:
-        if _is_pool(self.conn):
-            async with self.conn.connection() as conn:
-                yield conn
-        else:
-            async with self.lock:
-                yield self.conn
-
     async def _aprune(self, thread_id: str, ns: str, keep: int) -> None:
         from psycopg.rows import tuple_row
 
         async with (
-            self._keep_connection() as conn,
+            asaver_connection(self) as conn,
             conn.transaction(),
             conn.cursor(row_factory=tuple_row) as cur,
         ):

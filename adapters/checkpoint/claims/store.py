@@ -14,8 +14,8 @@ import sqlite3
 import threading
 import time
 import weakref
-from collections.abc import Iterator
-from contextlib import contextmanager, nullcontext
+from collections.abc import AsyncIterator, Iterator
+from contextlib import asynccontextmanager, contextmanager, nullcontext
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -404,6 +404,29 @@ class _AsyncPostgresStore(_AsyncStore):
 def _is_pool(conn: Any) -> bool:
     """Whether a PostgreSQL saver was given a connection pool (else one connection)."""
     return any(c.__module__.startswith("psycopg_pool") for c in type(conn).__mro__)
+
+
+@contextmanager
+def saver_connection(saver: Any) -> Iterator[Any]:
+    """A connection of a PostgreSQL saver's: a pool lends one of its own; one shared
+    connection is held under the saver's lock."""
+    if _is_pool(saver.conn):
+        with saver.conn.connection() as conn:
+            yield conn
+    else:
+        with saver.lock:
+            yield saver.conn
+
+
+@asynccontextmanager
+async def asaver_connection(saver: Any) -> AsyncIterator[Any]:
+    """:func:`saver_connection` of an async PostgreSQL saver."""
+    if _is_pool(saver.conn):
+        async with saver.conn.connection() as conn:
+            yield conn
+    else:
+        async with saver.lock:
+            yield saver.conn
 
 
 @contextmanager
