@@ -1,10 +1,11 @@
 """One process of the store-messages-once crash test: a thread of tool turns that dies
 after a tool call finished and before its result was saved.
 
-Usage: ``python history_child.py CHECKPOINTS EFFECTS TURNS``
+Usage: ``python history_child.py CHECKPOINTS EFFECTS TURNS [KEEP]``
 
 Runs TURNS tool turns (tests/test_history_once.py's ``TurnModel`` and ``record`` tool,
-``sqlite_saver(CHECKPOINTS, store_messages_once=True)``); on the last turn the process
+``sqlite_saver(CHECKPOINTS, store_messages_once=True, keep_checkpoints=KEEP)``); on the
+last turn the process
 kills itself with SIGKILL inside the saver's ``put_writes`` of the tool's result, before
 the write is saved: the call ran (a line in EFFECTS) and its outcome is stored only with
 its claim. The kill comes from the process itself at that exact point, so no timing is
@@ -27,9 +28,9 @@ from test_history_once import CONFIG, build, user
 from fncall_graph.adapters.checkpoint import sqlite_saver
 
 
-def main(checkpoints: str, effects: str, turns: int) -> None:
+def main(checkpoints: str, effects: str, turns: int, keep: int | None = None) -> None:
     os.environ["FNCALL_HISTORY_EFFECTS"] = effects
-    with sqlite_saver(checkpoints, store_messages_once=True) as saver:
+    with sqlite_saver(checkpoints, store_messages_once=True, keep_checkpoints=keep) as saver:
         graph = build("fncall", saver)
         for turn in range(1, turns):
             graph.invoke(user(turn), CONFIG)
@@ -50,4 +51,4 @@ def main(checkpoints: str, effects: str, turns: int) -> None:
 
 
 if __name__ == "__main__":
-    main(sys.argv[1], sys.argv[2], int(sys.argv[3]))
+    main(sys.argv[1], sys.argv[2], int(sys.argv[3]), *(int(k) for k in sys.argv[4:5]))

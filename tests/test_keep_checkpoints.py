@@ -39,7 +39,7 @@ from test_history_once import (
 from fncall_graph import bind_decisions
 from fncall_graph.adapters.checkpoint import async_sqlite_saver, sqlite_saver
 
-CHILD = Path(__file__).parent / "keep_child.py"
+CHILD = Path(__file__).parent / "history_child.py"  # its 4th argument: keep_checkpoints
 
 
 def disk_bytes(db: Path) -> int:
@@ -165,7 +165,7 @@ def test_a_crashed_tool_call_is_answered_from_its_claim(tmp_path, effects):  # n
     result was saved; a new process resumes: the call is answered from its claim."""
     db = tmp_path / "ck.db"
     child = subprocess.run(
-        [sys.executable, str(CHILD), str(db), str(effects), "7"],
+        [sys.executable, str(CHILD), str(db), str(effects), "7", "1"],
         capture_output=True,
         text=True,
         timeout=180,  # a bound for a hung child, not a synchronisation
