@@ -78,18 +78,6 @@ READERS: tuple[Reader, ...] = (
 )
 
 
-#: The call formats a reply can be read in, by the names replies record (provisional: the
-#: readers' names, the prompt dialect ``qwen``, and the whole-reply forms).
-CALL_FORMATS: tuple[str, ...] = tuple(
-    dict.fromkeys(
-        [
-            *(r.name for r in READERS if any(b.kind == "call" for b in r.blocks)),
-            *("qwen", "json", "pythonic"),
-        ]
-    )
-)
-
-
 class AutoReader(PromptDialect):
     """Reads a reply written in any of ``readers``' formats, and replies made only of
     calls (bare or fenced JSON, pythonic lists); ``<think>`` is reasoning.
