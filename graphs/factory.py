@@ -82,6 +82,21 @@ class _Node(Runnable[Any, Any]):
         return await self.afunc(input, config or {})
 
 
+class _Route(Runnable[Any, Any]):
+    """A conditional edge's function, run as it is: LangGraph would trace a plain function
+    as a chain run of its own on every step (``create_agent`` passes its edges untraced)."""
+
+    def __init__(self, func: Callable[[Any], Any]) -> None:
+        self.func = func
+        self.name = getattr(func, "__name__", "route")
+
+    def invoke(self, input: Any, config: RunnableConfig | None = None, **kwargs: Any) -> Any:
+        return self.func(input)
+
+    async def ainvoke(self, input: Any, config: RunnableConfig | None = None, **kwargs: Any) -> Any:
+        return self.func(input)
+
+
 #: Model calls allowed in one user turn by default (``max_iterations``), in every path
 #: (the CLI's too): enough for a few dependent calls and an answer; a model that repeats
 #: one call is stopped sooner by ``max_repeats``.
@@ -529,27 +544,27 @@ def create_fncall_graph(
             if structured_node is None:
                 targets.remove(STRUCTURED)
             route = after_hook(then, ending=hook == "after_agent")
-            builder.add_conditional_edges(node, route, list(dict.fromkeys(targets)))
+            builder.add_conditional_edges(node, _Route(route), list(dict.fromkeys(targets)))
     start = before_agent[0] if before_agent else None
     if start:
         builder.add_edge(START, start)
     else:
-        builder.add_conditional_edges(START, enter_model, entries)
+        builder.add_conditional_edges(START, _Route(enter_model), entries)
     after = [*calls, *ends]
     if structured_node is not None:
         builder.add_node(
             STRUCTURED, _Node(STRUCTURED, structured_node.invoke, structured_node.ainvoke)
         )
-        builder.add_conditional_edges(STRUCTURED, leave, ends)
+        builder.add_conditional_edges(STRUCTURED, _Route(leave), ends)
         after.append(STRUCTURED)
     if approve_node is not None:
         builder.add_node(APPROVE, _Node(APPROVE, approve_node.invoke, approve_node.ainvoke))
-        builder.add_conditional_edges(APPROVE, route_after_approve, [TOOLS, *entries])
+        builder.add_conditional_edges(APPROVE, _Route(route_after_approve), [TOOLS, *entries])
     if after_model:
         builder.add_edge(MODEL, after_model[0])
     else:
-        builder.add_conditional_edges(MODEL, route_after_model, after)
-    builder.add_conditional_edges(TOOLS, enter_model, entries)
+        builder.add_conditional_edges(MODEL, _Route(route_after_model), after)
+    builder.add_conditional_edges(TOOLS, _Route(enter_model), entries)
 
     graph = builder.compile(checkpointer=checkpointer, store=store, name=name, debug=debug)
     run_config: dict[str, Any] = {

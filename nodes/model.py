@@ -160,6 +160,10 @@ class _ShownReply(BaseCallbackHandler):
         # push_message reads the stream's handlers from the node's callbacks
         self.shows = config.get("callbacks") is not None
 
+    def on_chat_model_start(self, serialized: Any, messages: Any, **kwargs: Any) -> None:
+        """Nothing to do (defined so LangChain does not write the prompt out as text for
+        ``on_llm_start`` on every call)."""
+
     def on_llm_new_token(
         self, token: str, *, chunk: ChatGenerationChunk | None = None, **kwargs: Any
     ) -> None:

@@ -13,7 +13,9 @@ the ``template`` of the model asked for. The llama.cpp tests start the bundled s
 
 from __future__ import annotations
 
+import gc
 import json
+import weakref
 from pathlib import Path
 from typing import Any
 
@@ -297,6 +299,19 @@ def test_nothing_known_is_said_so_and_asked_once(ollama):
     assert resolve_call_format(model).source == "unknown"
     assert resolve_call_format(model).name is None
     assert ollama.shows() == 1
+
+
+def test_forgetting_asks_again_and_the_cache_keeps_no_model_alive(ollama):
+    model = resolve_model("ollama:my-tune", base_url=ollama.url)
+    first = resolve_call_format(model)
+    assert resolve_call_format(model) is first
+    forget_call_formats()  # the server now serves another model
+    assert resolve_call_format(model) == first
+    assert ollama.shows() == 2
+    gone = weakref.ref(model)
+    del model
+    gc.collect()
+    assert gone() is None
 
 
 def test_declared_beats_the_server_and_asks_nothing(ollama):

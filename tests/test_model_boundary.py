@@ -254,3 +254,34 @@ def test_usage_is_counted_once_per_model_call(name: str, counted: dict[str, int]
     stored = [m.usage_metadata["total_tokens"] for m in state if isinstance(m, AIMessage)]
     assert stored == [11, 22]  # each reply keeps its own usage, streamed or not
     assert sum(u["total_tokens"] for u in usage.usage_metadata.values()) == 33
+
+
+class ChainRuns(BaseCallbackHandler):
+    """The names of the chain runs a graph run starts."""
+
+    def __init__(self) -> None:
+        self.names: list[str] = []
+
+    def on_chain_start(self, serialized: Any, inputs: Any, **kwargs: Any) -> None:
+        self.names.append(kwargs.get("name") or (serialized or {}).get("name") or "?")
+
+
+@pytest.mark.parametrize("name", ["native", "hermes"])
+@pytest.mark.parametrize("asynchronous", [False, True])
+async def test_a_turn_traces_the_graph_and_its_node_steps_only(
+    name: str, asynchronous: bool, counted: dict[str, int]
+) -> None:
+    """As in ``create_agent``: the edges' routing functions are no runs of their own."""
+    graph, _ = graph_for(name, counted)
+    runs = ChainRuns()
+    config = {**CONFIG, "callbacks": [runs]}
+    if asynchronous:
+        await graph.ainvoke(QUESTION, config)
+    else:
+        graph.invoke(QUESTION, config)
+    steps = (
+        ["model", "tools", "model"]
+        if name == "native"
+        else ["adapter", "model", "tools", "adapter", "model"]
+    )
+    assert runs.names == ["fncall_graph", "__start__", *steps]

@@ -33,6 +33,7 @@ import os
 import re
 import struct
 import threading
+import weakref
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, BinaryIO, Literal
@@ -244,6 +245,9 @@ def declared_call_format(model: BaseChatModel) -> str | None:
 _cache: dict[tuple[Any, ...], CallFormat] = {}
 _cache_lock = threading.Lock()
 _key_locks: dict[tuple[Any, ...], threading.Lock] = {}
+# the same model object asked again (every model call): its answer without reading its
+# attributes for the key (pydantic's attribute reads are most of a call's cost)
+_by_model: dict[int, tuple[weakref.ref[BaseChatModel], CallFormat]] = {}
 
 
 def forget_call_formats() -> None:
@@ -251,6 +255,7 @@ def forget_call_formats() -> None:
     with _cache_lock:
         _cache.clear()
         _key_locks.clear()
+        _by_model.clear()
 
 
 def resolve_call_format(
@@ -285,18 +290,28 @@ def resolve_call_format(
     own = declared_call_format(model)
     if own is not None:
         return CallFormat(check_call_format(own, "the model spec's ?format="), "declared", "spec")
+    seen = _by_model.get(id(model))
+    if seen is not None and seen[0]() is model:
+        return seen[1]
     key = _key(model)
     with _cache_lock:
-        if key in _cache:
-            return _cache[key]
+        found = _cache.get(key)
         lock = _key_locks.setdefault(key, threading.Lock())
-    with lock:  # one question per model, however many threads ask at once
-        with _cache_lock:
-            if key in _cache:
-                return _cache[key]
-        found = _asked(model)
-        with _cache_lock:
-            _cache[key] = found
+    if found is None:
+        with lock:  # one question per model, however many threads ask at once
+            with _cache_lock:
+                found = _cache.get(key)
+            if found is None:
+                found = _asked(model)
+                with _cache_lock:
+                    _cache[key] = found
+    ident = id(model)
+    try:
+        ref = weakref.ref(model, lambda _: _by_model.pop(ident, None))
+    except TypeError:  # an object that takes no weak reference: asked by its key each time
+        return found
+    with _cache_lock:
+        _by_model[ident] = (ref, found)
     return found
 
 
