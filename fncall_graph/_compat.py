@@ -10,7 +10,13 @@ from __future__ import annotations
 import threading
 from typing import TYPE_CHECKING, Any, NoReturn
 
+from langchain_core.callbacks import BaseCallbackManager
 from langchain_core.tools import BaseTool, StructuredTool, Tool
+
+# The test LangChain's chat models make to stream a call's tokens (``_should_stream``): a
+# handler of this kind among the run's, as LangGraph's ``messages`` stream mode and
+# ``astream_events`` attach. No public API says whether a run's tokens are watched.
+from langchain_core.tracers._streaming import _StreamingCallbackHandler
 
 # LangGraph reads a run's default durability from this config key when ``invoke`` gets
 # no ``durability=``; ``compile()`` and ``with_config`` have no public setting for it.
@@ -29,8 +35,17 @@ __all__ = [
     "pause",
     "resumed_by_id",
     "resumes_by_id",
+    "streams_tokens",
     "task_position",
 ]
+
+
+def streams_tokens(callbacks: Any) -> bool:
+    """Whether a chat-model run started with ``callbacks`` (a config's ``callbacks``: a
+    manager, a list or ``None``) has its tokens watched: LangChain's own test for
+    streaming a call (a ``_StreamingCallbackHandler`` among the handlers)."""
+    handlers = callbacks.handlers if isinstance(callbacks, BaseCallbackManager) else callbacks
+    return any(isinstance(h, _StreamingCallbackHandler) for h in handlers or ())
 
 
 def has_own_async(tool: BaseTool) -> bool:

@@ -53,6 +53,7 @@ from langgraph.graph.message import push_message
 from langgraph.runtime import get_runtime
 from langgraph.types import Command, Send
 
+from fncall_graph._compat import streams_tokens
 from fncall_graph.adapters import Dialect
 from fncall_graph.adapters.formats.base import text_of
 from fncall_graph.adapters.formats.normalize import MARKUP_FORMAT_KEY
@@ -355,14 +356,22 @@ class ModelNode:
 
     @staticmethod
     def _reply(call: ModelCall, config: RunnableConfig) -> tuple[AIMessage, BaseMessage]:
-        """The read reply and the provider's own. The provider's raw stream stays out of
-        the messages stream (``nostream``): :class:`_ShownReply` shows it read."""
+        """The read reply and the provider's own. When the run's tokens are watched (the
+        ``messages`` stream, ``astream_events``), the provider's raw stream stays out of
+        them (``nostream``) and :class:`_ShownReply` shows it read; else the provider is
+        called as it is, as ``create_agent`` calls it."""
+        if not streams_tokens(config.get("callbacks")):
+            reply = call.invoke(call.rendered)
+            return call.read(reply), reply
         shown = _ShownReply(call, config)
         reply = call.invoke(call.rendered, {"tags": [TAG_NOSTREAM], "callbacks": [shown]})
         return shown.reply() or call.read(reply), reply
 
     @staticmethod
     async def _areply(call: ModelCall, config: RunnableConfig) -> tuple[AIMessage, BaseMessage]:
+        if not streams_tokens(config.get("callbacks")):
+            reply = await call.ainvoke(call.rendered)
+            return call.read(reply), reply
         shown = _ShownReply(call, config)
         reply = await call.ainvoke(call.rendered, {"tags": [TAG_NOSTREAM], "callbacks": [shown]})
         return shown.reply() or call.read(reply), reply

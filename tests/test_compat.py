@@ -20,6 +20,7 @@ from fncall_graph._compat import (
     CONFIG_KEY_DURABILITY,
     ChatOpenAIMaxTokens,
     has_own_async,
+    streams_tokens,
     task_position,
 )
 
@@ -227,3 +228,29 @@ def test_an_mcp1_session_keeps_its_pending_requests_where_the_answer_looks() -> 
         return str(failed.value)
 
     assert asyncio.run(run()) == "answered"
+
+
+def test_a_node_knows_whether_its_model_s_tokens_are_watched() -> None:
+    """streams_tokens: what the model node reads to show a streamed reply, read (the
+    ``messages`` stream and ``astream_events`` watch tokens; ``invoke`` does not)."""
+    seen: list[bool] = []
+
+    def node(state: _State, config: RunnableConfig) -> _State:
+        seen.append(streams_tokens(config.get("callbacks")))
+        return {"n": state["n"] + 1}
+
+    builder = StateGraph(_State)
+    builder.add_node("a", node)
+    builder.add_edge(START, "a")
+    graph = builder.compile()
+    graph.invoke({"n": 0})
+    list(graph.stream({"n": 0}, stream_mode="updates"))
+    list(graph.stream({"n": 0}, stream_mode="messages"))
+
+    async def events() -> None:
+        async for _ in graph.astream_events({"n": 0}, version="v2"):
+            pass
+
+    asyncio.run(events())
+    assert seen == [False, False, True, True]
+    assert not streams_tokens(None) and not streams_tokens([])

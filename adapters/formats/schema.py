@@ -9,6 +9,7 @@ the shape the Hermes prompt of Qwen-Agent prints.
 
 from __future__ import annotations
 
+import weakref
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Union
@@ -89,14 +90,41 @@ def to_tool_spec(tool: ToolLike) -> ToolSpec:
     if isinstance(tool, BaseTool) and isinstance(tool.args_schema, Mapping):
         # MCP tools carry a dict schema already; convert_to_openai_tool would rebuild it
         return ToolSpec(tool.name, tool.description or "", clean_schema(tool.args_schema))
-    if isinstance(tool, BaseTool | Mapping) or callable(tool):
-        fn = convert_to_openai_tool(tool)["function"]  # type: ignore[arg-type]
-        return ToolSpec(
-            name=fn["name"],
-            description=fn.get("description") or "",
-            parameters=clean_schema(fn.get("parameters")),
-        )
+    if isinstance(tool, BaseTool):
+        return _described(tool)
+    if isinstance(tool, Mapping) or callable(tool):
+        return _converted(tool)
     raise TypeError(f"cannot describe a tool of type {type(tool).__name__}: {tool!r}")
+
+
+def _converted(tool: Any) -> ToolSpec:
+    fn = convert_to_openai_tool(tool)["function"]
+    return ToolSpec(
+        name=fn["name"],
+        description=fn.get("description") or "",
+        parameters=clean_schema(fn.get("parameters")),
+    )
+
+
+# A BaseTool described once while its name, description and schema stay as they are:
+# a prompt dialect describes its tools on every model call, and building the JSON schema
+# of a pydantic ``args_schema`` is most of a call's own cost.
+_described_tools: dict[int, tuple[weakref.ref[BaseTool], tuple[Any, ...], ToolSpec]] = {}
+
+
+def _described(tool: BaseTool) -> ToolSpec:
+    ident = id(tool)
+    seen = _described_tools.get(ident)
+    stamp = (tool.name, tool.description, id(tool.args_schema))
+    if seen is not None and seen[0]() is tool and seen[1] == stamp:
+        return seen[2]
+    spec = _converted(tool)
+    try:
+        ref = weakref.ref(tool, lambda _: _described_tools.pop(ident, None))
+    except TypeError:  # a tool that takes no weak reference: described each time
+        return spec
+    _described_tools[ident] = (ref, stamp, spec)
+    return spec
 
 
 def to_tool_specs(tools: Iterable[ToolLike] | None) -> list[ToolSpec]:
