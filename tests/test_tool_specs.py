@@ -145,3 +145,24 @@ def test_a_tool_choice_picks_its_tool_by_the_rules_name(form: str) -> None:
     prompt = raw.inputs[0][0].content
     assert f'"name": "{name}"' in prompt
     assert ('"name": "lookup"' in prompt) == (name == "lookup")
+
+
+def test_a_tool_is_described_again_once_it_changes() -> None:
+    @tool
+    def lookup(name: str) -> str:
+        """Look a person up."""
+        return name
+
+    first = to_tool_spec(lookup)
+    assert to_tool_spec(lookup) is first  # described once while it stays as it is
+    lookup.description = "Look a person up by their full name."
+    again = to_tool_spec(lookup)
+    assert again.description == "Look a person up by their full name."
+    assert again.parameters == first.parameters
+
+    class Wider(BaseModel):
+        name: str
+        city: str
+
+    lookup.args_schema = Wider
+    assert set(to_tool_spec(lookup).parameters["properties"]) == {"name", "city"}
