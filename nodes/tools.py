@@ -17,12 +17,8 @@ from __future__ import annotations
 import ast
 import asyncio
 import concurrent.futures
-import contextvars
 import json
-import queue
 import re
-import threading
-import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from functools import partial
 from typing import Any
@@ -31,24 +27,18 @@ from langchain_core.messages import AIMessage, AnyMessage, ToolMessage
 from langchain_core.messages.tool import InvalidToolCall, ToolCall
 from langchain_core.runnables import RunnableConfig
 from langchain_core.tools import BaseTool
-from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.errors import GraphBubbleUp
 from langgraph.prebuilt import ToolNode
 from langgraph.prebuilt.tool_node import ToolCallRequest, ToolCallWrapper
 from langgraph.types import Send
 
 from fncall_graph._compat import has_own_async
-from fncall_graph.adapters.checkpoint.claims import (
-    DEFAULT_LEASE,
-    ClaimKey,
-    ClaimRow,
-    TaskClaim,
-    claim_in_task,
-    claims_for,
-)
+from fncall_graph.adapters.checkpoint.claims import DEFAULT_LEASE, TaskClaim
 from fncall_graph.adapters.mcp.errors import MCPCallOutcomeUnknown, MCPServerError
 from fncall_graph.adapters.tool_effects import is_idempotent, is_read_only
 
+from ._claimed_calls import arun_claimed, astored_result, call_claim, run_claimed, stored_result
+from ._daemon_workers import in_daemon_thread
 from ._error_answer import error_answer
 from ._repeats import DEFAULT_MAX_REPEATS, repeat_answers
 
@@ -56,14 +46,9 @@ __all__ = [
     "DEFAULT_MAX_STORED_RESULT_CHARS",
     "DEFAULT_TOOL_TIMEOUT",
     "ToolDispatchNode",
-    "arun_claimed",
     "astored_result",
-    "call_claim",
-    "run_claimed",
     "stored_result",
     "tool_error_message",
-    "unknown_outcome",
-    "wait_for_running_calls",
     "writes_by_annotation",
 ]
 
@@ -103,47 +88,6 @@ def tool_error_message(error: Exception) -> str:
     if "try again" not in message.lower():
         text += "\nPlease fix the call and try again."
     return text
-
-
-def _why_unknown(claim: ClaimRow) -> str:
-    """What is known of why the call's outcome was not recorded, and no more."""
-    when = time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime(claim.created_at))
-    who = f"{claim.holder.describe()}, which started the call at {when}"
-    if claim.status == "abandoned":
-        return (
-            f"the run making this call ({who}) was cancelled, or could not record the "
-            "call's outcome (its database write failed), before the outcome was recorded"
-        )
-    alive = claim.holder.process_alive()
-    if alive is False:
-        return f"the process running this call ({who}) exited before the call finished"
-    if alive is None:
-        return (
-            f"the process running this call ({who}) is on another machine and stopped "
-            "renewing its claim without recording an outcome"
-        )
-    if claim.holder.is_this_process():
-        return f"the run making this call ({who}) ended without recording the call's outcome"
-    last = time.strftime("%H:%M:%S UTC", time.gmtime(claim.renewed_at or claim.created_at))
-    return (
-        f"the run making this call ({who}) stopped renewing its claim at {last} and had "
-        "not recorded an outcome; its process lives on (it may be frozen or stalled, and "
-        "may still be running the call: if it wakes, it stops without recording anything)"
-    )
-
-
-def unknown_outcome(call: ToolCall, claim: ClaimRow) -> ToolMessage:
-    """Answer a call whose outcome was never recorded: it may or may not have happened.
-
-    The text says what is known of why (the process exited, its run was cancelled or
-    could not write, another machine's claim timed out), not more."""
-    return error_answer(
-        call,
-        f"Outcome unknown: {_why_unknown(claim)}. It may or may not have taken effect, "
-        "and it was not run again. Check its effect (for example with a read) before "
-        "repeating it, or tell the user.",
-        {"outcome": "unknown", "started_at": claim.created_at},
-    )
 
 
 def still_running(call: ToolCall, timeout: float) -> ToolMessage:
@@ -323,7 +267,7 @@ class ToolDispatchNode:
             # A sync tool's ainvoke runs in the event loop's default executor, and a call
             # stuck there would hold up the loop's shutdown (asyncio.run never returns).
             # Run the sync chain in a thread nothing waits for; it applies the timeout.
-            return await asyncio.wrap_future(_in_daemon_thread(self.invoke, payload, config))
+            return await asyncio.wrap_future(in_daemon_thread(self.invoke, payload, config))
         return await self.tool_node.ainvoke(payload, config)
 
     # -- the layers, each ``(request, execute) -> result``; sync and async twins differ
@@ -408,7 +352,7 @@ class ToolDispatchNode:
         if self.timeout is None:
             return execute(request)
         try:
-            return _in_daemon_thread(execute, request).result(timeout=self.timeout)
+            return in_daemon_thread(execute, request).result(timeout=self.timeout)
         except concurrent.futures.TimeoutError:
             return still_running(request.tool_call, self.timeout)
 
@@ -461,124 +405,6 @@ class ToolDispatchNode:
         )
 
 
-def call_claim(
-    request: ToolCallRequest, *, lease: float | None = DEFAULT_LEASE
-) -> TaskClaim | None:
-    """The claim on the tool call ``request`` runs, in the graph task running it (its
-    runtime's config names the thread, the step and the checkpointer); ``None`` outside
-    a thread with a checkpointer, or for a call without an id."""
-    return claim_in_task(request.runtime.config, request.tool_call.get("id"), stale_after=lease)
-
-
-def _claim_terms(request: ToolCallRequest, idempotent: bool) -> dict[str, Any]:
-    call = request.tool_call
-    return {
-        "tool": call["name"],
-        "idempotent": idempotent,
-        "unknown": partial(unknown_outcome, call),
-    }
-
-
-def run_claimed(
-    claim: TaskClaim | None,
-    request: ToolCallRequest,
-    execute: Callable[[ToolCallRequest], Any],
-    *,
-    idempotent: bool,
-) -> Any:
-    """Run ``execute(request)`` at most once per call id under ``claim`` (see
-    :func:`call_claim`; ``None``: just run it), its outcome stored with the claim.
-
-    The one claim flow of a tool call, for the graph's tools node and for
-    :class:`~fncall_graph.middleware.AtMostOnceMiddleware` alike: a call already claimed
-    is answered from its stored outcome, as "outcome unknown" (unless ``idempotent``:
-    it runs again), or refused with
-    :class:`~fncall_graph.adapters.checkpoint.claims.ToolCallClaimed`.
-    """
-    if claim is None:
-        return execute(request)
-    outcome = claim.once(partial(execute, request), **_claim_terms(request, idempotent))
-    return stored_once(claim, outcome)
-
-
-async def arun_claimed(
-    claim: TaskClaim | None,
-    request: ToolCallRequest,
-    execute: Callable[[ToolCallRequest], Awaitable[Any]],
-    *,
-    idempotent: bool,
-) -> Any:
-    """:func:`run_claimed` for an async ``execute``."""
-    if claim is None:
-        return await execute(request)
-    outcome = await claim.aonce(partial(execute, request), **_claim_terms(request, idempotent))
-    return stored_once(claim, outcome)
-
-
-STORED_RESULT = "stored_result"
-"""The key of a cut result's artifact that refers to the whole result kept with the
-call's claim (see :func:`stored_result`)."""
-
-
-def stored_once(claim: TaskClaim, result: Any) -> Any:
-    """``result`` as the thread keeps it: a cut result's whole (stored with its claim)
-    replaced by a reference, so no checkpoint, write or stream update copies it."""
-    if not isinstance(result, ToolMessage) or not isinstance(result.artifact, dict):
-        return result
-    whole = result.artifact
-    if "full_content" not in whole:
-        return result
-    key = claim.key
-    reference = {
-        STORED_RESULT: {
-            "thread_id": key.thread_id,
-            "checkpoint_ns": key.namespace,
-            "call_id": key.call_id,
-        },
-        "full_length": whole.get("full_length"),
-    }
-    return result.model_copy(update={"artifact": reference})
-
-
-def _stored_key(message: ToolMessage) -> ClaimKey:
-    ref = message.artifact.get(STORED_RESULT) if isinstance(message.artifact, dict) else None
-    if not isinstance(ref, dict):
-        raise ValueError(
-            f"tool message {message.tool_call_id!r}: its artifact refers to no stored result "
-            f"(no {STORED_RESULT!r} key); a result that was not cut is whole in the message"
-        )
-    return ClaimKey(ref["thread_id"], ref["checkpoint_ns"], ref["call_id"])
-
-
-def stored_result(checkpointer: BaseCheckpointSaver, message: ToolMessage) -> ToolMessage | None:
-    """The whole of a cut tool result: ``message`` with its full text (up to
-    ``max_stored_result_chars``) and the tool's own artifact, as kept with the call's
-    claim in ``checkpointer`` (``graph.checkpointer``); ``None`` once the thread's claims
-    are deleted.
-
-    Raises:
-        ValueError: ``message`` was not cut (its artifact refers to nothing stored).
-    """
-    key = _stored_key(message)
-    return _whole(message, claims_for(checkpointer).stored(key))
-
-
-async def astored_result(
-    checkpointer: BaseCheckpointSaver, message: ToolMessage
-) -> ToolMessage | None:
-    """:func:`stored_result` for an async checkpointer."""
-    key = _stored_key(message)
-    return _whole(message, await claims_for(checkpointer).astored(key))
-
-
-def _whole(message: ToolMessage, stored: Any) -> ToolMessage | None:
-    if not isinstance(stored, ToolMessage) or not isinstance(stored.artifact, dict):
-        return None
-    return message.model_copy(
-        update={"content": stored.artifact.get("full_content"), "artifact": stored.artifact}
-    )
-
-
 def _layer(hook: Callable[..., Any]) -> Callable[..., Any]:
     """A LangChain ``wrap_tool_call`` hook (``hook(request, handler)``) as a layer."""
 
@@ -625,73 +451,3 @@ def binary_as_text(message: ToolMessage) -> ToolMessage:
         note = f"[binary: {len(raw):,} bytes; not shown]"
         artifact = {"bytes": raw, "artifact": message.artifact}
         return message.model_copy(update={"content": note, "artifact": artifact})
-
-
-class _DaemonWorkers:
-    """Daemon threads kept for reuse: a thread per call costs more than a short tool.
-
-    A daemon thread (unlike a thread pool's worker) does not keep the interpreter from
-    exiting while a call abandoned after its timeout still runs; an idle worker takes the
-    next call, and a new one starts only when none is idle.
-    """
-
-    def __init__(self) -> None:
-        self._jobs: queue.SimpleQueue[Callable[[], None]] = queue.SimpleQueue()
-        self._idle = 0
-        self._busy = 0
-        self._changed = threading.Condition()
-
-    def submit(self, job: Callable[[], None]) -> None:
-        with self._changed:
-            self._busy += 1
-            start = self._idle == 0
-            if not start:
-                self._idle -= 1
-        self._jobs.put(job)
-        if start:
-            threading.Thread(target=self._work, name="fncall-tool-call", daemon=True).start()
-
-    def wait_idle(self, timeout: float | None) -> bool:
-        with self._changed:
-            return self._changed.wait_for(lambda: self._busy == 0, timeout)
-
-    def _work(self) -> None:
-        while True:
-            self._jobs.get()()
-            with self._changed:
-                self._busy -= 1
-                self._idle += 1
-                self._changed.notify_all()
-
-
-_WORKERS = _DaemonWorkers()
-
-
-def wait_for_running_calls(timeout: float | None = None) -> bool:
-    """Wait until the sync tool calls still running (those past ``tool_timeout`` too)
-    have ended and settled their claims; ``False`` if ``timeout`` seconds passed first.
-    For a clean shutdown, or a test."""
-    return _WORKERS.wait_idle(timeout)
-
-
-def _in_daemon_thread(fn: Callable[..., Any], *args: Any) -> concurrent.futures.Future[Any]:
-    """Run ``fn(*args)`` in a daemon thread, with the caller's context variables.
-
-    A sync call cannot be cancelled. After a timeout it is abandoned and its result
-    dropped, while its thread runs on.
-    """
-    future: concurrent.futures.Future[Any] = concurrent.futures.Future()
-    ctx = contextvars.copy_context()
-
-    def run() -> None:
-        if not future.set_running_or_notify_cancel():
-            return
-        try:
-            result = ctx.run(fn, *args)
-        except BaseException as exc:  # handed to the waiting caller
-            future.set_exception(exc)
-        else:
-            future.set_result(result)
-
-    _WORKERS.submit(run)
-    return future

@@ -35,9 +35,15 @@ def test_every_kind_of_error_answer_asks_the_one_function() -> None:
         for node in ast.walk(tree):
             if called(node) == "error_answer":
                 callers[path] = callers.get(path, 0) + 1
-    # tools: a failure, a timeout, an unknown outcome, an unreadable call; approve: a
-    # rejection; the repeat guard: the repeat that ends the turn and the calls it skips
-    assert callers == {"nodes/tools.py": 4, "nodes/approve.py": 1, "nodes/_repeats.py": 2}
+    # tools: a failure, a timeout, an unreadable call; a claimed call: an unknown outcome;
+    # approve: a rejection; the repeat guard: the repeat that ends the turn and the calls
+    # it skips
+    assert callers == {
+        "nodes/tools.py": 3,
+        "nodes/_claimed_calls.py": 1,
+        "nodes/approve.py": 1,
+        "nodes/_repeats.py": 2,
+    }
 
 
 def test_an_unreadable_call_without_a_name_or_id_is_still_answered() -> None:
