@@ -17,7 +17,7 @@ from langchain_core.messages import (
 )
 
 from fncall_graph.adapters import ContentDelta, get_dialect
-from fncall_graph.adapters.formats.base import dumps
+from fncall_graph.adapters.formats.messages import dumps
 from fncall_graph.adapters.formats.qwen import (
     FN_ARGS,
     FN_EXIT,

@@ -41,16 +41,10 @@ from langchain_core.messages import (
     SystemMessage,
 )
 
-from .base import (
-    THINK,
-    Block,
-    ParseEvent,
-    PromptDialect,
-    dumps,
-    group_tool_results,
-    reasoning_of,
-    text_of,
-)
+from .base import PromptDialect
+from .events import ParseEvent
+from .markup import THINK, Block
+from .messages import dumps, group_tool_results, reasoning_of, text_of
 from .readers import KNOWN_MARKUP
 from .readers.tool_call_tag import TOOL_CALL, read_tool_call, tool_call_may_close
 from .schema import ToolLike, to_tool_specs

@@ -16,7 +16,9 @@ from typing import Any, ClassVar
 
 from langchain_core.messages import AIMessage, BaseMessage
 
-from .base import ContentDelta, Dialect, ParseEvent, StreamParser, neutralise
+from .base import Dialect
+from .events import ContentDelta, ParseEvent, StreamParser
+from .neutralise import neutralise
 from .qwen import QWEN_MARKERS
 from .readers import KNOWN_MARKUP
 from .schema import ToolLike

@@ -23,15 +23,10 @@ from langchain_core.messages import AIMessage, BaseMessage
 from langchain_core.messages.tool import InvalidToolCall, ToolCall, invalid_tool_call, tool_call
 
 from .arg_types import tool_schemas, typed_call
-from .base import (
-    THINK,
-    CallEvent,
-    Dialect,
-    argument_problem,
-    coerce_args,
-    new_call_id,
-    text_after_calls,
-)
+from .base import Dialect
+from .call_args import argument_problem, coerce_args, new_call_id
+from .events import CallEvent, text_after_calls
+from .markup import THINK
 from .placement import explains_its_calls, shown_as_example
 from .readers import AUTO, NO_CALL_MARKUP, get_reader
 from .readers.base import strict_prefix

@@ -43,26 +43,14 @@ from langchain_core.messages import (
 )
 from langchain_core.messages.tool import tool_call
 
-from .base import (
-    THINK,
-    Block,
-    CallEvent,
-    ContentDelta,
-    MarkupStreamParser,
-    ParseEvent,
-    PromptDialect,
-    StreamParser,
-    coerce_args,
-    dumps,
-    find_unquoted,
-    group_tool_results,
-    in_json_string,
-    invalid,
-    nests_too_deep,
-    new_call_id,
-    text_of,
-)
+from .base import PromptDialect
+from .call_args import coerce_args, invalid, nests_too_deep, new_call_id
+from .events import CallEvent, ContentDelta, ParseEvent, StreamParser
+from .json_text import find_unquoted, in_json_string
+from .markup import THINK, Block
+from .messages import dumps, group_tool_results, text_of
 from .readers import KNOWN_MARKUP
+from .scanner import MarkupStreamParser
 from .schema import ToolLike, ToolSpec, to_tool_specs
 
 __all__ = [

@@ -68,27 +68,20 @@ from langchain_core.messages import (
 )
 from langchain_core.messages.tool import tool_call
 
-from .base import (
-    THINK,
+from .base import PromptDialect
+from .call_args import (
     TOO_DEEP,
-    Block,
-    CallEvent,
-    ContentDelta,
-    ParseEvent,
-    PromptDialect,
-    brackets_closed,
     call_from_object,
     coerce_args,
-    dumps,
-    find_unquoted,
-    group_tool_results,
     invalid,
     loads_lenient,
     nests_too_deep,
     new_call_id,
-    reasoning_of,
-    text_of,
 )
+from .events import CallEvent, ContentDelta, ParseEvent
+from .json_text import brackets_closed, find_unquoted
+from .markup import THINK, Block
+from .messages import dumps, group_tool_results, reasoning_of, text_of
 from .placement import shown_as_example
 from .readers import KNOWN_MARKUP
 from .schema import ToolLike, ToolSpec, to_tool_specs

@@ -22,17 +22,17 @@ from langchain_core.messages import AIMessage, AIMessageChunk, BaseMessage, mess
 from langchain_core.messages.tool import InvalidToolCall, ToolCall, tool_call_chunk
 from langchain_core.utils.json import parse_partial_json
 
-from .base import (
+from .base import Dialect
+from .events import (
     CallEvent,
     ContentDelta,
-    Dialect,
     InvalidCallEvent,
     ParseEvent,
     ReasoningDelta,
     StreamParser,
     text_after_calls,
-    text_of,
 )
+from .messages import text_of
 from .normalize import (
     MARKUP_FORMAT_KEY,
     CallIds,

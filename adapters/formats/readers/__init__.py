@@ -17,18 +17,10 @@ from typing import Any, ClassVar
 
 from langchain_core.messages import AIMessage, BaseMessage
 
-from ..base import (
-    CHATML,
-    THINK,
-    Block,
-    CallEvent,
-    ContentDelta,
-    InvalidCallEvent,
-    MarkupStreamParser,
-    ParseEvent,
-    PromptDialect,
-    StreamParser,
-)
+from ..base import PromptDialect
+from ..events import CallEvent, ContentDelta, InvalidCallEvent, ParseEvent, StreamParser
+from ..markup import CHATML, THINK, Block
+from ..scanner import MarkupStreamParser
 from .bare import BareCalls
 from .base import Reader
 from .deepseek import DeepSeekReader

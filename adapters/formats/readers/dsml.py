@@ -24,7 +24,9 @@ import re
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 
-from ..base import Block, ParseEvent, invalid
+from ..call_args import invalid
+from ..events import ParseEvent
+from ..markup import Block
 from .base import FormatReader, named_call, text_args
 
 __all__ = ["INVOKE_FORMATS", "InvokeReader"]

@@ -37,7 +37,9 @@ import re
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 
-from ..base import Block, ParseEvent, invalid
+from ..call_args import invalid
+from ..events import ParseEvent
+from ..markup import Block
 from .base import ARGS_KEYS, FormatReader, named_call, read_json_calls
 from .tool_call_tag import TOOL_CALL, read_tool_call
 from .whole_reply import PYTHONIC, read_pythonic

@@ -17,7 +17,10 @@ import re
 from collections.abc import Iterable, Iterator
 from typing import ClassVar
 
-from ..base import Block, ParseEvent, brackets_closed, in_json_string, invalid
+from ..call_args import invalid
+from ..events import ParseEvent
+from ..json_text import brackets_closed, in_json_string
+from ..markup import Block
 from .base import Reader, named_call_and_text, read_json_calls, strict_prefix
 
 __all__ = ["MistralReader"]

@@ -9,7 +9,8 @@ never completed.
 
 from __future__ import annotations
 
-from ..base import Block, CallEvent, InvalidCallEvent, ParseEvent
+from ..events import CallEvent, InvalidCallEvent, ParseEvent
+from ..markup import Block
 from .base import Reader
 
 __all__ = ["json_call_repaired"]

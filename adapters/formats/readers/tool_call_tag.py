@@ -21,7 +21,9 @@ import re
 from collections.abc import Iterable, Iterator
 from typing import ClassVar
 
-from ..base import Block, ContentDelta, ParseEvent, in_json_string
+from ..events import ContentDelta, ParseEvent
+from ..json_text import in_json_string
+from ..markup import Block
 from .base import Reader, read_json_calls
 from .xml_params import FUNCTION, not_inside_value, read_arg_pairs, read_function_calls
 

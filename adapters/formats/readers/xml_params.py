@@ -52,7 +52,10 @@ import re
 from collections.abc import Iterable, Iterator
 from typing import Any, ClassVar
 
-from ..base import Block, ContentDelta, ParseEvent, find_unquoted, in_json_string, invalid
+from ..call_args import invalid
+from ..events import ContentDelta, ParseEvent
+from ..json_text import find_unquoted, in_json_string
+from ..markup import Block
 from .base import (
     Reader,
     json_value,
