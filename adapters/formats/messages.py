@@ -1,4 +1,5 @@
-"""A message's text and reasoning, and a history as the prompt dialects write it."""
+"""A message's text, reasoning and other content blocks, and a history as the prompt dialects
+write it."""
 
 from __future__ import annotations
 
@@ -9,6 +10,12 @@ from typing import Any
 from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
 
 __all__ = ["dumps", "text_of"]
+
+_REASONING_BLOCKS = frozenset({"reasoning", "thinking"})
+# Blocks that restate what the ``tool_calls`` field already holds.
+_CALL_BLOCKS = frozenset(
+    {"tool_use", "tool_call", "tool_call_chunk", "function_call", "invalid_tool_call"}
+)
 
 
 def dumps(value: Any) -> str:
@@ -59,3 +66,45 @@ def group_tool_results(messages: Sequence[BaseMessage]) -> list[BaseMessage | li
     if out and isinstance(out[-1], list):
         out[-1].sort(key=lambda m: order.get(m.tool_call_id, len(order)))
     return out
+
+
+def split_content(
+    content: str | list[Any] | None,
+) -> tuple[str, list[str], list[dict[str, Any]], bool]:
+    """``(text, reasoning texts, other blocks, was a list)`` of message content."""
+    if content is None:
+        return "", [], [], False
+    if isinstance(content, str):
+        return content, [], [], False
+    text: list[str] = []
+    reasoning: list[str] = []
+    others: list[dict[str, Any]] = []
+    for block in content:
+        if isinstance(block, str):
+            text.append(block)
+            continue
+        if not isinstance(block, dict):
+            continue
+        kind = block.get("type", "text")
+        if kind == "text":
+            text.append(str(block.get("text") or ""))
+        elif kind in _REASONING_BLOCKS:
+            if r := _reasoning_text(block):
+                reasoning.append(r)
+        elif kind not in _CALL_BLOCKS:
+            others.append(block)
+    return "".join(text), reasoning, others, True
+
+
+def _reasoning_text(block: dict[str, Any]) -> str:
+    """The text of a reasoning block in the LangChain v1, Anthropic or OpenAI shape."""
+    for key in ("reasoning", "thinking", "text"):
+        value = block.get(key)
+        if isinstance(value, str) and value:
+            return value
+    summary = block.get("summary")  # OpenAI Responses: [{"type": "summary_text", "text"}]
+    if isinstance(summary, list):
+        return "\n".join(
+            str(s.get("text")) for s in summary if isinstance(s, dict) and s.get("text")
+        )
+    return ""

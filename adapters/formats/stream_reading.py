@@ -23,6 +23,8 @@ from langchain_core.messages.tool import InvalidToolCall, ToolCall, tool_call_ch
 from langchain_core.utils.json import parse_partial_json
 
 from .base import Dialect
+from .call_ids import CallIds, call_key, unmatched
+from .detection import quotes_its_calls, quoting_answer
 from .events import (
     CallEvent,
     ContentDelta,
@@ -33,14 +35,7 @@ from .events import (
     text_after_calls,
 )
 from .messages import text_of
-from .normalize import (
-    MARKUP_FORMAT_KEY,
-    CallIds,
-    call_key,
-    quotes_its_calls,
-    quoting_answer,
-    unmatched,
-)
+from .normalize import MARKUP_FORMAT_KEY
 from .placement import explains_its_calls
 from .readers import AUTO, get_reader
 from .readers.whole_reply import OPENERS, may_be_calls_only
