@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
-__all__ = ["CHATML", "THINK", "Block"]
+__all__ = ["CHATML", "THINK", "TOOL_CALL", "Block"]
 
 
 @dataclass(frozen=True)
@@ -36,5 +36,13 @@ class Block:
 #: The ``<think>`` block Qwen3, QwQ, DeepSeek-R1 and most reasoning models write.
 THINK = Block("<think>", ("</think>",), "reasoning")
 
+#: The ``<tool_call>`` tag Hermes, Qwen2.5/3 and Qwen3-Coder, GLM and MiniMax-M3 write
+#: calls in (JSON, ``<function=…>`` or ``<arg_key>`` pairs inside).
+TOOL_CALL = Block("<tool_call>", ("</tool_call>",), "call")
+
 #: ChatML's turn markers: a prompt rendered by any chat template may be read by them.
 CHATML = ("<|im_start|>", "<|im_end|>")
+#: The end-of-sequence token of Llama-2-style tokenizers (Mistral, GigaChat, …).
+EOS = "</s>"
+#: The call closer LFM2 and Kimi-K2 both write.
+TOOL_CALL_END = "<|tool_call_end|>"

@@ -192,8 +192,7 @@ class PythonicTagReader(Reader):
         Block("<|python_start|>", ("<|python_end|>",), "call"),
     )
     drop_tokens: ClassVar[tuple[str, ...]] = (
-        "</function_calls>",
-        "<|python_end|>",
+        *(b.close[0] for b in blocks),
         "<|eom|>",
         "<|eot|>",
     )
