@@ -11,7 +11,7 @@ sentence, or followed by prose that says the calls were examples) is not its own
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 
 from langchain_core.messages import AIMessage, BaseMessage
 
@@ -22,6 +22,8 @@ from .messages import split_content
 from .placement import explains_its_calls, shown_as_example
 from .readers import AUTO, NO_CALL_MARKUP
 from .readers.base import strict_prefix
+from .readers.harmony import END
+from .readers.qwen import FN_NAME
 from .readers.whole_reply import OPENERS, whole_reply_format
 from .registry import get_dialect
 
@@ -71,7 +73,7 @@ def _first_marker(text: str) -> tuple[int, str, str] | None:
         return None
     marker = at.group()
     reader = AUTO.reader_of(marker)
-    name = "qwen" if marker == _QWEN_MARKER else reader.name if reader else ""
+    name = "qwen" if marker == FN_NAME else reader.name if reader else ""
     special = reader is not None and reader.special
     if not _own_call_syntax(text, at.start(), marker, special=special):
         return None
@@ -194,56 +196,34 @@ def _quoted(text: str, at: int) -> bool:
 
 # --------------------------------------------------------------------------- helpers
 
-_QWEN_MARKER = "✿FUNCTION✿"
-_MARKERS = re.compile(
-    "|".join(
-        re.escape(m)
-        for m in sorted(
-            {_QWEN_MARKER, *(b.open for b in AUTO.blocks if b.kind == "call")},
-            key=len,
-            reverse=True,
-        )
-    )
+
+def _any_of(markers: Iterable[str]) -> re.Pattern[str]:
+    """A pattern finding any of ``markers``, the longest where several start at one place."""
+    return re.compile("|".join(map(re.escape, sorted(set(markers), key=len, reverse=True))))
+
+
+# every format's call markers (Qwen's ✿ format is read by its dialect, not the auto reader)
+_MARKERS = _any_of([FN_NAME, *(b.open for b in AUTO.blocks if b.kind == "call")])
+#: What starts markup in any format: every block's opening marker and every token
+MARKUP_STARTS: frozenset[str] = frozenset(
+    {FN_NAME, *(b.open for b in AUTO.blocks), *AUTO.drop_tokens}
 )
-# every marker and token of every format
-_ANY_MARKUP = re.compile(
-    "|".join(
-        re.escape(m)
-        for m in sorted(
-            {_QWEN_MARKER, *(b.open for b in AUTO.blocks), *AUTO.drop_tokens},
-            key=len,
-            reverse=True,
-        )
-    )
-)
+_ANY_MARKUP = _any_of(MARKUP_STARTS)
 # what, without a call marker of the reply's own, still is markup
-_OTHER_MARKUP = re.compile(
-    "|".join(
-        re.escape(m)
-        for m in sorted(
-            {*(b.open for b in NO_CALL_MARKUP.blocks), *NO_CALL_MARKUP.drop_tokens},
-            key=len,
-            reverse=True,
-        )
-    )
-)
+_OTHER_MARKUP = _any_of([*(b.open for b in NO_CALL_MARKUP.blocks), *NO_CALL_MARKUP.drop_tokens])
 
 
 _REASONING_BLOCK = {b.open: b for b in AUTO.blocks if b.kind == "reasoning"}
-_REASONING_OPEN = re.compile(
-    "|".join(map(re.escape, sorted(_REASONING_BLOCK, key=len, reverse=True)))
-)
+_REASONING_OPEN = _any_of(_REASONING_BLOCK)
 # closers a reply shows when its prompt opened the thought: a reasoning block's closer
 # that its reader also drops where it stands alone (harmony's ``<|end|>`` ends any message)
 _THOUGHT_OPENER = {THINK.close[0]: THINK.open} | {
     b.close[0]: b.open
     for r in AUTO.readers
     for b in reversed(r.blocks)
-    if b.kind == "reasoning" and b.close and b.close[0] in r.drop_tokens and b.close[0] != "<|end|>"
+    if b.kind == "reasoning" and b.close and b.close[0] in r.drop_tokens and b.close[0] != END
 }
-_THOUGHT_CLOSERS = re.compile(
-    "|".join(map(re.escape, sorted(_THOUGHT_OPENER, key=len, reverse=True)))
-)
+_THOUGHT_CLOSERS = _any_of(_THOUGHT_OPENER)
 
 
 def opened_thought(text: str) -> str:

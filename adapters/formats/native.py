@@ -19,8 +19,8 @@ from langchain_core.messages import AIMessage, BaseMessage
 from .base import Dialect
 from .events import ContentDelta, ParseEvent, StreamParser
 from .neutralise import neutralise
-from .qwen import QWEN_MARKERS
 from .readers import KNOWN_MARKUP
+from .readers.qwen import QWEN_MARKERS
 from .schema import ToolLike
 
 __all__ = ["NativeDialect"]

@@ -24,7 +24,7 @@ from langchain_core.utils.json import parse_partial_json
 
 from .base import Dialect
 from .call_ids import CallIds, call_key, unmatched
-from .detection import quotes_its_calls, quoting_answer
+from .detection import MARKUP_STARTS, quotes_its_calls, quoting_answer
 from .events import (
     CallEvent,
     ContentDelta,
@@ -37,7 +37,7 @@ from .events import (
 from .messages import text_of
 from .normalize import MARKUP_FORMAT_KEY
 from .placement import explains_its_calls
-from .readers import AUTO, get_reader
+from .readers import get_reader
 from .readers.whole_reply import OPENERS, may_be_calls_only
 from .reading import Echoes
 
@@ -77,9 +77,7 @@ class ReadingPlan(Protocol):
 
 
 # markup a native reply's stream stops showing at: every format's markers and tokens
-_HOLD = sorted(
-    {*(b.open for b in AUTO.blocks), *AUTO.drop_tokens, "✿FUNCTION✿"}, key=len, reverse=True
-)
+_HOLD = sorted(MARKUP_STARTS, key=len, reverse=True)
 
 
 @lru_cache(maxsize=64)
