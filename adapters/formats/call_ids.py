@@ -19,7 +19,7 @@ from langchain_core.messages.tool import InvalidToolCall, ToolCall, invalid_tool
 
 from .call_args import argument_problem, coerce_args, new_call_id
 
-__all__ = ["CallIds", "used_call_ids"]
+__all__ = []
 
 
 def used_call_ids(messages: Sequence[BaseMessage]) -> set[str]:

@@ -12,7 +12,6 @@ from __future__ import annotations
 import re
 
 __all__ = [
-    "brackets_closed",
     "find_unquoted",
     "in_json_string",
     "split_unquoted",

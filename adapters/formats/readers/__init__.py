@@ -6,7 +6,8 @@ format. :data:`READERS` knows these formats; :class:`AutoReader` reads a reply i
 them — one scan that looks for every format's markers at once — and its stream parser
 gives the same result for any chunking while no markup reaches the streamed text.
 
-One file per format family, one line per reader below.
+One file per format family, one line per reader below; Qwen-Agent's ✿ format
+(:mod:`.qwen`) is read by the Qwen dialect alone, which detection picks for it.
 """
 
 from __future__ import annotations
