@@ -11,7 +11,8 @@ one ``### name`` block per tool, followed by the command format::
 The texts are those of Qwen-Agent's ``qwen_fncall_prompt.py``, byte for byte, full-width
 ``：`` and ``，`` included. Earlier calls and their results are folded into the assistant
 turn as text, exactly as Qwen-Agent does; the model stops at ``✿RESULT✿`` (a call is
-complete) or ``✿RETURN✿``.
+complete) or ``✿RETURN✿``. The format's markers, and the reading of a ``✿FUNCTION✿``
+block, are :mod:`~fncall_graph.adapters.formats.readers.qwen`'s.
 
 Example:
     >>> from langchain_core.messages import HumanMessage
