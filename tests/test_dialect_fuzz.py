@@ -33,7 +33,7 @@ from fncall_graph.adapters import (
     ReasoningDelta,
     get_dialect,
 )
-from fncall_graph.adapters.formats.base import text_of
+from fncall_graph.adapters.formats.messages import text_of
 
 PROMPT_DIALECTS = PROMPT_VARIANTS
 ALL_DIALECTS: dict[str, tuple[str, dict[str, Any]]] = {

@@ -35,14 +35,13 @@ from fncall_graph.adapters import (
     ToolSpec,
     get_dialect,
 )
-from fncall_graph.adapters.formats.base import (
+from fncall_graph.adapters.formats.events import ParseEvent, ShownMarkup
+from fncall_graph.adapters.formats.messages import text_of
+from fncall_graph.adapters.formats.scanner import (
     MarkupStreamParser,
-    ParseEvent,
-    ShownMarkup,
     _find_from,
     _held_from,
     _marker_table,
-    text_of,
 )
 
 # --------------------------------------------------------------------------- dialects

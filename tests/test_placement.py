@@ -17,7 +17,7 @@ from langchain_core.tools import tool
 from test_known_format import WEATHER, WRITE
 
 from fncall_graph.adapters import normalize, with_dialect
-from fncall_graph.adapters.formats.base import ContentDelta, ShownMarkup
+from fncall_graph.adapters.formats.events import ContentDelta, ShownMarkup
 from fncall_graph.adapters.formats.placement import Placement, explains_its_calls
 from fncall_graph.adapters.formats.readers import get_reader
 from fncall_graph.adapters.formats.stream_reading import restore_read_reply

@@ -17,15 +17,9 @@ from langchain_core.messages import (
 )
 
 from fncall_graph.adapters import ContentDelta, get_dialect
-from fncall_graph.adapters.formats.base import dumps
-from fncall_graph.adapters.formats.qwen import (
-    FN_ARGS,
-    FN_EXIT,
-    FN_NAME,
-    FN_RESULT,
-    QwenDialect,
-    describe_tool,
-)
+from fncall_graph.adapters.formats.messages import dumps
+from fncall_graph.adapters.formats.qwen import QwenDialect, describe_tool
+from fncall_graph.adapters.formats.readers.qwen import FN_ARGS, FN_EXIT, FN_NAME, FN_RESULT
 from fncall_graph.adapters.formats.schema import ToolSpec, to_tool_spec
 
 FIXTURES = Path(__file__).parent / "fixtures"

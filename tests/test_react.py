@@ -23,7 +23,7 @@ from langchain_core.messages import (
 from langchain_core.tools import StructuredTool
 
 from fncall_graph.adapters import get_dialect
-from fncall_graph.adapters.formats.base import (
+from fncall_graph.adapters.formats.events import (
     CallEvent,
     ContentDelta,
     InvalidCallEvent,

@@ -846,7 +846,7 @@ def test_text_values_survive_any_chunking(fmt, cs, data):
 
 
 def test_a_reader_that_fails_to_judge_a_closer_still_reads_the_reply():
-    from fncall_graph.adapters.formats.base import Block
+    from fncall_graph.adapters.formats.markup import Block
     from fncall_graph.adapters.formats.readers import AutoReader, Reader
     from fncall_graph.adapters.formats.readers.base import named_call
 

@@ -38,6 +38,8 @@ import re
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
+from .readers.qwen import FN_ARGS, FN_NAME
+
 __all__ = [
     "call_grammar",
     "grammar_extra_body",
@@ -442,19 +444,20 @@ def qwen_call_grammar(
         True
     """
     grammar = _Grammar()
+    opening, then_args = f"{FN_NAME}: ", f"\n{FN_ARGS}: "
     alternatives = []
     for name, params in _functions(tools):
         args = grammar.visit_root(params, f"{name}-args")
         alternatives.append(
             grammar.add(
                 f"{name}-call",
-                f'"✿FUNCTION✿: " {_literal(name)} "\\n✿ARGS✿: " {args}',
+                f"{_literal(opening)} {_literal(name)} {_literal(then_args)} {args}",
             )
         )
     return _assemble(
         grammar,
         alternatives,
-        opening="✿FUNCTION✿: ",
+        opening=opening,
         allow_text=allow_text,
         max_calls=max_calls,
         separator="\n",

@@ -41,36 +41,35 @@ from langchain_core.messages import (
     SystemMessage,
 )
 
-from .base import (
-    THINK,
-    Block,
-    ParseEvent,
-    PromptDialect,
-    dumps,
-    group_tool_results,
-    reasoning_of,
-    text_of,
-)
+from .base import PromptDialect
+from .events import ParseEvent
+from .markup import THINK, TOOL_CALL, Block
+from .messages import dumps, group_tool_results, reasoning_of, text_of
 from .readers import KNOWN_MARKUP
-from .readers.tool_call_tag import TOOL_CALL, read_tool_call, tool_call_may_close
+from .readers.tool_call_tag import read_tool_call, tool_call_may_close
 from .schema import ToolLike, to_tool_specs
 
 __all__ = ["HISTORY_WORDING", "TOOLS_PROMPT", "HermesDialect", "HistoryWording"]
 
-#: The ``# Tools`` system text; ``{tool_descs}`` is one tool JSON per line.
-TOOLS_PROMPT = """# Tools
+_OPEN, _CLOSE = TOOL_CALL.open, TOOL_CALL.close[0]
+#: Hermes' result tag: each tool result goes back to the model inside it.
+TOOL_RESPONSE = ("<tool_response>", "</tool_response>")
+
+#: The ``# Tools`` system text; ``{tool_descs}`` is one tool JSON per line. (Qwen-Agent's
+#: text, its ``<tool_call>`` tags written from the one definition of the tag.)
+TOOLS_PROMPT = f"""# Tools
 
 You may call one or more functions to assist with the user query.
 
 You are provided with function signatures within <tools></tools> XML tags:
 <tools>
-{tool_descs}
+{{tool_descs}}
 </tools>
 
-For each function call, return a json object with function name and arguments within <tool_call></tool_call> XML tags:
-<tool_call>
-{{"name": <function-name>, "arguments": <args-json-object>}}
-</tool_call>"""
+For each function call, return a json object with function name and arguments within {_OPEN}{_CLOSE} XML tags:
+{_OPEN}
+{{{{"name": <function-name>, "arguments": <args-json-object>}}}}
+{_CLOSE}"""
 
 
 @dataclass(frozen=True)
@@ -113,14 +112,13 @@ class HermesDialect(PromptDialect):
     stop: tuple[str, ...] = ()  # Qwen-Agent sends none for this prompt
     blocks: tuple[Block, ...] = (THINK, TOOL_CALL)
     # closing tags with no opening one are markup, never answer text
-    drop_tokens: tuple[str, ...] = ("</tool_call>", "</think>")
+    drop_tokens: tuple[str, ...] = (*TOOL_CALL.close, *THINK.close)
     control_markers: tuple[str, ...] = (
-        "<tool_call>",
-        "</tool_call>",
-        "<tool_response>",
-        "</tool_response>",
-        "<think>",
-        "</think>",
+        _OPEN,
+        _CLOSE,
+        *TOOL_RESPONSE,
+        THINK.open,
+        *THINK.close,
         *KNOWN_MARKUP,  # ChatML's and every other format's
     )
 
@@ -152,8 +150,8 @@ class HermesDialect(PromptDialect):
 
         return call_grammar(
             tools,
-            before="<tool_call>\n",
-            after="\n</tool_call>",
+            before=f"{_OPEN}\n",
+            after=f"\n{_CLOSE}",
             max_calls=1 if one_call else None,
             allow_text=not require_call,
             answer_json=answer_json,
@@ -177,7 +175,7 @@ class HermesDialect(PromptDialect):
             if isinstance(item, list):
                 for result in item:
                     text = self.neutralise(text_of(result.content))
-                    block = f"<tool_response>\n{text}\n</tool_response>"
+                    block = f"{TOOL_RESPONSE[0]}\n{text}\n{TOOL_RESPONSE[1]}"
                     if out and isinstance(out[-1], HumanMessage):
                         out[-1] = _with_text(out[-1], "\n" + block)
                     else:
@@ -240,11 +238,10 @@ class HermesDialect(PromptDialect):
         sees its own mistake next to the error it caused.
         """
         blocks = [
-            f"<tool_call>\n{_call_json(c['name'], c['args'])}\n</tool_call>"
-            for c in message.tool_calls
+            f"{_OPEN}\n{_call_json(c['name'], c['args'])}\n{_CLOSE}" for c in message.tool_calls
         ]
         blocks += [
-            f"<tool_call>\n{(c.get('args') or '').strip()}\n</tool_call>"
+            f"{_OPEN}\n{(c.get('args') or '').strip()}\n{_CLOSE}"
             for c in message.invalid_tool_calls
         ]
         return _joined(text_of(message.content), "\n".join(blocks))
@@ -273,7 +270,7 @@ def _call_json(name: str, args: Any) -> str:
     ``</tool_call>`` inside a string is spelled ``<\\/tool_call>``, which JSON reads
     back as the same string; nothing else differs from Qwen-Agent's ``json.dumps``.
     """
-    return dumps({"name": name, "arguments": args}).replace("</tool_call>", "<\\/tool_call>")
+    return dumps({"name": name, "arguments": args}).replace(_CLOSE, "<\\/" + _CLOSE[2:])
 
 
 def _joined(head: str, tail: str) -> str:

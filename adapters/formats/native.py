@@ -16,9 +16,11 @@ from typing import Any, ClassVar
 
 from langchain_core.messages import AIMessage, BaseMessage
 
-from .base import ContentDelta, Dialect, ParseEvent, StreamParser, neutralise
-from .qwen import QWEN_MARKERS
+from .base import Dialect
+from .events import ContentDelta, ParseEvent, StreamParser
+from .neutralise import neutralise
 from .readers import KNOWN_MARKUP
+from .readers.qwen import QWEN_MARKERS
 from .schema import ToolLike
 
 __all__ = ["NativeDialect"]

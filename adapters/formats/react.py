@@ -68,27 +68,20 @@ from langchain_core.messages import (
 )
 from langchain_core.messages.tool import tool_call
 
-from .base import (
-    THINK,
+from .base import PromptDialect
+from .call_args import (
     TOO_DEEP,
-    Block,
-    CallEvent,
-    ContentDelta,
-    ParseEvent,
-    PromptDialect,
-    brackets_closed,
     call_from_object,
     coerce_args,
-    dumps,
-    find_unquoted,
-    group_tool_results,
     invalid,
     loads_lenient,
     nests_too_deep,
     new_call_id,
-    reasoning_of,
-    text_of,
 )
+from .events import CallEvent, ContentDelta, ParseEvent
+from .json_text import brackets_closed, find_unquoted
+from .markup import THINK, Block
+from .messages import dumps, group_tool_results, reasoning_of, text_of
 from .placement import shown_as_example
 from .readers import KNOWN_MARKUP
 from .schema import ToolLike, ToolSpec, to_tool_specs
@@ -105,17 +98,21 @@ __all__ = [
     "single_input",
 ]
 
+# ReAct's markers, each written once; its blocks and tables are made of them
 STOP = "Observation:"
+FINAL_ANSWER = "Final Answer:"
+QUESTION, ACTION_INPUT = "Question:", "Action Input:"
+_THOUGHT, _ACTION = "Thought:", "Action:"
 
 THOUGHT = Block(
-    "Thought:",
-    ("Action:", "Final Answer:", STOP, "Thought:", "<think>"),
+    _THOUGHT,
+    (_ACTION, FINAL_ANSWER, STOP, _THOUGHT, THINK.open),
     "reasoning",
     consume_close=False,
 )
 ACTION = Block(
-    "Action:",
-    ("Thought:", STOP, "Final Answer:", "Action:", "<think>"),
+    _ACTION,
+    (_THOUGHT, STOP, FINAL_ANSWER, _ACTION, THINK.open),
     "call",
     consume_close=False,
 )
@@ -166,19 +163,19 @@ BARE_INPUT_KEY = "input"
 
 # Markers a JSON string may contain but the blob must not show: JSON spells them with
 # a \\u escape, which reads back as the same string.
+_FENCE = "```"
 _JSON_ESCAPES = (
-    ("```", "\\u0060\\u0060\\u0060"),
-    ("Action:", "\\u0041ction:"),
-    ("Observation:", "\\u004fbservation:"),
-    ("Thought:", "\\u0054hought:"),
-    ("Final Answer:", "\\u0046inal Answer:"),
-    ("<think>", "\\u003cthink>"),
-    ("</think>", "\\u003c/think>"),
+    (_FENCE, "\\u0060" * len(_FENCE)),
+    *(
+        (m, f"\\u{ord(m[0]):04x}{m[1:]}")
+        for m in (_ACTION, STOP, _THOUGHT, FINAL_ANSWER, THINK.open, *THINK.close)
+    ),
 )
 
-_FENCE = "```"
 _FENCE_TAG = re.compile(r"[A-Za-z0-9_+-]*[ \t]*\n?")
-_CLASSIC = re.compile(r"\s*([^\n{\[`]+?)\s*\n\s*Action Input:\s*(.*)\Z", re.DOTALL)
+_CLASSIC = re.compile(
+    r"\s*([^\n{\[`]+?)\s*\n\s*" + re.escape(ACTION_INPUT) + r"\s*(.*)\Z", re.DOTALL
+)
 _DECODER = json.JSONDecoder()
 
 
@@ -200,14 +197,14 @@ class ReActDialect(PromptDialect):
     stop: tuple[str, ...] = (STOP,)
     blocks: tuple[Block, ...] = (THINK, THOUGHT, ACTION, OBSERVATION)
     # "Final Answer:" only introduces the answer; a stray "</think>" is markup
-    drop_tokens: tuple[str, ...] = ("Final Answer:", "</think>")
+    drop_tokens: tuple[str, ...] = (FINAL_ANSWER, *THINK.close)
     control_markers: tuple[str, ...] = (
-        "Question:",
-        "Thought:",
-        "Action:",
-        "Action Input:",
+        QUESTION,
+        _THOUGHT,
+        _ACTION,
+        ACTION_INPUT,
         STOP,
-        "Final Answer:",
+        FINAL_ANSWER,
         *KNOWN_MARKUP,  # ChatML's and every other format's (<think> among them)
     )
 
@@ -231,12 +228,12 @@ class ReActDialect(PromptDialect):
 
         return call_grammar(
             tools,
-            before="Action:\n```\n",
+            before=f"{_ACTION}\n{_FENCE}\n",
             after="\n```",
             name_key="action",
             args_key="action_input",
-            preamble="Thought:",
-            answer="Final Answer:",
+            preamble=_THOUGHT,
+            answer=FINAL_ANSWER,
             allow_text=not require_call,
             answer_json=answer_json,
         )
@@ -271,7 +268,7 @@ class ReActDialect(PromptDialect):
         for turn in _turns(messages):
             scratchpad, final = self._scratchpad(turn.steps)
             question = self.neutralise("\n".join(turn.question))
-            out.append(HumanMessage(f"Question: {question}\n\n{scratchpad}"))
+            out.append(HumanMessage(f"{QUESTION} {question}\n\n{scratchpad}"))
             if final is not None:
                 out.append(AIMessage(final))
         return out
@@ -317,16 +314,17 @@ class ReActDialect(PromptDialect):
         if message.tool_calls or message.invalid_tool_calls:
             thought = "\n\n".join(t for t in (reasoning, content) if t)
             if thought:
-                parts.append(f"Thought: {thought}")
+                parts.append(f"{_THOUGHT} {thought}")
             parts += [_write_action(c["name"], c["args"]) for c in message.tool_calls]
             for bad in message.invalid_tool_calls:
                 raw = str(bad.get("args") or "").strip()
-                parts.append("Action:\n" + (raw if raw.startswith(_FENCE) else f"```\n{raw}\n```"))
+                blob = raw if raw.startswith(_FENCE) else f"{_FENCE}\n{raw}\n{_FENCE}"
+                parts.append(f"{_ACTION}\n{blob}")
             return "\n\n".join(parts)
         if reasoning:
-            parts.append(f"Thought: {reasoning}")
+            parts.append(f"{_THOUGHT} {reasoning}")
         if content or reasoning:
-            parts.append(f"Final Answer: {content}")
+            parts.append(f"{FINAL_ANSWER} {content}")
         return "\n\n".join(parts)
 
     # ----------------------------------------------------------------- read
@@ -426,7 +424,7 @@ def _write_action(name: str, args: Any) -> str:
     blob = json.dumps({"action": name, "action_input": args}, ensure_ascii=False, indent=2)
     for marker, escaped in _JSON_ESCAPES:
         blob = blob.replace(marker, escaped)
-    return f"Action:\n```\n{blob}\n```"
+    return f"{_ACTION}\n{_FENCE}\n{blob}\n{_FENCE}"
 
 
 # --------------------------------------------------------------------------- read helpers
@@ -621,4 +619,4 @@ def _without_stop_leftover(text: str) -> str:
 
 
 def _prose(text: str) -> str:
-    return text.replace("</think>", "")
+    return text.replace(THINK.close[0], "")

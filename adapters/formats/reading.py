@@ -17,7 +17,10 @@ from typing import Any
 from langchain_core.messages import BaseMessage, HumanMessage, ToolMessage
 from langchain_core.messages.tool import InvalidToolCall, ToolCall, invalid_tool_call
 
-from .base import ZERO_WIDTH_SPACE, CallEvent, PromptDialect, text_of
+from .base import PromptDialect
+from .events import CallEvent
+from .messages import text_of
+from .neutralise import ZERO_WIDTH_SPACE
 from .readers import AUTO
 from .readers.bare import bare_calls
 from .registry import get_dialect

@@ -22,27 +22,22 @@ from langchain_core.messages import AIMessage, AIMessageChunk, BaseMessage, mess
 from langchain_core.messages.tool import InvalidToolCall, ToolCall, tool_call_chunk
 from langchain_core.utils.json import parse_partial_json
 
-from .base import (
+from .base import Dialect
+from .call_ids import CallIds, call_key, unmatched
+from .detection import MARKUP_STARTS, quotes_its_calls, quoting_answer
+from .events import (
     CallEvent,
     ContentDelta,
-    Dialect,
     InvalidCallEvent,
     ParseEvent,
     ReasoningDelta,
     StreamParser,
     text_after_calls,
-    text_of,
 )
-from .normalize import (
-    MARKUP_FORMAT_KEY,
-    CallIds,
-    call_key,
-    quotes_its_calls,
-    quoting_answer,
-    unmatched,
-)
+from .messages import text_of
+from .normalize import MARKUP_FORMAT_KEY
 from .placement import explains_its_calls
-from .readers import AUTO, get_reader
+from .readers import get_reader
 from .readers.whole_reply import OPENERS, may_be_calls_only
 from .reading import Echoes
 
@@ -82,9 +77,7 @@ class ReadingPlan(Protocol):
 
 
 # markup a native reply's stream stops showing at: every format's markers and tokens
-_HOLD = sorted(
-    {*(b.open for b in AUTO.blocks), *AUTO.drop_tokens, "✿FUNCTION✿"}, key=len, reverse=True
-)
+_HOLD = sorted(MARKUP_STARTS, key=len, reverse=True)
 
 
 @lru_cache(maxsize=64)

@@ -6,7 +6,8 @@ format. :data:`READERS` knows these formats; :class:`AutoReader` reads a reply i
 them — one scan that looks for every format's markers at once — and its stream parser
 gives the same result for any chunking while no markup reaches the streamed text.
 
-One file per format family, one line per reader below.
+One file per format family, one line per reader below; Qwen-Agent's ✿ format
+(:mod:`.qwen`) is read by the Qwen dialect alone, which detection picks for it.
 """
 
 from __future__ import annotations
@@ -17,18 +18,10 @@ from typing import Any, ClassVar
 
 from langchain_core.messages import AIMessage, BaseMessage
 
-from ..base import (
-    CHATML,
-    THINK,
-    Block,
-    CallEvent,
-    ContentDelta,
-    InvalidCallEvent,
-    MarkupStreamParser,
-    ParseEvent,
-    PromptDialect,
-    StreamParser,
-)
+from ..base import PromptDialect
+from ..events import CallEvent, ContentDelta, InvalidCallEvent, ParseEvent, StreamParser
+from ..markup import CHATML, THINK, Block
+from ..scanner import MarkupStreamParser
 from .bare import BareCalls
 from .base import Reader
 from .deepseek import DeepSeekReader

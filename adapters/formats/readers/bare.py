@@ -22,20 +22,13 @@ from typing import Any, ClassVar
 from langchain_core.messages import AIMessage, BaseMessage
 from langchain_core.messages.tool import InvalidToolCall, ToolCall
 
-from ..base import (
-    THINK,
-    Block,
-    CallEvent,
-    ContentDelta,
-    InvalidCallEvent,
-    MarkupStreamParser,
-    ParseEvent,
-    PromptDialect,
-    StreamParser,
-    brackets_closed,
-    invalid,
-)
+from ..base import PromptDialect
+from ..call_args import invalid
+from ..events import CallEvent, ContentDelta, InvalidCallEvent, ParseEvent, StreamParser
+from ..json_text import brackets_closed
+from ..markup import THINK, Block
 from ..placement import Placement
+from ..scanner import MarkupStreamParser
 from .base import read_json_calls
 from .whole_reply import PYTHONIC, read_pythonic, read_whole_reply
 

@@ -19,21 +19,18 @@ from typing import Any, ClassVar
 
 from langchain_core.messages.tool import tool_call
 
-from ..base import (
+from ..call_args import (
     TOO_DEEP,
-    Block,
-    CallEvent,
-    ContentDelta,
-    ParseEvent,
-    brackets_closed,
     call_from_object,
     coerce_args,
-    in_json_string,
     invalid,
     loads_lenient,
     nests_too_deep,
     new_call_id,
 )
+from ..events import CallEvent, ContentDelta, ParseEvent
+from ..json_text import brackets_closed, in_json_string
+from ..markup import Block
 
 __all__ = [
     "ARGS_KEYS",

@@ -21,35 +21,32 @@ import re
 from collections.abc import Iterable, Iterator
 from typing import ClassVar
 
-from ..base import (
-    Block,
-    ParseEvent,
-    brackets_closed,
-    in_json_string,
-    invalid,
-    partition_unquoted,
-    split_unquoted,
-)
+from ..call_args import invalid
+from ..events import ParseEvent
+from ..json_text import brackets_closed, in_json_string, partition_unquoted, split_unquoted
+from ..markup import Block
 from .base import Reader, named_call
+from .xml_params import STEP_CALLS
 
-__all__ = ["DeepSeekReader"]
+__all__ = ["CALLS_BEGIN", "END_OF_SENTENCE", "DeepSeekReader"]
 
 CALLS_BEGIN, CALLS_END = "<｜tool▁calls▁begin｜>", "<｜tool▁calls▁end｜>"
 CALL_BEGIN, CALL_END, SEP = "<｜tool▁call▁begin｜>", "<｜tool▁call▁end｜>", "<｜tool▁sep｜>"
+END_OF_SENTENCE = "<｜end▁of▁sentence｜>"
 # the other spellings of the section's opener and closer (see the module's text)
 _OPENERS = (
     "<|tool▁calls▁begin|>",
     "<｜tool calls begin｜>",
     "<｜tool\\_calls\\_begin｜>",
     "<｜tool▁calls｜>",
-    "<｜tool_calls_begin｜>",  # Step-3's too: the AUTO reader gives it to Step-3
+    STEP_CALLS[0],  # Step-3's own: the AUTO reader gives it to Step-3
 )
 _CLOSERS = (
     CALLS_END,
     "<|tool▁calls▁end|>",
     "<｜tool calls end｜>",
     "<｜tool\\_calls\\_end｜>",
-    "<｜tool_calls_end｜>",
+    STEP_CALLS[1],
 )
 # a DeepSeek tool token in any spelling: ASCII or fullwidth bars, "▁", "_", "\_" or " "
 _TOKEN = re.compile(r"<[|｜](tool(?:\\?[▁_ ](?:calls|call|sep|begin|end))+)[|｜]>")
@@ -62,7 +59,7 @@ class DeepSeekReader(Reader):
         Block(opener, _CLOSERS, "call") for opener in (CALLS_BEGIN, *_OPENERS)
     )
     # a model that invents its tools' answers: those are dropped with what follows
-    drop_tokens: ClassVar[tuple[str, ...]] = (*_CLOSERS, "<｜end▁of▁sentence｜>")
+    drop_tokens: ClassVar[tuple[str, ...]] = (*_CLOSERS, END_OF_SENTENCE)
     examples: ClassVar[tuple[str, ...]] = (
         f"{CALLS_BEGIN}{CALL_BEGIN}function{SEP}get_weather\n```json\n"
         f'{{"city": "北京"}}\n```{CALL_END}{CALLS_END}',

@@ -24,10 +24,13 @@ import re
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 
-from ..base import Block, ParseEvent, invalid
+from ..call_args import invalid
+from ..events import ParseEvent
+from ..markup import EOS, Block
 from .base import FormatReader, named_call, text_args
+from .deepseek import END_OF_SENTENCE
 
-__all__ = ["INVOKE_FORMATS", "InvokeReader"]
+__all__ = ["DSML", "GCML", "INVOKE_FORMATS", "InvokeReader"]
 
 
 @dataclass(frozen=True)
@@ -57,29 +60,30 @@ def _example(token: str, wrapper: str, space: str, calls: list[tuple[str, str, s
     )
 
 
-_D, _G = "｜DSML｜", "｜GCML｜"
+#: DeepSeek's DSML token, and GigaChat 3.5's GCML copy of it
+DSML, GCML = "｜DSML｜", "｜GCML｜"
 _ONE = [("get_weather", "city", "杭州")]
 _TWO = [("get_weather", "city", "Paris"), ("get_time", "zone", "CET")]
 
 INVOKE_FORMATS: tuple[InvokeFormat, ...] = (
     InvokeFormat(
         "dsml",
-        _D,
+        DSML,
         ("function_calls", "tool_calls", " calls"),  # V3.2, V4, V4.1
-        (
-            _example(_D, "function_calls", "", _ONE),
-            _example(_D, "tool_calls", "", _TWO),
-            _example(_D, " calls", " ", _TWO),
+        examples=(
+            _example(DSML, "function_calls", "", _ONE),
+            _example(DSML, "tool_calls", "", _TWO),
+            _example(DSML, " calls", " ", _TWO),
         ),
-        drop_tokens=("<｜end▁of▁sentence｜>",),
+        drop_tokens=(END_OF_SENTENCE,),
     ),
     InvokeFormat(
         "gcml",
-        _G,
+        GCML,
         ("tool_calls",),
-        (_example(_G, "tool_calls", "", _ONE), _example(_G, "tool_calls", "", _TWO)),
+        examples=(_example(GCML, "tool_calls", "", _ONE), _example(GCML, "tool_calls", "", _TWO)),
         unmarked_is_text=True,
-        drop_tokens=("</s>",),
+        drop_tokens=(EOS,),
     ),
 )
 

@@ -15,7 +15,10 @@ import re
 from collections.abc import Iterable, Iterator
 from typing import ClassVar
 
-from ..base import Block, ContentDelta, ParseEvent, brackets_closed, in_json_string, invalid
+from ..call_args import invalid
+from ..events import ContentDelta, ParseEvent
+from ..json_text import brackets_closed, in_json_string
+from ..markup import Block
 from .base import Reader, named_call, named_call_and_text, strict_prefix
 
 __all__ = ["MARKER", "FunctionaryReader", "bare_recipient"]

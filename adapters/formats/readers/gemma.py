@@ -22,7 +22,9 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
-from ..base import Block, ParseEvent, invalid
+from ..call_args import invalid
+from ..events import ParseEvent
+from ..markup import Block
 from .base import FormatReader, Reader, json_value, named_call
 
 __all__ = ["GEMMA_FORMATS", "GemmaReader", "GemmaThoughtReader", "read_gemma_calls"]
@@ -40,34 +42,36 @@ class GemmaFormat:
 
 
 _Q4, _QF = '<|"|>', "<escape>"
+# Gemma 4's call tokens (some checkpoints end a call with <turn|> instead of <tool_call|>)
+# and its thought channel's; FunctionGemma's call tokens
+_GEMMA4_CALL = "<|tool_call>"
+_GEMMA4_ENDS = ("<tool_call|>", "<turn|>", "<|tool_response>")
+_CHANNEL = ("<|channel>", "<channel|>")
+_FUNCTION_CALL = "<start_function_call>"
+_FUNCTION_ENDS = ("<end_function_call>", "<start_function_response>")
 
 GEMMA_FORMATS: tuple[GemmaFormat, ...] = (
     GemmaFormat(
         "gemma4",
-        # some Gemma 4 checkpoints end a call with <turn|> instead of <tool_call|>
-        Block("<|tool_call>", ("<tool_call|>", "<turn|>", "<|tool_response>"), "call"),
+        Block(_GEMMA4_CALL, _GEMMA4_ENDS, "call"),
         _Q4,
-        (
+        examples=(
             f"<|tool_call>call:get_weather{{city:{_Q4}巴黎{_Q4},days:3}}<tool_call|>",
             f"<|tool_call>call:get_weather{{city:{_Q4}Paris{_Q4}}}<tool_call|>"
             f"<|tool_call>call:get_time{{zone:{_Q4}CET{_Q4}}}<tool_call|>",
         ),
-        drop_tokens=("<tool_call|>", "<turn|>", "<|tool_response>"),
+        drop_tokens=_GEMMA4_ENDS,
     ),
     GemmaFormat(
         "functiongemma",
-        Block(
-            "<start_function_call>",
-            ("<end_function_call>", "<start_function_response>"),
-            "call",
-        ),
+        Block(_FUNCTION_CALL, _FUNCTION_ENDS, "call"),
         _QF,
-        (
+        examples=(
             f"<start_function_call>call:get_weather{{city:{_QF}Paris{_QF}}}<end_function_call>",
             f"<start_function_call>call:get_weather{{city:{_QF}Paris{_QF}}}<end_function_call>"
             f"<start_function_call>call:get_time{{zone:{_QF}CET{_QF}}}<end_function_call>",
         ),
-        drop_tokens=("<end_function_call>", "<start_function_response>"),
+        drop_tokens=_FUNCTION_ENDS,
     ),
 )
 
@@ -210,10 +214,10 @@ class GemmaThoughtReader(Reader):
 
     name: ClassVar[str] = "gemma4-thought"
     blocks: ClassVar[tuple[Block, ...]] = tuple(
-        Block(opener, ("<channel|>", "<|tool_call>"), "reasoning", consume_close=False)
-        for opener in ("<|channel>thought", "<|channel>")
+        Block(opener, (_CHANNEL[1], _GEMMA4_CALL), "reasoning", consume_close=False)
+        for opener in (_CHANNEL[0] + "thought", _CHANNEL[0])
     )
-    drop_tokens: ClassVar[tuple[str, ...]] = ("<channel|>",)
+    drop_tokens: ClassVar[tuple[str, ...]] = (_CHANNEL[1],)
     examples: ClassVar[tuple[str, ...]] = (
         f"<|channel>thought\nThe user wants the weather.<channel|>"
         f"<|tool_call>call:get_weather{{city:{_Q4}Paris{_Q4}}}<tool_call|>",

@@ -18,30 +18,35 @@ import re
 from collections.abc import Iterable, Iterator
 from typing import ClassVar
 
-from ..base import Block, ParseEvent, brackets_closed, invalid
+from ..call_args import invalid
+from ..events import ParseEvent
+from ..json_text import brackets_closed
+from ..markup import Block
 from .base import Reader, named_call
 
-__all__ = ["HarmonyReader"]
+__all__ = ["CHANNEL", "END", "HarmonyReader"]
 
 _NAME = re.compile(r"^\s*(?:functions\.)?([\w.\-]+)")
-MESSAGE, CALL = "<|message|>", "<|call|>"
+#: harmony's special tokens; its markers are made of them
+START, CHANNEL, MESSAGE = "<|start|>", "<|channel|>", "<|message|>"
+END, CALL, RETURN = "<|end|>", "<|call|>", "<|return|>"
 
 
 class HarmonyReader(Reader):
     name: ClassVar[str] = "harmony"
     blocks: ClassVar[tuple[Block, ...]] = (
-        Block("<|channel|>analysis<|message|>", ("<|end|>",), "reasoning"),
-        Block("<|channel|>commentary to=", (CALL,), "call"),
-        Block("<|start|>assistant to=", (CALL,), "call"),
-        Block("<|channel|>analysis to=", (CALL,), "call"),
+        Block(f"{CHANNEL}analysis{MESSAGE}", (END,), "reasoning"),
+        Block(f"{CHANNEL}commentary to=", (CALL,), "call"),
+        Block(f"{START}assistant to=", (CALL,), "call"),
+        Block(f"{CHANNEL}analysis to=", (CALL,), "call"),
     )
     channel_tokens: ClassVar[tuple[str, ...]] = (
-        "<|start|>assistant",
-        "<|channel|>final<|message|>",
-        "<|channel|>commentary<|message|>",
-        "<|start|>",
-        "<|end|>",
-        "<|return|>",
+        f"{START}assistant",
+        f"{CHANNEL}final{MESSAGE}",
+        f"{CHANNEL}commentary{MESSAGE}",
+        START,
+        END,
+        RETURN,
     )
     drop_tokens: ClassVar[tuple[str, ...]] = (*channel_tokens, CALL)
     examples: ClassVar[tuple[str, ...]] = (

@@ -37,12 +37,14 @@ import re
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 
-from ..base import Block, ParseEvent, invalid
+from ..call_args import invalid
+from ..events import ParseEvent
+from ..markup import CHATML, EOS, THINK, TOOL_CALL, TOOL_CALL_END, Block
 from .base import ARGS_KEYS, FormatReader, named_call, read_json_calls
-from .tool_call_tag import TOOL_CALL, read_tool_call
+from .tool_call_tag import read_tool_call
 from .whole_reply import PYTHONIC, read_pythonic
 
-__all__ = ["JSON_TAG_FORMATS", "JsonTagReader"]
+__all__ = ["GIGACHAT_SEPS", "JSON_TAG_FORMATS", "JsonTagReader"]
 
 
 @dataclass(frozen=True)
@@ -76,130 +78,160 @@ def _labelled(marker: str, label: str = HY_LABEL) -> str:
 _HY_STEMS = ("tool_calls", "tool_call", "tool_sep", "arg_key", "arg_value", "think")
 _T = '{"name": "get_time", "arguments": {"zone": "CET"}}'
 
+# each format's markers, written once; the table below is made of them
+_TOOL_CALLS = ("<tool_calls>", "</tool_calls>")  # Jamba, MiniMax-M1, Hunyuan
+_ANSWER = ("<answer>", "</answer>")  # Hunyuan A13B's answer frame
+_GRANITE = "<|tool_call|>"
+_GRANITE_ENDS = ("<|end_of_text|>", "<|end_of_role|>")
+_GRANITE_FC = ("<function_call>", "</function_call>")
+_FUNCTOOLS = "functools["
+_INTERNLM = ("<|action_start|><|plugin|>", "<|action_end|>")
+_COMMAND_R_ACTION = ("<|START_ACTION|>", "<|END_ACTION|>")
+_COMMAND_R_THINKING = ("<|START_THINKING|>", "<|END_THINKING|>")
+_COMMAND_R_RESPONSE = ("<|START_RESPONSE|>", "<|END_RESPONSE|>")
+_PYTHON_TAG = "<|python_tag|>"
+_LLAMA_ENDS = ("<|eom_id|>", "<|eot_id|>")
+_LFM2 = ("<|tool_call_start|>", TOOL_CALL_END)
+_APERTUS_TOOLS = ("<|tools_prefix|>", "<|tools_suffix|>")
+_APERTUS_INNER = ("<|inner_prefix|>", "<|inner_suffix|>")
+_NEMOTRON = ("<TOOLCALL>", "</TOOLCALL>")
+_LONGCAT = ("<longcat_tool_call>", "</longcat_tool_call>")
+#: GigaChat 3's role and message separators (a call is the role "function call")
+GIGACHAT_SEPS = ("<|role_sep|>", "<|message_sep|>")
+
+
+def _tags(pair: tuple[str, str]) -> Block:
+    """A call block between the opening and closing marker of ``pair``."""
+    return Block(pair[0], (pair[1],), "call")
+
+
 JSON_TAG_FORMATS: tuple[JsonTagFormat, ...] = (
     JsonTagFormat(
         "tool-calls-tag",
-        Block("<tool_calls>", ("</tool_calls>",), "call"),
-        (f"<tool_calls>[{_W}, {_T}]</tool_calls>", f"<tool_calls>\n{_W}\n{_T}\n</tool_calls>"),
+        _tags(_TOOL_CALLS),
+        examples=(
+            f"<tool_calls>[{_W}, {_T}]</tool_calls>",
+            f"<tool_calls>\n{_W}\n{_T}\n</tool_calls>",
+        ),
         special=False,
         # Hunyuan A13B frames its answer, calls or not, in <answer>…</answer>
-        drop_tokens=("</tool_calls>", "<answer>", "</answer>"),
-        channel_tokens=("<answer>", "</answer>"),
+        drop_tokens=(_TOOL_CALLS[1], *_ANSWER),
+        channel_tokens=_ANSWER,
         nested=True,
     ),
     JsonTagFormat(
         "hunyuan-labelled",
-        Block(_labelled("<tool_calls>"), (_labelled("</tool_calls>"),), "call"),
-        (
+        _tags((_labelled(_TOOL_CALLS[0]), _labelled(_TOOL_CALLS[1]))),
+        examples=(
             "<tool_calls:opensource><tool_call:opensource>get_weather<tool_sep:opensource>"
             "<arg_key:opensource>city</arg_key:opensource>"
             "<arg_value:opensource>Paris</arg_value:opensource></tool_call:opensource>"
             "</tool_calls:opensource>",
         ),
-        extra_blocks=(Block(_labelled("<think>"), (_labelled("</think>"),), "reasoning"),),
-        drop_tokens=(_labelled("</tool_calls>"), _labelled("</think>")),
+        extra_blocks=(Block(_labelled(THINK.open), (_labelled(THINK.close[0]),), "reasoning"),),
+        drop_tokens=(_labelled(_TOOL_CALLS[1]), _labelled(THINK.close[0])),
         nested=True,
         label=HY_LABEL,
     ),
     JsonTagFormat(
         "granite",
-        Block("<|tool_call|>", ("<|end_of_text|>", "<|end_of_role|>"), "call"),
-        (f"<|tool_call|>[{_W}, {_T}]",),
+        Block(_GRANITE, _GRANITE_ENDS, "call"),
+        examples=(f"<|tool_call|>[{_W}, {_T}]",),
     ),
     JsonTagFormat(
         "granite-fc",
         # the next call's marker ends this one and opens the next
-        Block("<function_call>", ("<function_call>", "</function_call>"), "call", False),
-        (f"<function_call> {_W} <function_call> {_T}",),
+        Block(_GRANITE_FC[0], _GRANITE_FC, "call", False),
+        examples=(f"<function_call> {_W} <function_call> {_T}",),
         special=False,
-        drop_tokens=("</function_call>", "<|endoftext|>"),
+        drop_tokens=(_GRANITE_FC[1], "<|endoftext|>"),
     ),
     JsonTagFormat(
         "functools",
-        Block("functools[", (), "call"),
-        (f"functools[{_W}, {_T}]",),
+        Block(_FUNCTOOLS, (), "call"),
+        examples=(f"functools[{_W}, {_T}]",),
         prefix="[",
         special=False,
     ),
     JsonTagFormat(
         "internlm",
-        Block("<|action_start|><|plugin|>", ("<|action_end|>",), "call"),
-        (
+        _tags(_INTERNLM),
+        examples=(
             '<|action_start|><|plugin|>\n{"name": "get_weather", "parameters": {"city": "Paris"}}'
             "<|action_end|>",
         ),
-        drop_tokens=("<|action_end|>",),
+        drop_tokens=(_INTERNLM[1],),
     ),
     JsonTagFormat(
         "command-r",
-        Block("<|START_ACTION|>", ("<|END_ACTION|>",), "call"),
-        (
+        _tags(_COMMAND_R_ACTION),
+        examples=(
             '<|START_ACTION|>[{"tool_call_id": "0", "tool_name": "get_weather", "parameters": '
             '{"city": "Paris"}}, {"tool_call_id": "1", "tool_name": "get_time", "parameters": '
             '{"zone": "CET"}}]<|END_ACTION|>',
         ),
         name_keys=("tool_name", "name"),
-        extra_blocks=(Block("<|START_THINKING|>", ("<|END_THINKING|>",), "reasoning"),),
-        drop_tokens=("<|START_RESPONSE|>", "<|END_RESPONSE|>", "<|END_ACTION|>"),
-        channel_tokens=("<|START_RESPONSE|>", "<|END_RESPONSE|>"),
+        extra_blocks=(Block(_COMMAND_R_THINKING[0], (_COMMAND_R_THINKING[1],), "reasoning"),),
+        drop_tokens=(*_COMMAND_R_RESPONSE, _COMMAND_R_ACTION[1]),
+        channel_tokens=_COMMAND_R_RESPONSE,
     ),
     JsonTagFormat(
         "llama-python-tag",
-        Block("<|python_tag|>", ("<|eom_id|>", "<|eot_id|>"), "call"),
-        (
+        Block(_PYTHON_TAG, _LLAMA_ENDS, "call"),
+        examples=(
             '<|python_tag|>{"name": "get_weather", "parameters": {"city": "Paris"}}',
             '<|python_tag|>{"name": "get_weather", "parameters": {"city": "Paris"}}; '
             '{"name": "get_time", "parameters": {"zone": "CET"}}',
         ),
-        drop_tokens=("<|eom_id|>", "<|eot_id|>"),
+        drop_tokens=_LLAMA_ENDS,
     ),
     JsonTagFormat(
         "lfm2",
-        Block("<|tool_call_start|>", ("<|tool_call_end|>",), "call"),
-        (
+        _tags(_LFM2),
+        examples=(
             '<|tool_call_start|>[get_weather(city="巴黎", days=3)]<|tool_call_end|>',
             '<|tool_call_start|>[get_weather(city="Paris"), get_time(zone="CET")]<|tool_call_end|>',
             f"<|tool_call_start|>[{_W}, {_T}]<|tool_call_end|>",
         ),
-        drop_tokens=("<|tool_call_end|>", "<|im_end|>"),
+        drop_tokens=(_LFM2[1], CHATML[1]),
         pythonic=True,
     ),
     JsonTagFormat(
         "apertus",
-        Block("<|tools_prefix|>", ("<|tools_suffix|>",), "call"),
-        (
+        _tags(_APERTUS_TOOLS),
+        examples=(
             '<|tools_prefix|>[{"get_weather": {"city": "Paris"}}, '
             '{"get_time": {"zone": "CET"}}]<|tools_suffix|>',
         ),
-        extra_blocks=(Block("<|inner_prefix|>", ("<|inner_suffix|>",), "reasoning"),),
-        drop_tokens=("<|tools_suffix|>", "<|inner_suffix|>"),
+        extra_blocks=(Block(_APERTUS_INNER[0], (_APERTUS_INNER[1],), "reasoning"),),
+        drop_tokens=(_APERTUS_TOOLS[1], _APERTUS_INNER[1]),
         name_is_key=True,
     ),
     JsonTagFormat(
         "nemotron",
-        Block("<TOOLCALL>", ("</TOOLCALL>",), "call"),
-        (f"<TOOLCALL>[{_W}, {_T}]</TOOLCALL>",),
-        drop_tokens=("</TOOLCALL>",),
+        _tags(_NEMOTRON),
+        examples=(f"<TOOLCALL>[{_W}, {_T}]</TOOLCALL>",),
+        drop_tokens=(_NEMOTRON[1],),
     ),
     JsonTagFormat(
         "longcat",
-        Block("<longcat_tool_call>", ("</longcat_tool_call>",), "call"),
-        (
+        _tags(_LONGCAT),
+        examples=(
             f"<longcat_tool_call>\n{_W}\n</longcat_tool_call>\n"
             f"<longcat_tool_call>\n{_T}\n</longcat_tool_call>",
         ),
         special=False,
-        drop_tokens=("</longcat_tool_call>",),
+        drop_tokens=(_LONGCAT[1],),
     ),
     JsonTagFormat(
         "gigachat3",
-        Block("function call<|role_sep|>", ("</s>", "<|message_sep|>"), "call"),
-        (
+        Block("function call" + GIGACHAT_SEPS[0], (EOS, GIGACHAT_SEPS[1]), "call"),
+        examples=(
             f"function call<|role_sep|>\n{_W}",
             f"Checking.<|message_sep|>\n\nfunction call<|role_sep|>\n{_W}</s>",
         ),
-        drop_tokens=("<|message_sep|>", "</s>"),
-        channel_tokens=("<|message_sep|>",),  # ends the answer part, call or not
+        drop_tokens=(GIGACHAT_SEPS[1], EOS),
+        channel_tokens=(GIGACHAT_SEPS[1],),  # ends the answer part, call or not
     ),
 )
 

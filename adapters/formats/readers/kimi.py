@@ -25,20 +25,16 @@ import re
 from collections.abc import Iterable, Iterator
 from typing import Any, ClassVar
 
-from ..base import (
-    Block,
-    ParseEvent,
-    brackets_closed,
-    invalid,
-    partition_unquoted,
-    split_unquoted,
-)
+from ..call_args import invalid
+from ..events import ParseEvent
+from ..json_text import brackets_closed, partition_unquoted, split_unquoted
+from ..markup import CHATML, TOOL_CALL_END, Block
 from .base import Reader, named_call
 
-__all__ = ["KimiK3Reader", "KimiReader"]
+__all__ = ["CALL", "K3_TAGS", "SECTION", "KimiK3Reader", "KimiReader"]
 
 SECTION = ("<|tool_calls_section_begin|>", "<|tool_calls_section_end|>")
-CALL, ARGS, END = "<|tool_call_begin|>", "<|tool_call_argument_begin|>", "<|tool_call_end|>"
+CALL, ARGS, END = "<|tool_call_begin|>", "<|tool_call_argument_begin|>", TOOL_CALL_END
 
 
 class KimiReader(Reader):
@@ -48,7 +44,7 @@ class KimiReader(Reader):
         # a call written without its section
         Block(CALL, (END,), "call"),
     )
-    drop_tokens: ClassVar[tuple[str, ...]] = (SECTION[1], END, "<|im_end|>")
+    drop_tokens: ClassVar[tuple[str, ...]] = (SECTION[1], END, CHATML[1])
     examples: ClassVar[tuple[str, ...]] = (
         f'{SECTION[0]}{CALL}functions.get_weather:0{ARGS}{{"city": "Paris"}}{END}'
         f'{CALL}functions.get_time:1{ARGS}{{"zone": "CET"}}{END}{SECTION[1]}',
@@ -77,34 +73,39 @@ def _read(text: str, closed: bool) -> Iterator[ParseEvent]:
             yield named_call(name, args, raw)
 
 
+#: Kimi-K3's XTML tokens: a tag opens, closes, and its head ends
+K3_TAGS = ("<|open|>", "<|close|>", "<|sep|>")
+_OPEN, _CLOSE, _SEP_TOKEN = K3_TAGS
+
+
 def _xtml(kind: str) -> tuple[str, str]:
-    return f"<|open|>{kind}<|sep|>", f"<|close|>{kind}<|sep|>"
+    return f"{_OPEN}{kind}{_SEP_TOKEN}", f"{_CLOSE}{kind}{_SEP_TOKEN}"
 
 
 K3_TOOLS, K3_THINK, K3_RESPONSE = _xtml("tools"), _xtml("think"), _xtml("response")
-K3_MESSAGE_END = "<|close|>message<|sep|>"
-_SEP = re.escape("<|sep|>")
+K3_MESSAGE_END = _xtml("message")[1]
+_SEP = re.escape(_SEP_TOKEN)
 _K3_CALL = re.compile(
-    re.escape("<|open|>")
+    re.escape(_OPEN)
     + r"\s*call\s+((?:(?!"
     + _SEP
     + r").)*)"
     + _SEP
     + r"(.*?)("
-    + re.escape("<|close|>")
+    + re.escape(_CLOSE)
     + r"\s*call\s*"
     + _SEP
     + r"|\Z)",
     re.DOTALL,
 )
 _K3_ARG = re.compile(
-    re.escape("<|open|>")
+    re.escape(_OPEN)
     + r"\s*argument\s+((?:(?!"
     + _SEP
     + r").)*)"
     + _SEP
     + r"(.*?)"
-    + re.escape("<|close|>")
+    + re.escape(_CLOSE)
     + r"\s*argument\s*"
     + _SEP,
     re.DOTALL,

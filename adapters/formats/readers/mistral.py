@@ -17,10 +17,17 @@ import re
 from collections.abc import Iterable, Iterator
 from typing import ClassVar
 
-from ..base import Block, ParseEvent, brackets_closed, in_json_string, invalid
+from ..call_args import invalid
+from ..events import ParseEvent
+from ..json_text import brackets_closed, in_json_string
+from ..markup import EOS, Block
 from .base import Reader, named_call_and_text, read_json_calls, strict_prefix
 
-__all__ = ["MistralReader"]
+__all__ = ["TOOL_CALLS", "MistralReader"]
+
+#: Mistral's call token (tokenizer v3 and v11+), and its reasoning block (Magistral)
+TOOL_CALLS = "[TOOL_CALLS]"
+_THINK = Block("[THINK]", ("[/THINK]",), "reasoning")
 
 _NAMED = re.compile(r"\s*([A-Za-z_][\w.\-]*)\s*(?:\[CALL_ID\]\s*\w+\s*)?(?:\[ARGS\])?\s*(?=[{\[])")
 
@@ -29,12 +36,12 @@ class MistralReader(Reader):
     name: ClassVar[str] = "mistral"
     # the next [TOOL_CALLS] ends a call and opens the next one
     blocks: ClassVar[tuple[Block, ...]] = (
-        Block("[TOOL_CALLS]", ("[TOOL_CALLS]", "</s>"), "call", False),
-        Block("[THINK]", ("[/THINK]",), "reasoning"),
+        Block(TOOL_CALLS, (TOOL_CALLS, EOS), "call", False),
+        _THINK,
     )
-    drop_tokens: ClassVar[tuple[str, ...]] = ("</s>", "[/THINK]")
+    drop_tokens: ClassVar[tuple[str, ...]] = (EOS, *_THINK.close)
     # a [THINK] the prompt opened leaves its closer in a reply that holds no call
-    channel_tokens: ClassVar[tuple[str, ...]] = ("[/THINK]",)
+    channel_tokens: ClassVar[tuple[str, ...]] = _THINK.close
     examples: ClassVar[tuple[str, ...]] = (
         '[TOOL_CALLS][{"name": "get_weather", "arguments": {"city": "Paris"}}, '
         '{"name": "get_time", "arguments": {"zone": "CET"}}]',
@@ -55,14 +62,14 @@ class MistralReader(Reader):
 def _read(text: str, closed: bool) -> Iterator[ParseEvent]:
     body = text.strip()
     if body.startswith(("[", "{")):
-        yield from read_json_calls(body, closed=closed, where="[TOOL_CALLS]")
+        yield from read_json_calls(body, closed=closed, where=TOOL_CALLS)
         return
     named = _NAMED.match(body)
     if named is None:
-        yield invalid("[TOOL_CALLS]" + text, "no tool name after [TOOL_CALLS]")
+        yield invalid(TOOL_CALLS + text, f"no tool name after {TOOL_CALLS}")
         return
     args = body[named.end() :].strip()
-    raw = "[TOOL_CALLS]" + text
+    raw = TOOL_CALLS + text
     if not closed and not strict_prefix(args)[0] and not brackets_closed(args, must_open=True):
         yield invalid(
             raw,

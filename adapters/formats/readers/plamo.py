@@ -19,14 +19,10 @@ import re
 from collections.abc import Iterable, Iterator
 from typing import ClassVar
 
-from ..base import (
-    Block,
-    ParseEvent,
-    brackets_closed,
-    invalid,
-    partition_unquoted,
-    split_unquoted,
-)
+from ..call_args import invalid
+from ..events import ParseEvent
+from ..json_text import brackets_closed, partition_unquoted, split_unquoted
+from ..markup import Block
 from .base import Reader, named_call
 
 __all__ = ["PlamoReader"]

@@ -9,7 +9,8 @@ never completed.
 
 from __future__ import annotations
 
-from ..base import Block, CallEvent, InvalidCallEvent, ParseEvent
+from ..events import CallEvent, InvalidCallEvent, ParseEvent
+from ..markup import Block
 from .base import Reader
 
 __all__ = ["json_call_repaired"]
@@ -25,8 +26,8 @@ def json_call_repaired(
     ``}`` (a whole value just closed).
 
     Example:
-        >>> from fncall_graph.adapters.formats.readers.tool_call_tag import (
-        ...     TOOL_CALL, ToolCallTagReader)
+        >>> from fncall_graph.adapters.formats.markup import TOOL_CALL
+        >>> from fncall_graph.adapters.formats.readers.tool_call_tag import ToolCallTagReader
         >>> reader, text = ToolCallTagReader(), '{"name": "f", "arguments": {"a": 1}'
         >>> events = list(reader.read_block(TOOL_CALL, text, closed=False))
         >>> [e.call["args"] for e in json_call_repaired(reader, TOOL_CALL, text, events,

@@ -21,17 +21,18 @@ import re
 from collections.abc import Iterable, Iterator
 from typing import ClassVar
 
-from ..base import Block, ContentDelta, ParseEvent, in_json_string
+from ..events import ContentDelta, ParseEvent
+from ..json_text import in_json_string
+from ..markup import THINK, TOOL_CALL, Block
 from .base import Reader, read_json_calls
 from .xml_params import FUNCTION, not_inside_value, read_arg_pairs, read_function_calls
 
-__all__ = ["TOOL_CALL", "ToolCallTagReader", "read_tool_call", "tool_call_may_close"]
+__all__ = ["ToolCallTagReader", "read_tool_call", "tool_call_may_close"]
 
-TOOL_CALL = Block("<tool_call>", ("</tool_call>",), "call")
 # GLM: a bare tool name, then <arg_key> pairs or nothing
 _GLM = re.compile(r"[^\s<>{}\[\]\"']+\s*(?:<tool_sep>\s*)?(?:<arg_key>|$)")
 _MARKUP = re.compile(
-    "|".join(map(re.escape, ("<tool_call>", "</tool_call>", "<think>", "</think>")))
+    "|".join(map(re.escape, (TOOL_CALL.open, *TOOL_CALL.close, THINK.open, *THINK.close)))
 )
 
 
@@ -44,7 +45,7 @@ def read_tool_call(text: str, *, closed: bool) -> Iterator[ParseEvent]:
     if FUNCTION in body and not body.startswith(("{", "[")):
         yield from read_function_calls(body, closed=closed)
         return
-    for event in read_json_calls(text, closed=closed, where="<tool_call>"):
+    for event in read_json_calls(text, closed=closed, where=TOOL_CALL.open):
         if isinstance(event, ContentDelta):
             # the scanner does not look for markup inside a block; take it out here
             prose = _MARKUP.sub("", event.text).strip()
@@ -72,7 +73,7 @@ class ToolCallTagReader(Reader):
 
     name: ClassVar[str] = "hermes"
     blocks: ClassVar[tuple[Block, ...]] = (TOOL_CALL,)
-    drop_tokens: ClassVar[tuple[str, ...]] = ("</tool_call>",)
+    drop_tokens: ClassVar[tuple[str, ...]] = TOOL_CALL.close
     special: ClassVar[bool] = False
     examples: ClassVar[tuple[str, ...]] = (
         '<tool_call>\n{"name": "get_weather", "arguments": {"city": "上海"}}\n</tool_call>',

@@ -33,16 +33,10 @@ import re
 from collections.abc import Iterable, Mapping
 from typing import Any, ClassVar
 
-from ..base import (
-    TOO_DEEP,
-    Block,
-    CallEvent,
-    ParseEvent,
-    brackets_closed,
-    in_json_string,
-    invalid,
-    nests_too_deep,
-)
+from ..call_args import TOO_DEEP, invalid, nests_too_deep
+from ..events import CallEvent, ParseEvent
+from ..json_text import brackets_closed, in_json_string
+from ..markup import Block
 from .base import Reader, call_event, named_call, read_json_calls, strict_prefix
 from .xml_params import read_invokes
 
@@ -198,8 +192,7 @@ class PythonicTagReader(Reader):
         Block("<|python_start|>", ("<|python_end|>",), "call"),
     )
     drop_tokens: ClassVar[tuple[str, ...]] = (
-        "</function_calls>",
-        "<|python_end|>",
+        *(b.close[0] for b in blocks),
         "<|eom|>",
         "<|eot|>",
     )

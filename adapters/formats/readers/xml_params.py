@@ -52,7 +52,10 @@ import re
 from collections.abc import Iterable, Iterator
 from typing import Any, ClassVar
 
-from ..base import Block, ContentDelta, ParseEvent, find_unquoted, in_json_string, invalid
+from ..call_args import invalid
+from ..events import ContentDelta, ParseEvent
+from ..json_text import find_unquoted, in_json_string
+from ..markup import TOOL_CALL, Block
 from .base import (
     Reader,
     json_value,
@@ -74,11 +77,17 @@ __all__ = [
 
 FUNCTION, FUNCTION_END = "<function=", "</function>"
 PARAM, PARAM_END = "<parameter=", "</parameter>"
+SEED_CALL = ("<seed:tool_call>", "</seed:tool_call>")
+MINIMAX_CALL = ("<minimax:tool_call>", "</minimax:tool_call>")
 # markup that wraps calls but carries nothing: what is left of it between calls
-_WRAPPERS = re.compile(r"</?tool_call>|</?seed:tool_call>|</function>|</parameter>")
+_WRAPPERS = re.compile(
+    "|".join(
+        map(re.escape, (TOOL_CALL.open, *TOOL_CALL.close, *SEED_CALL, FUNCTION_END, PARAM_END))
+    )
+)
 # what may follow a structural </function> (white space aside), and what starts the
 # next call where a </function> is missing
-_NEXT_CALL = (FUNCTION, "<tool_call>", "</tool_call>", "<seed:tool_call>", "</seed:tool_call>")
+_NEXT_CALL = (FUNCTION, TOOL_CALL.open, *TOOL_CALL.close, *SEED_CALL)
 # what may follow a structural </parameter>
 _AFTER_PARAM = (PARAM, FUNCTION_END, *_NEXT_CALL)
 _BAD_NAME = re.compile(r"[{}<>\"'\s]")
@@ -158,7 +167,7 @@ def _json_function(
             + text[body:stop]
             + "}",
             closed=closed or end >= 0,
-            where=f"<function={name}>",
+            where=f"{FUNCTION}{name}>",
             prose_after=False,
         )
     )
@@ -231,7 +240,7 @@ def _cut(text: str, start: int, name: str, *, inside: str | None = None) -> Pars
     where = f"the parameter {inside!r} of " if inside else ""
     return invalid(
         text[start:],
-        f"the reply ended inside {where}<function={name}> before the call was complete; "
+        f"the reply ended inside {where}{FUNCTION}{name}> before the call was complete; "
         "the call was not run",
         name=name,
     )
@@ -299,7 +308,7 @@ _INVOKE_PARAM = re.compile(r"<parameter\s+" + _NAME_ATTR + r">(.*?)</parameter>"
 
 
 def read_invokes(
-    text: str, *, closed: bool, where: str = "<minimax:tool_call>", prefix: str = ""
+    text: str, *, closed: bool, where: str = MINIMAX_CALL[0], prefix: str = ""
 ) -> Iterator[ParseEvent]:
     """MiniMax-M2 ``<invoke name="f"><parameter name="p">v</parameter></invoke>`` …, and
     Step-3's ``steptml:``-prefixed tags (``prefix="steptml:"``). Whole invokes are read
@@ -335,8 +344,9 @@ def _prefixed(prefix: str) -> tuple[re.Pattern[str], re.Pattern[str]]:
     return add(_INVOKE), add(_INVOKE_PARAM)
 
 
+#: MiniMax-M3's namespace token: its tags stand behind it
 NS = "]<]minimax[>["
-M3_OPEN, M3_CLOSE = NS + "<tool_call>", NS + "</tool_call>"
+M3_OPEN, M3_CLOSE = NS + TOOL_CALL.open, NS + TOOL_CALL.close[0]
 _M3_INVOKE = re.compile(re.escape(NS) + r'\s*<invoke name="([^"]*)">')
 _M3_INVOKE_END = NS + "</invoke>"
 
@@ -419,7 +429,7 @@ class FunctionTagReader(Reader):
     FUNCTION: ClassVar[Block] = Block(FUNCTION, (FUNCTION_END,), "call")
     blocks: ClassVar[tuple[Block, ...]] = (FUNCTION,)
     # Qwen3-Coder's template wraps each call in <tool_call>: the wrapper is the format's
-    drop_tokens: ClassVar[tuple[str, ...]] = (FUNCTION_END, "<tool_call>", "</tool_call>")
+    drop_tokens: ClassVar[tuple[str, ...]] = (FUNCTION_END, TOOL_CALL.open, *TOOL_CALL.close)
     special: ClassVar[bool] = False
     examples: ClassVar[tuple[str, ...]] = (
         "<function=get_weather>\n<parameter=city>\n巴黎\n</parameter>\n"
@@ -441,8 +451,8 @@ class FunctionTagReader(Reader):
         return not_inside_value(FUNCTION + text)
 
 
-SEED_CALL = ("<seed:tool_call>", "</seed:tool_call>")
 SEED_THINK = ("<seed:think>", "</seed:think>")
+SEED_EOS = "<seed:eos>"
 
 
 class SeedOssReader(Reader):
@@ -454,8 +464,8 @@ class SeedOssReader(Reader):
         Block(SEED_CALL[0], (SEED_CALL[1],), "call"),
         Block(SEED_THINK[0], (SEED_THINK[1],), "reasoning"),
     )
-    drop_tokens: ClassVar[tuple[str, ...]] = (SEED_CALL[1], SEED_THINK[1], "<seed:eos>")
-    channel_tokens: ClassVar[tuple[str, ...]] = ("<seed:eos>", SEED_THINK[1])
+    drop_tokens: ClassVar[tuple[str, ...]] = (SEED_CALL[1], SEED_THINK[1], SEED_EOS)
+    channel_tokens: ClassVar[tuple[str, ...]] = (SEED_EOS, SEED_THINK[1])
     examples: ClassVar[tuple[str, ...]] = (
         "<seed:tool_call>\n<function=get_weather>\n<parameter=city>Paris</parameter>\n"
         "</function>\n</seed:tool_call>",
@@ -495,10 +505,10 @@ class MinimaxReader(Reader):
     name: ClassVar[str] = "minimax"
     M3: ClassVar[Block] = Block(M3_OPEN, (M3_CLOSE,), "call")
     blocks: ClassVar[tuple[Block, ...]] = (
-        Block("<minimax:tool_call>", ("</minimax:tool_call>",), "call"),
+        Block(MINIMAX_CALL[0], (MINIMAX_CALL[1],), "call"),
         M3,
     )
-    drop_tokens: ClassVar[tuple[str, ...]] = ("</minimax:tool_call>", M3_CLOSE)
+    drop_tokens: ClassVar[tuple[str, ...]] = (MINIMAX_CALL[1], M3_CLOSE)
     examples: ClassVar[tuple[str, ...]] = (
         '<minimax:tool_call>\n<invoke name="get_weather">\n<parameter name="city">Paris'
         '</parameter>\n</invoke>\n<invoke name="get_time">\n<parameter name="zone">CET'
