@@ -905,7 +905,7 @@ async def test_resource_tools_only_where_the_server_lists_resources() -> None:
 def test_tools_that_run_only_as_tasks_are_left_out(caplog) -> None:
     from mcp.types import Tool, ToolExecution
 
-    from fncall_graph.adapters.mcp.sessions import callable_tools
+    from fncall_graph.adapters.mcp.listing import callable_tools
 
     def tool(name: str, support: str | None) -> Tool:
         execution = ToolExecution(taskSupport=support) if support else None

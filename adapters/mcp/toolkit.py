@@ -70,6 +70,7 @@ from mcp.types import (
 
 from ..formats.schema import clean_schema
 from ..tool_effects import is_idempotent
+from .call_hooks import CallHooks
 from .config import (
     ConfigSource,
     SamplingSettings,
@@ -81,12 +82,13 @@ from .config import (
 )
 from .connections import Connection
 from .errors import MCPConfigError, MCPServerError
+from .listing import paginate
 from .oauth import AuthorizePage, OAuthSettings, oauth_for, open_in_browser
 from .prompts import MCPPrompt, prompt_message
 from .results import MCPArtifact, blocks_for_model, result_for_model
 from .sampling import sampler
 from .schemas import input_schema, nulls_as_schema_allows
-from .sessions import CallHooks, Server, paginate
+from .sessions import Server
 from .stack import MCPError, wire
 
 __all__ = [
