@@ -7,7 +7,7 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import NoReturn
 
 from fncall_graph.nodes._repeats import DEFAULT_MAX_REPEATS
@@ -73,24 +73,25 @@ def _model_options(p: argparse.ArgumentParser) -> None:
     )
 
 
-def _positive(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        value = 0
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"give a whole number, 1 or more; got {text!r}")
-    return value
+def _at_least(minimum: int) -> Callable[[str], int]:
+    """An option's type: a whole number, ``minimum`` or more."""
+
+    def whole_number(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            value = minimum - 1
+        if value < minimum:
+            raise argparse.ArgumentTypeError(
+                f"give a whole number, {minimum} or more; got {text!r}"
+            )
+        return value
+
+    return whole_number
 
 
-def _at_least_zero(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        value = -1
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"give a whole number, 0 or more; got {text!r}")
-    return value
+_positive = _at_least(1)
+_at_least_zero = _at_least(0)
 
 
 def _thread_options(p: argparse.ArgumentParser) -> None:
