@@ -35,15 +35,15 @@ moved on to another write, a second reviewer's late answer, an answer to an inte
 that is no longer pending, an answer when nothing is pending. An unbound answer (decisions
 alone) is taken only when it cannot be meant for anything else: while the pending review
 is the thread's first.
+
+What a review covers (``interrupt_on``, the calls still unanswered) is :mod:`._review`'s;
+the decisions, their binding and the response schema that checks them, :mod:`._decisions`'.
 """
 
 from __future__ import annotations
 
-import difflib
-import hashlib
-import json
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Annotated, Any, Literal
+from typing import Any
 
 from langchain.agents.middleware.human_in_the_loop import (
     ActionRequest,
@@ -56,13 +56,6 @@ from langchain_core.messages.tool import ToolCall
 from langchain_core.runnables import RunnableConfig
 from langchain_core.tools import BaseTool
 from langgraph.types import interrupt
-from pydantic import (
-    AfterValidator,
-    BaseModel,
-    ConfigDict,
-    Discriminator,
-    model_validator,
-)
 
 from fncall_graph._compat import pause, resumed_by_id, resumes_by_id
 from fncall_graph.adapters.checkpoint.claims import TaskClaim, claim_in_task
@@ -73,7 +66,19 @@ from ._answers import (
     note_answer,
     own_answer_taken,
 )
+from ._decisions import (
+    EditDecision,
+    EditedAction,
+    RejectDecision,
+    RespondDecision,
+    _Decision,
+    _decision_schema,
+    _response_schema,
+    bind_decisions,
+    review_token,
+)
 from ._error_answer import error_answer
+from ._review import InterruptMode, normalize_interrupt_on, unanswered_calls, unknown_tool
 
 __all__ = [
     "ApproveNode",
@@ -87,309 +92,7 @@ __all__ = [
     "unknown_tool",
 ]
 
-DecisionType = Literal["approve", "edit", "reject", "respond"]
-InterruptMode = Literal["batched", "per_call"]
-"""One interrupt per model reply listing its gated calls, or one per gated call."""
-DEFAULT_DECISIONS: tuple[DecisionType, ...] = ("approve", "edit", "reject")
-"""What ``interrupt_on={"tool": True}`` allows."""
-
-_KNOWN_DECISIONS = {"approve", "edit", "reject", "respond"}
 _DESCRIPTION_PREFIX = "Tool execution requires approval"
-
-
-def review_token(calls: Iterable[ToolCall]) -> str:
-    """The token of a review of ``calls``: their ids, names and arguments, hashed.
-
-    The node computes it again when the run resumes, so it depends on nothing else.
-    """
-    shown = [[c.get("id"), c["name"], c["args"]] for c in calls]
-    text = json.dumps(shown, sort_keys=True, default=str, ensure_ascii=False)
-    return hashlib.sha256(text.encode()).hexdigest()[:32]
-
-
-def bind_decisions(request: Mapping[str, Any], decisions: Sequence[Mapping[str, Any]]) -> dict:
-    """The resume value answering ``request`` (an approval interrupt's value) with
-    ``decisions``, bound to it: each decision names its call, and the answer the review.
-
-    Example:
-        >>> request = {"action_requests": [{"name": "w", "args": {}, "tool_call_id": "c1"}],
-        ...            "review_configs": [], "review_token": "t"}
-        >>> bind_decisions(request, [{"type": "approve"}])
-        {'decisions': [{'type': 'approve', 'tool_call_id': 'c1'}], 'review_token': 't'}
-    """
-    actions = request.get("action_requests") or []
-    if len(decisions) != len(actions):
-        raise ValueError(
-            f"{len(decisions)} decision(s) for {len(actions)} action request(s): give one "
-            "decision per action request, in order"
-        )
-    bound = [
-        {**d, "tool_call_id": a["tool_call_id"]} if a.get("tool_call_id") else dict(d)
-        for d, a in zip(decisions, actions, strict=True)
-    ]
-    out: dict[str, Any] = {"decisions": bound}
-    if request.get("review_token"):
-        out["review_token"] = request["review_token"]
-    return out
-
-
-def normalize_interrupt_on(
-    interrupt_on: Mapping[str, bool | InterruptOnConfig],
-) -> dict[str, InterruptOnConfig]:
-    """Check ``interrupt_on`` and return a config for every gated tool.
-
-    ``True`` allows approve, edit and reject; ``False`` leaves the tool ungated; a dict
-    names its ``allowed_decisions`` and, optionally, a ``description`` (a string, or a
-    function ``(tool_call, state, runtime) -> str``) and ``when``, LangChain's predicate
-    ``(ToolCallRequest) -> bool``: a call is reviewed only when it returns ``True`` (it
-    runs again on resume, so it must answer the same for the same call).
-
-    Example:
-        >>> normalize_interrupt_on({"sqlite-write_query": True, "sqlite-read_query": False})
-        {'sqlite-write_query': {'allowed_decisions': ['approve', 'edit', 'reject']}}
-    """
-    out: dict[str, InterruptOnConfig] = {}
-    for name, config in interrupt_on.items():
-        if isinstance(config, bool):
-            if config:
-                out[name] = InterruptOnConfig(allowed_decisions=list(DEFAULT_DECISIONS))
-            continue
-        if not isinstance(config, Mapping):
-            raise ValueError(
-                f"interrupt_on[{name!r}] must be True, False or a dict with "
-                f"'allowed_decisions'; got {config!r}"
-            )
-        unknown_keys = set(config) - {"allowed_decisions", "description", "when"}
-        if unknown_keys:
-            # a key we do not apply must not pass silently
-            raise ValueError(
-                f"interrupt_on[{name!r}] has unsupported keys {sorted(unknown_keys)}; "
-                "supported: 'allowed_decisions', 'description', 'when'"
-            )
-        if config.get("when") is not None and not callable(config["when"]):
-            raise ValueError(
-                f"interrupt_on[{name!r}]: 'when' must be a function (ToolCallRequest) -> bool"
-            )
-        allowed = config.get("allowed_decisions")
-        if not allowed or isinstance(allowed, str):
-            raise ValueError(
-                f"interrupt_on[{name!r}]: 'allowed_decisions' must be a non-empty list of "
-                f"{sorted(_KNOWN_DECISIONS)}; got {allowed!r}"
-            )
-        bad = [d for d in allowed if d not in _KNOWN_DECISIONS]
-        if bad:
-            raise ValueError(
-                f"interrupt_on[{name!r}]: unknown decision types {bad}; "
-                f"known: {sorted(_KNOWN_DECISIONS)}"
-            )
-        description = config.get("description")
-        if description is not None and not (isinstance(description, str) or callable(description)):
-            raise ValueError(
-                f"interrupt_on[{name!r}]: 'description' must be a string or a function"
-            )
-        out[name] = dict(config)  # type: ignore[assignment]
-        out[name]["allowed_decisions"] = list(dict.fromkeys(allowed))
-    return out
-
-
-def unknown_tool(names: Iterable[str], tool_names: Iterable[str]) -> str | None:
-    """The first of ``names`` that names no tool, said with a close match and the tools.
-
-    A gate on a name that is no tool would gate nothing, silently.
-
-    Example:
-        >>> unknown_tool(["write_query"], ["sqlite-write_query"])
-        "'write_query', which is not one of the graph's tools; did you mean 'sqlite-write_query'? Tools: sqlite-write_query"
-    """
-    tools = sorted(set(tool_names))
-    for name in names:
-        if name in tools:
-            continue
-        close = difflib.get_close_matches(name, tools, n=1, cutoff=0.5)
-        close += [t for t in tools if t.endswith(f"-{name}")][:1]
-        hint = f"; did you mean {close[-1]!r}?" if close else "."
-        listed = ", ".join(tools) or "none"
-        return f"{name!r}, which is not one of the graph's tools{hint} Tools: {listed}"
-    return None
-
-
-def last_ai_message(messages: Sequence[AnyMessage]) -> AIMessage | None:
-    """The latest ``AIMessage`` of the history (rejections may follow it)."""
-    for message in reversed(messages):
-        if isinstance(message, AIMessage):
-            return message
-    return None
-
-
-def unanswered_calls(messages: Sequence[AnyMessage]) -> tuple[AIMessage, list[ToolCall]] | None:
-    """The latest ``AIMessage`` and those of its calls no ``ToolMessage`` answers yet."""
-    ai = last_ai_message(messages)
-    if ai is None:
-        return None
-    index = max(i for i, m in enumerate(messages) if m is ai)
-    answered = {m.tool_call_id for m in messages[index + 1 :] if isinstance(m, ToolMessage)}
-    return ai, [c for c in ai.tool_calls if c.get("id") not in answered]
-
-
-# --------------------------------------------------------------------------- decisions
-# Pydantic models rather than LangChain's TypedDicts so the interrupt's response_schema
-# can check count and allowed types before LangGraph saves the answer.
-
-
-class _Decision(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-    tool_call_id: str | None = None  # the call it answers (binds the answer)
-
-
-class ApproveDecision(_Decision):
-    type: Literal["approve"]
-
-
-class EditedAction(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-    name: str
-    args: dict[str, Any]
-
-
-class EditDecision(_Decision):
-    type: Literal["edit"]
-    edited_action: EditedAction
-
-
-class RejectDecision(_Decision):
-    type: Literal["reject"]
-    message: str | None = None
-
-
-class RespondDecision(_Decision):
-    type: Literal["respond"]
-    message: str
-
-
-_AnyDecision = Annotated[
-    ApproveDecision | EditDecision | RejectDecision | RespondDecision, Discriminator("type")
-]
-
-
-def _check_bound(
-    calls: Sequence[ToolCall],
-    token: str,
-    answer_token: str | None,
-    named: Sequence[str | None],
-    *,
-    first_review: bool,
-) -> None:
-    """Raise :class:`StaleApproval` unless the answer is for exactly ``calls``."""
-    ids = [c.get("id") or "" for c in calls]
-    shown = ", ".join(f"{c['name']} ({i})" for c, i in zip(calls, ids, strict=True))
-    if answer_token is not None and answer_token != token:
-        raise StaleApproval(
-            f"this answer is for review {answer_token!r}, but the review pending now is "
-            f"{token!r} ({shown}); nothing was run. Read the pending interrupt with "
-            "get_state and answer it",
-            pending=ids,
-            answered=[answer_token],
-        )
-    wrong = [
-        (i, n) for i, n in enumerate(named) if n is not None and (i >= len(ids) or ids[i] != n)
-    ]
-    if wrong:
-        i, n = wrong[0]
-        raise StaleApproval(
-            f"decision {i} answers tool call {n!r}, which is not pending here; the calls "
-            f"pending review now are: {shown}; nothing was run",
-            pending=ids,
-            answered=[n for n in named if n is not None],
-        )
-    if answer_token is None and not any(named) and not first_review:
-        raise StaleApproval(
-            "an answer naming neither its calls nor its review (decisions alone) is taken "
-            "only for a thread's first review, where it cannot be meant for another, or "
-            "when it names the pending interrupt: "
-            "Command(resume={interrupt.id: {'decisions': [...]}}), as LangChain's clients "
-            f"can send it; pending now: {shown}. Or answer with the review's token and call "
-            "ids (fncall_graph.bind_decisions(interrupt.value, decisions)); nothing was run",
-            pending=ids,
-        )
-
-
-def _response_schema(
-    calls: Sequence[ToolCall],
-    allowed: Sequence[Sequence[str]],
-    tool_names: frozenset[str],
-    *,
-    token: str,
-    first_review: bool,
-) -> type[BaseModel]:
-    """The resume value's type for one interrupt: decisions matching the calls one to one,
-    bound to them (see :func:`_check_bound`)."""
-
-    class HITLResponse(BaseModel):
-        """``{"decisions": [...], "review_token": ...}``: one decision per gated call, in
-        order."""
-
-        model_config = ConfigDict(extra="forbid")
-        decisions: list[_AnyDecision]
-        review_token: str | None = None
-
-        @model_validator(mode="after")
-        def _match_calls(self) -> HITLResponse:
-            # StaleApproval is no ValueError: pydantic lets it through as it is
-            _check_bound(
-                calls,
-                token,
-                self.review_token,
-                [d.tool_call_id for d in self.decisions],
-                first_review=first_review,
-            )
-            names = [c["name"] for c in calls]
-            if len(self.decisions) != len(calls):
-                raise ValueError(
-                    f"{len(self.decisions)} decision(s) for {len(calls)} pending tool call(s) "
-                    f"{names}: give one decision per action request, in order"
-                )
-            for i, (decision, call, ok) in enumerate(
-                zip(self.decisions, calls, allowed, strict=True)
-            ):
-                if decision.type not in ok:
-                    raise ValueError(
-                        f"decision {i} ({decision.type!r}) is not allowed for tool "
-                        f"{call['name']!r}; allowed: {list(ok)}"
-                    )
-                if (
-                    isinstance(decision, EditDecision)
-                    and tool_names
-                    and decision.edited_action.name not in tool_names
-                ):
-                    raise ValueError(
-                        f"decision {i} edits the call into unknown tool "
-                        f"{decision.edited_action.name!r}; tools: {sorted(tool_names)}"
-                    )
-            return self
-
-    return HITLResponse
-
-
-def _decision_schema(
-    call: ToolCall, allowed: Sequence[str], *, token: str, first_review: bool
-) -> Any:
-    """The resume value's type for one call's interrupt (``per_call``): one decision,
-    of a type the tool allows, bound to the call; an edit keeps the tool."""
-
-    def check(decision: _Decision) -> _Decision:
-        _check_bound([call], token, None, [decision.tool_call_id], first_review=first_review)
-        kind = decision.type  # type: ignore[attr-defined]
-        if kind not in allowed:
-            raise ValueError(
-                f"{kind!r} is not allowed for {call['name']!r}; allowed: {list(allowed)}"
-            )
-        if isinstance(decision, EditDecision) and decision.edited_action.name != call["name"]:
-            raise ValueError(
-                f"an edit keeps the tool {call['name']!r}; got {decision.edited_action.name!r}"
-            )
-        return decision
-
-    return Annotated[_AnyDecision, AfterValidator(check)]
 
 
 def _rejection(call: ToolCall, message: str | None) -> ToolMessage:

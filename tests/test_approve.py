@@ -549,7 +549,7 @@ def test_an_answer_another_run_took_first_is_an_error(tmp_path, saver):
 
 def test_a_run_does_not_apply_an_answer_it_did_not_send():
     from fncall_graph.nodes._answers import _RunAnswer, note_answer, own_answer_taken
-    from fncall_graph.nodes.approve import _response_schema
+    from fncall_graph.nodes._decisions import _response_schema
 
     call = {"name": "w", "args": {}, "id": "c1", "type": "tool_call"}
     schema = _response_schema(

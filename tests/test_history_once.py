@@ -30,7 +30,11 @@ from pg_server import postgres_url  # noqa: F401  (the fixture)
 
 from fncall_graph import bind_decisions, create_fncall_graph
 from fncall_graph.adapters.checkpoint import async_sqlite_saver, sqlite_saver
-from fncall_graph.adapters.checkpoint.history import MESSAGES_TABLE, StoredMessageMissing, _unpack
+from fncall_graph.adapters.checkpoint.message_blocks import (
+    MESSAGES_TABLE,
+    StoredMessageMissing,
+    _unpack,
+)
 
 CONFIG: dict[str, Any] = {"configurable": {"thread_id": "long"}}
 CHILD = Path(__file__).parent / "history_child.py"

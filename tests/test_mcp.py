@@ -905,7 +905,7 @@ async def test_resource_tools_only_where_the_server_lists_resources() -> None:
 def test_tools_that_run_only_as_tasks_are_left_out(caplog) -> None:
     from mcp.types import Tool, ToolExecution
 
-    from fncall_graph.adapters.mcp.sessions import callable_tools
+    from fncall_graph.adapters.mcp.listing import callable_tools
 
     def tool(name: str, support: str | None) -> Tool:
         execution = ToolExecution(taskSupport=support) if support else None
@@ -1018,7 +1018,7 @@ async def test_a_session_stuck_after_a_timeout_is_replaced_before_the_next_call(
 def test_each_tool_result_is_converted_once(mode, monkeypatch) -> None:
     from mcp.types import CallToolResult
 
-    from fncall_graph.adapters.mcp import toolkit as toolkit_module
+    from fncall_graph.adapters.mcp import tools as toolkit_module
 
     converted: list[Any] = []
     convert = toolkit_module.result_for_model

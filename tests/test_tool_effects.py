@@ -52,7 +52,7 @@ def test_both_places_a_call_could_run_again_ask_the_rule() -> None:
             name = getattr(func, "id", None) or getattr(func, "attr", None)
             if name == "is_idempotent":
                 callers[path] = callers.get(path, 0) + 1
-    assert callers == {"adapters/mcp/toolkit.py": 1, "nodes/tools.py": 1}
+    assert callers == {"adapters/mcp/tools.py": 1, "nodes/tools.py": 1}
 
 
 # how a tool is marked: names given to the toolkit, metadata set on the tool once made

@@ -12,6 +12,10 @@ Each is a context manager: the saver is usable inside the ``with`` block and its
 connection is closed at the end. Their ``delete_thread`` also deletes the thread's tool
 call claims (:func:`~fncall_graph.adapters.checkpoint.claims.forget_thread`).
 
+What the savers are made of, a module each: the claims' part (:mod:`.claim_aware`),
+SQLite writes that ride out a locked file (:mod:`.durable_sqlite`), and the options:
+messages stored once (:mod:`.history`), older checkpoints deleted (:mod:`.keep`).
+
 Example:
     ```python
     from fncall_graph import create_fncall_graph
@@ -27,24 +31,26 @@ Example:
 from __future__ import annotations
 
 import asyncio
-import logging
 import sqlite3
 import threading
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Sequence
+from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager, contextmanager, nullcontext
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import aiosqlite
-from langchain_core.runnables import RunnableConfig
-from langgraph.checkpoint.base import ChannelVersions, Checkpoint, CheckpointMetadata
 from langgraph.checkpoint.sqlite import SqliteSaver
 from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
 
-from .claims import DEFAULT_BUSY_TIMEOUT, aforget_thread, forget_thread, lost_run
+from .claim_aware import with_claims
+from .claims import DEFAULT_BUSY_TIMEOUT
+from .durable_sqlite import (
+    CheckpointWriteError,
+    DurableAsyncSqliteSaver,
+    DurableSqliteSaver,
+)
 from .history import stores_messages_once
 from .keep import check_keep, keeps_checkpoints
-from .retries import Retries
 
 if TYPE_CHECKING:
     from langgraph.checkpoint.postgres import PostgresSaver
@@ -61,81 +67,12 @@ __all__ = [
     "sqlite_saver",
 ]
 
-log = logging.getLogger(__name__)
-
 T = TypeVar("T")
-
-WRITE_ATTEMPTS = 3
-"""How many times a checkpoint write that found the database locked is tried."""
-
-
-class CheckpointWriteError(RuntimeError):
-    """A step's writes could not be saved: the run stopped before its next step (or
-    after it, when the write started only once the step's checkpoint was saved).
-
-    The thread is as its last saved checkpoint left it; once the database takes writes
-    again, ``invoke(None, config)`` runs the unsaved step again (a tool call in it that
-    had started is answered from its claim, not run twice).
-    """
-
 
 _POSTGRES_MISSING = (
     "PostgreSQL checkpoints need the 'postgres' extra: pip install -e '.[postgres]' in a clone "
     "(langgraph-checkpoint-postgres, psycopg[binary], psycopg-pool)"
 )
-
-
-class _ClaimAware:
-    """What the product's savers add for tool call claims, which live in a table of
-    their own beside the checkpoints:
-
-    - ``delete_thread`` also deletes the thread's claims (and the results stored with
-      them);
-    - a graph run that lost a claim (:class:`~.claims.ToolCallTakenOver`: another run
-      took its call over and the thread moved on) writes nothing more: each of its
-      checkpoints and step writes is refused with that error, so its stale branch never
-      becomes the thread's head (``durability="exit"`` saves at the end of a failed run).
-    """
-
-    def delete_thread(self, thread_id: str) -> None:
-        super().delete_thread(thread_id)  # type: ignore[misc]
-        forget_thread(self, thread_id)  # type: ignore[arg-type]
-
-    async def adelete_thread(self, thread_id: str) -> None:
-        await super().adelete_thread(thread_id)  # type: ignore[misc]
-        await aforget_thread(self, thread_id)  # type: ignore[arg-type]
-
-    def put(self, config: RunnableConfig, *args: Any, **kwargs: Any) -> RunnableConfig:
-        _refuse_lost(config)
-        return super().put(config, *args, **kwargs)  # type: ignore[misc]
-
-    async def aput(self, config: RunnableConfig, *args: Any, **kwargs: Any) -> RunnableConfig:
-        _refuse_lost(config)
-        return await super().aput(config, *args, **kwargs)  # type: ignore[misc]
-
-    def put_writes(self, config: RunnableConfig, *args: Any, **kwargs: Any) -> None:
-        _refuse_lost(config)
-        super().put_writes(config, *args, **kwargs)  # type: ignore[misc]
-
-    async def aput_writes(self, config: RunnableConfig, *args: Any, **kwargs: Any) -> None:
-        _refuse_lost(config)
-        await super().aput_writes(config, *args, **kwargs)  # type: ignore[misc]
-
-
-def _refuse_lost(config: RunnableConfig) -> None:
-    lost = lost_run(config)
-    if lost is not None:
-        raise lost
-
-
-_WITH_CLAIMS: dict[type, type] = {}
-
-
-def _with_claims(cls: type[T]) -> type[T]:
-    """``cls`` (a LangGraph saver class), its ``delete_thread`` deleting claims too."""
-    if cls not in _WITH_CLAIMS:
-        _WITH_CLAIMS[cls] = type(cls.__name__, (_ClaimAware, cls), {"__doc__": cls.__doc__})
-    return _WITH_CLAIMS[cls]  # type: ignore[return-value]
 
 
 def _saver_class(cls: type[T], store_messages_once: bool, keep_checkpoints: int | None) -> type[T]:
@@ -158,216 +95,6 @@ def _file(path: str | Path) -> str:
     return str(path)
 
 
-def _locked(exc: BaseException) -> bool:
-    text = str(exc).lower()
-    return isinstance(exc, sqlite3.OperationalError) and ("locked" in text or "busy" in text)
-
-
-# a checkpoint write that found the file locked is tried again (the connection's busy
-# timeout already waited within each try)
-_LOCKED = Retries(WRITE_ATTEMPTS, log, "SQLite checkpoint %s: database locked", _locked)
-
-
-class _WriteGuard:
-    """What the durable savers share: writes retried while the database is locked, and
-    a step's write that failed for good remembered, so the checkpoint that ends the step
-    fails too.
-
-    Why the checkpoint: LangGraph saves a task's writes in the background and raises
-    their error only when the run ends, but it waits for each step's checkpoint before
-    the next step starts (``durability="sync"``); failing that checkpoint stops the run
-    there, before another task (and its side effects) starts.
-
-    A write waiting in the executor's queue is not yet counted, so the step's checkpoint
-    can be saved before it starts and fails: the next step's checkpoint fails then (the
-    run stops one step later, and that step runs again on resume).
-    """
-
-    def __init__(self) -> None:
-        self._cond = threading.Condition()
-        self._pending: dict[tuple[str, str], int] = {}
-        self._failed: dict[tuple[str, str], tuple[str, BaseException]] = {}
-        # per thread: the last checkpoint saved and the one it followed
-        self._saved: dict[tuple[str, str], tuple[str, str]] = {}
-
-    @staticmethod
-    def key(config: RunnableConfig) -> tuple[str, str]:
-        conf = config.get("configurable") or {}
-        return str(conf.get("thread_id")), str(conf.get("checkpoint_ns", ""))
-
-    @contextmanager
-    def writing(self, config: RunnableConfig) -> Iterator[None]:
-        """Around a step's write: the checkpoint that ends the step waits for it, and a
-        write that fails is remembered for that checkpoint."""
-        key = self.key(config)
-        with self._cond:
-            self._pending[key] = self._pending.get(key, 0) + 1
-        try:
-            yield
-        except BaseException as exc:
-            log.error("SQLite checkpoint write failed; the run stops after this step: %s", exc)
-            with self._cond:
-                step = str((config.get("configurable") or {}).get("checkpoint_id"))
-                self._failed[key] = (step, exc)
-            if isinstance(exc, sqlite3.OperationalError):  # this error may surface first
-                raise _step_unsaved(key, step, exc) from exc
-            raise
-        finally:
-            with self._cond:
-                self._pending[key] -= 1
-                if not self._pending[key]:
-                    del self._pending[key]
-                self._cond.notify_all()
-
-    def check(self, config: RunnableConfig) -> None:
-        """Before a checkpoint is saved: wait for the thread's writes in flight, and
-        raise if a write of the step this checkpoint ends failed."""
-        key = self.key(config)
-        step = str((config.get("configurable") or {}).get("checkpoint_id"))
-        with self._cond:
-            self._cond.wait_for(lambda: key not in self._pending)
-            failed = self._failed.pop(key, None)
-            saved, after = self._saved.get(key, ("", ""))
-        # this step's write, or the step before's (it started after that step's
-        # checkpoint was saved)
-        earlier = after if saved == step else None
-        if failed is not None and failed[0] in (step, earlier):
-            raise _step_unsaved(key, failed[0], failed[1]) from failed[1]
-
-    def run_starts(self, config: RunnableConfig) -> None:
-        """A run on the thread starts: what earlier runs' writes left is theirs (a run
-        returns once its writes are done, so a write that failed after its last
-        checkpoint was already said by that run's error)."""
-        key = self.key(config)
-        with self._cond:
-            self._failed.pop(key, None)
-            self._saved.pop(key, None)
-
-    @contextmanager
-    def saving(self, config: RunnableConfig, checkpoint: Checkpoint) -> Iterator[None]:
-        """Around a checkpoint's save: one locked through every attempt is the
-        :class:`CheckpointWriteError` that stops the run; one saved is remembered with
-        the checkpoint it followed."""
-        step = str((config.get("configurable") or {}).get("checkpoint_id"))
-        try:
-            yield
-        except sqlite3.OperationalError as exc:
-            raise CheckpointWriteError(
-                f"thread {self.key(config)[0]!r}: the checkpoint after {step} could not be "
-                f"saved ({exc}); the run stopped. Run invoke(None, config) once the "
-                "database takes writes again."
-            ) from exc
-        with self._cond:
-            self._saved[self.key(config)] = (str(checkpoint["id"]), step)
-
-    @staticmethod
-    def retried(what: str, write: Callable[[], T]) -> T:
-        return _LOCKED.run(write, what)
-
-    @staticmethod
-    async def aretried(what: str, write: Callable[[], Awaitable[T]]) -> T:
-        return await _LOCKED.arun(write, what)
-
-
-def _step_unsaved(key: tuple[str, str], step: str, exc: BaseException) -> CheckpointWriteError:
-    return CheckpointWriteError(
-        f"thread {key[0]!r}: a write of the step after checkpoint {step} could not be "
-        f"saved ({exc}); the run stopped before saving another checkpoint. Run "
-        "invoke(None, config) once the database takes writes again."
-    )
-
-
-class DurableSqliteSaver(_ClaimAware, SqliteSaver):
-    """A ``SqliteSaver`` whose writes ride out a locked database (each statement waits
-    up to the connection's busy timeout, a write is tried :data:`WRITE_ATTEMPTS` times)
-    and whose failed step writes stop the run before its next step
-    (:class:`CheckpointWriteError`)."""
-
-    def __init__(self, conn: sqlite3.Connection, **kwargs: Any) -> None:
-        super().__init__(conn, **kwargs)
-        self.guard = _WriteGuard()
-
-    def run_starts(self, config: RunnableConfig) -> None:
-        """Called by the graph as a run on ``config``'s thread starts (see
-        :meth:`_WriteGuard.run_starts`)."""
-        self.guard.run_starts(config)
-
-    def put(
-        self,
-        config: RunnableConfig,
-        checkpoint: Checkpoint,
-        metadata: CheckpointMetadata,
-        new_versions: ChannelVersions,
-    ) -> RunnableConfig:
-        self.guard.check(config)
-        with self.guard.saving(config, checkpoint):
-            return self.guard.retried(
-                "save",
-                lambda: super(DurableSqliteSaver, self).put(
-                    config, checkpoint, metadata, new_versions
-                ),
-            )
-
-    def put_writes(
-        self,
-        config: RunnableConfig,
-        writes: Sequence[tuple[str, Any]],
-        task_id: str,
-        task_path: str = "",
-    ) -> None:
-        with self.guard.writing(config):
-            self.guard.retried(
-                "write",
-                lambda: super(DurableSqliteSaver, self).put_writes(
-                    config, writes, task_id, task_path
-                ),
-            )
-
-
-class DurableAsyncSqliteSaver(_ClaimAware, AsyncSqliteSaver):
-    """:class:`DurableSqliteSaver` for ``ainvoke``/``astream``."""
-
-    def __init__(self, conn: aiosqlite.Connection, **kwargs: Any) -> None:
-        super().__init__(conn, **kwargs)
-        self.guard = _WriteGuard()
-
-    def run_starts(self, config: RunnableConfig) -> None:
-        """As :meth:`DurableSqliteSaver.run_starts`."""
-        self.guard.run_starts(config)
-
-    async def aput(
-        self,
-        config: RunnableConfig,
-        checkpoint: Checkpoint,
-        metadata: CheckpointMetadata,
-        new_versions: ChannelVersions,
-    ) -> RunnableConfig:
-        # the writes in flight run on this loop: wait for them off it
-        await asyncio.to_thread(self.guard.check, config)
-        with self.guard.saving(config, checkpoint):
-            return await self.guard.aretried(
-                "save",
-                lambda: super(DurableAsyncSqliteSaver, self).aput(
-                    config, checkpoint, metadata, new_versions
-                ),
-            )
-
-    async def aput_writes(
-        self,
-        config: RunnableConfig,
-        writes: Sequence[tuple[str, Any]],
-        task_id: str,
-        task_path: str = "",
-    ) -> None:
-        with self.guard.writing(config):
-            await self.guard.aretried(
-                "write",
-                lambda: super(DurableAsyncSqliteSaver, self).aput_writes(
-                    config, writes, task_id, task_path
-                ),
-            )
-
-
 @contextmanager
 def sqlite_saver(
     path: str | Path,
@@ -383,7 +110,7 @@ def sqlite_saver(
 
     Durable (:class:`DurableSqliteSaver`): a statement waits up to ``busy_timeout``
     seconds for another connection's lock, and a checkpoint write that still finds the
-    database locked is tried :data:`WRITE_ATTEMPTS` times in all; a step whose writes
+    database locked is tried :data:`~.durable_sqlite.WRITE_ATTEMPTS` times in all; a step whose writes
     could not be saved stops the run before its next step (:class:`CheckpointWriteError`)
     instead of running on and failing at the end.
 
@@ -465,7 +192,7 @@ def _postgres_modules() -> tuple[type[PostgresSaver], type[AsyncPostgresSaver]]:
         from langgraph.checkpoint.postgres.aio import AsyncPostgresSaver
     except ImportError as exc:
         raise ImportError(f"{_POSTGRES_MISSING} ({exc})") from exc
-    return _with_claims(PostgresSaver), _with_claims(AsyncPostgresSaver)
+    return with_claims(PostgresSaver), with_claims(AsyncPostgresSaver)
 
 
 def _pool(pool_cls: Any, url: str, max_connections: int) -> Any:

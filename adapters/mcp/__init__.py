@@ -2,7 +2,13 @@
 
 - :mod:`.config`: ``{"mcpServers": {...}}`` and connection dicts, checked up front;
 - :mod:`.sessions`: one persistent session per server, restarted when it dies;
-- :mod:`.toolkit`: :class:`MCPToolkit` and :func:`load_mcp_tools`, the tools themselves;
+- :mod:`.toolkit`: :class:`MCPToolkit` and :func:`load_mcp_tools`, the servers' tools;
+- :mod:`.tools`: one listed tool as a LangChain tool, and its call;
+- :mod:`.results`: MCP content (a tool's result, a resource's contents) as the model
+  reads it;
+- :mod:`.call_hooks`: what a server sends during a call (progress, questions);
+- :mod:`.schemas`, :mod:`.prompts`, :mod:`.resources`: a tool's input schema, the
+  servers' prompts, their resources as two more tools;
 - :mod:`.oauth`: the ``oauth`` key of a remote server's entry, and its token cache;
 - :mod:`.errors`: what goes wrong, said with the server and field.
 """

@@ -1,8 +1,10 @@
-"""An MCP tool result as the model reads it: text for the ``ToolMessage``, the rest kept.
+"""MCP content as the model reads it: text for the ``ToolMessage``, the rest kept.
 
-Text parts are joined with ``"\\n\\n"``; images, audio, embedded resources and links
-are described in the text and kept whole in the artifact (:class:`MCPArtifact`); a
-result the server marked ``isError`` raises ``ToolException`` with its text.
+The one place MCP content becomes LangChain's: a tool's result (:func:`result_for_model`)
+and a resource's contents (:func:`contents_for_model`). Text parts are joined with
+``"\\n\\n"``; images, audio, embedded resources and links are described in the text and
+kept whole in the artifact (:class:`MCPArtifact`); a result the server marked ``isError``
+raises ``ToolException`` with its text (:func:`~.tools.call_tool`).
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any, TypedDict
 from urllib.parse import unquote
 
+from langchain_core.messages.content import create_file_block, create_image_block
 from mcp.types import CallToolResult
 
 from .stack import wire
@@ -55,12 +58,29 @@ def _describe_block(block: Mapping[str, Any]) -> str:
     return f"[{kind}: {mime}]"
 
 
-def blocks_for_model(blocks: Sequence[Mapping[str, Any]]) -> tuple[str, MCPArtifact | None]:
+def _blocks_for_model(blocks: Sequence[Mapping[str, Any]]) -> tuple[str, MCPArtifact | None]:
     """A resource's contents, as LangChain blocks, as the model's text and the artifact."""
     texts = [b["text"] for b in blocks if b.get("type") == "text"]
     others = [dict(b) for b in blocks if b.get("type") != "text"]
     content = "\n\n".join(texts + [_describe_block(b) for b in others])
     return content, ({"content": others} if others else None)
+
+
+def contents_for_model(contents: Sequence[Mapping[str, Any]]) -> tuple[str, MCPArtifact | None]:
+    """A resource's contents (``resources/read``'s ``contents``, protocol form) as the
+    model's text and the message's artifact: text as text; binary contents as an image or
+    file block (its ``uri`` kept), described in the text."""
+    blocks: list[dict[str, Any]] = []
+    for part in contents:
+        if part.get("text") is not None:
+            blocks.append({"type": "text", "text": part["text"]})
+        elif part.get("blob") is not None:
+            mime = part.get("mimeType") or "application/octet-stream"
+            make = create_image_block if mime.startswith("image/") else create_file_block
+            block = dict(make(base64=part["blob"], mime_type=mime))
+            block["uri"] = part["uri"]
+            blocks.append(block)
+    return _blocks_for_model(blocks)
 
 
 def _block_and_text(block: Mapping[str, Any]) -> tuple[dict[str, Any], str]:

@@ -2,7 +2,8 @@
 
 A session that dies is started again (and the call retried once, if it may run twice:
 otherwise its outcome is unknown); a server that cannot start is reported at once with
-its cause (:class:`MCPServerError`).
+its cause (:class:`MCPServerError`). A call during which the server asks the person
+something is kept open, waiting for the answer its thread resumes with (:class:`_KeptCall`).
 """
 
 from __future__ import annotations
@@ -10,15 +11,10 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import contextvars
-import json
 import logging
-import re
-from collections.abc import Awaitable, Callable, Mapping
-from dataclasses import dataclass
-from pathlib import Path
+from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar
 
-import anyio
 import pydantic
 from langchain_core.tools import ToolException
 from mcp.types import (
@@ -31,6 +27,7 @@ from mcp.types import (
     Root,
 )
 
+from .call_hooks import CallHooks
 from .connections import Connection
 from .errors import (
     Disconnected,
@@ -39,93 +36,16 @@ from .errors import (
     MCPServerError,
     MCPToolTimeoutError,
 )
-from .stack import Handlers, MCPError, http, http_refusal, open_session, wire
+from .failures import DISCONNECT_ERRORS, UNSENT_ERRORS, auth_refusal, leaf_errors, startup_cause
+from .listing import callable_tools, paginate
+from .server_logs import log_server_message
+from .stack import Handlers, MCPError, http_refusal, open_session
 
-__all__ = ["callable_tools"]
+__all__ = []
 
 logger = logging.getLogger(__name__)
 
 T = TypeVar("T")
-
-# --------------------------------------------------------------------------- servers
-
-
-def _leaf_errors(exc: BaseException) -> list[BaseException]:
-    if isinstance(exc, BaseExceptionGroup):
-        return [leaf for sub in exc.exceptions for leaf in _leaf_errors(sub)]
-    return [exc]
-
-
-_DISCONNECT_ERRORS: tuple[type[BaseException], ...] = (
-    anyio.ClosedResourceError,
-    anyio.BrokenResourceError,
-    anyio.EndOfStream,
-    http.TransportError,
-    ConnectionError,
-)
-
-# Raised by the session's send of a request on a closed stream: the request never left
-# this process (a session that ends with requests in flight fails them with an MCPError
-# instead), so it is safe to send again after a restart. The one later request of a
-# call, the output-schema lookup after a result, is kept from happening by listing the
-# tools of every new session (see `Server._restart`).
-_UNSENT_ERRORS: tuple[type[BaseException], ...] = (
-    anyio.ClosedResourceError,
-    anyio.BrokenResourceError,
-)
-
-
-def auth_refusal(exc: BaseException | None) -> str | None:
-    """What an HTTP 401/403 refusal among ``exc``'s errors says (its ``WWW-Authenticate``
-    challenge), or ``None`` when the session did not end on one."""
-    for err in _leaf_errors(exc) if exc is not None else ():
-        if isinstance(err, http.HTTPStatusError) and err.response.status_code in (401, 403):
-            code = err.response.status_code
-            challenge = dict(
-                re.findall(r'(\w+)="([^"]*)"', err.response.headers.get("www-authenticate", ""))
-            )
-            error = challenge.get("error") or ("invalid_token" if code == 401 else "forbidden")
-            text = f"HTTP {code} {error}"
-            if challenge.get("scope"):
-                text += f" (the scope it needs: {challenge['scope']})"
-            if challenge.get("error_description"):
-                text += f": {challenge['error_description']}"
-            return text
-    return None
-
-
-def _startup_cause(exc: BaseException, connection: Mapping[str, Any]) -> str:
-    """Say in one line why a server did not start."""
-    leaves = [e for e in _leaf_errors(exc) if not isinstance(e, asyncio.CancelledError)] or [exc]
-    err = leaves[0]
-    command = connection.get("command")
-    url = connection.get("url")
-    cwd = connection.get("cwd")
-    if isinstance(err, FileNotFoundError | NotADirectoryError) and cwd and not Path(cwd).is_dir():
-        return f"failed to start: working directory {cwd!r} does not exist"
-    if isinstance(err, FileNotFoundError) and command:
-        return f"failed to start: command {command!r} not found"
-    if isinstance(err, PermissionError) and command:
-        return f"failed to start: command {command!r} is not executable"
-    closed = isinstance(err, MCPError) and err.error.code == CONNECTION_CLOSED
-    # a process that exits at once may also break the pipe before the SDK sees it close
-    if closed or isinstance(
-        err, anyio.BrokenResourceError | anyio.ClosedResourceError | anyio.EndOfStream
-    ):
-        if command:
-            return (
-                f"failed to start: {command!r} closed the connection during initialization "
-                "(the process exited or is not an MCP server; see its stderr)"
-            )
-        return f"failed to start: {url} closed the connection during initialization"
-    if isinstance(err, http.ConnectError):
-        return f"failed to start: cannot connect to {url}: {err}"
-    refused = auth_refusal(err)
-    if refused is not None:
-        return f"failed to start: {url} refused the credentials: {refused}"
-    if isinstance(err, http.HTTPStatusError):
-        return f"failed to start: HTTP {err.response.status_code} from {url}"
-    return f"failed to start: {type(err).__name__}: {err}"
 
 
 class Link:
@@ -265,7 +185,7 @@ class Server:
         except Exception as exc:
             if not ready.done():
                 error = MCPAuthError if auth_refusal(exc) is not None else MCPServerError
-                ready.set_exception(error(self.name, _startup_cause(exc, self.connection)))
+                ready.set_exception(error(self.name, startup_cause(exc, self.connection)))
             else:
                 logger.debug("MCP server %r: session ended with %r", self.name, exc)
                 if link is not None:
@@ -508,7 +428,7 @@ class Server:
         try:
             async with asyncio.timeout(wait):
                 await link.session.send_ping()
-        except (TimeoutError, MCPError, *_DISCONNECT_ERRORS) as exc:
+        except (TimeoutError, MCPError, *DISCONNECT_ERRORS) as exc:
             logger.warning(
                 "MCP server %r: no answer to a ping within %g s after a call timed out; "
                 "restarting it",
@@ -559,33 +479,14 @@ class Server:
             raise ToolException(
                 f"MCP server {self.name!r}: {what} failed: {exc.error.message}"
             ) from exc
-        except _DISCONNECT_ERRORS as exc:
-            raise Disconnected(exc, unsent=isinstance(exc, _UNSENT_ERRORS)) from exc
+        except DISCONNECT_ERRORS as exc:
+            raise Disconnected(exc, unsent=isinstance(exc, UNSENT_ERRORS)) from exc
         except BaseExceptionGroup as group:
-            leaves = _leaf_errors(group)
-            if all(isinstance(e, _DISCONNECT_ERRORS) for e in leaves):
-                unsent = all(isinstance(e, _UNSENT_ERRORS) for e in leaves)
+            leaves = leaf_errors(group)
+            if all(isinstance(e, DISCONNECT_ERRORS) for e in leaves):
+                unsent = all(isinstance(e, UNSENT_ERRORS) for e in leaves)
                 raise Disconnected(group, unsent=unsent) from group
             raise
-
-
-@dataclass
-class CallHooks:
-    """What one tool call does with what its server sends during it.
-
-    ``progress``: reports progress notifications; ``elicit``: answers the server's
-    elicitation request at once, or returns ``None`` after recording in ``paused`` the
-    interrupt that pauses the thread until a person answers; ``answer``: on resume, given
-    every question of the call so far, the person's answer to the last one (``None``,
-    with ``paused`` set, when there is none yet); ``key``: the call's thread and tool call id, under
-    which a paused call is kept for its resume (``None``: it cannot be resumed into).
-    """
-
-    progress: Callable[[float, float | None, str | None], Awaitable[None]] | None = None
-    elicit: Callable[[ElicitRequestParams], ElicitResult | None] | None = None
-    answer: Callable[[list[ElicitRequestParams]], ElicitResult | None] | None = None
-    key: tuple[str, str] | None = None
-    paused: BaseException | None = None
 
 
 class _KeptCall:
@@ -636,60 +537,3 @@ class _KeptCall:
 _ASKING: contextvars.ContextVar[_KeptCall | None] = contextvars.ContextVar(
     "fncall_mcp_asking_call", default=None
 )
-
-_LEVELS = {
-    "debug": logging.DEBUG,
-    "info": logging.INFO,
-    "notice": logging.INFO,
-    "warning": logging.WARNING,
-    "error": logging.ERROR,
-    "critical": logging.CRITICAL,
-    "alert": logging.CRITICAL,
-    "emergency": logging.CRITICAL,
-}
-
-
-def log_server_message(server: str, params: Any) -> None:
-    """An MCP ``notifications/message`` as a record of the ``fncall_graph.mcp.<server>``
-    logger (the server's own logger name, if it gives one, is kept in the text)."""
-    data = params.data
-    text = data if isinstance(data, str) else json.dumps(data, ensure_ascii=False, default=str)
-    if params.logger:
-        text = f"{params.logger}: {text}"
-    logging.getLogger(f"fncall_graph.mcp.{server}").log(
-        _LEVELS.get(str(params.level), logging.INFO), "%s", text
-    )
-
-
-def callable_tools(server: str, tools: list[T]) -> list[T]:
-    """``tools`` (SDK objects or their :func:`~.stack.wire` form) without those the server
-    runs only as tasks, which this client cannot run (each one left out is logged)."""
-    kept = []
-    for tool in tools:
-        listed = wire(tool)
-        if (listed.get("execution") or {}).get("taskSupport") == "required":
-            logger.info(
-                "MCP server %r: tool %r runs only as a task, which this client does not "
-                "support; left out",
-                server,
-                listed["name"],
-            )
-        else:
-            kept.append(tool)
-    return kept
-
-
-async def paginate(
-    fetch: Callable[[str | None], Awaitable[Any]], field: str
-) -> list[dict[str, Any]]:
-    """Every page's ``field`` (its protocol name: ``tools``, ``resourceTemplates``), as
-    :func:`~.stack.wire` dicts."""
-    items: list[dict[str, Any]] = []
-    cursor: str | None = None
-    for _ in range(1000):
-        page = wire(await fetch(cursor))
-        items.extend(page.get(field) or [])
-        cursor = page.get("nextCursor")
-        if not cursor:
-            break
-    return items

@@ -1,13 +1,14 @@
 """MCP servers as LangChain tools over persistent sessions.
 
 This module turns the MCP servers of a config file into LangChain tools that any
-chat model (and any LangGraph node) can call. It is built on
-either generation of the MCP SDK (mcp 1.x with langchain-mcp-adapters' sessions, or
-mcp 2.x's own client; see :mod:`.stack`); the tools are built here, one per tool the
-server lists, each
-calling the open session and turning the MCP result into the `ToolMessage`'s
-content and artifact once (:func:`result_for_model`). They add what a dependable
-agent needs:
+chat model (and any LangGraph node) can call: :class:`MCPToolkit` starts and stops the
+servers together and holds their tools. It is built on either generation of the MCP SDK
+(mcp 1.x with langchain-mcp-adapters' sessions, or mcp 2.x's own client; see
+:mod:`.stack`). The tools are built by :mod:`.tools`, one per tool the server lists,
+each calling the open session (:mod:`.sessions`) and turning the MCP result into the
+`ToolMessage`'s content and artifact once (:mod:`.results`); what a server sends during
+a call goes to the call's thread (:mod:`.call_hooks`). They add what a dependable agent
+needs:
 
 - **one persistent session per server**, opened once and shared by every call
   (the adapters' `MultiServerMCPClient.get_tools()` starts a new server process
@@ -48,28 +49,18 @@ from __future__ import annotations
 
 import asyncio
 import atexit
-import contextvars
-import json
-import logging
+import functools
 import threading
-from collections.abc import AsyncIterator, Callable, Coroutine, Mapping, Sequence
+from collections.abc import AsyncIterator, Coroutine, Mapping, Sequence
 from contextlib import asynccontextmanager
 from types import TracebackType
 from typing import Any, Self, TypeVar
 
-import pydantic
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, HumanMessage
-from langchain_core.messages.content import create_file_block, create_image_block
-from langchain_core.tools import BaseTool, StructuredTool, ToolException
-from mcp.types import (
-    ElicitRequestParams,
-    ElicitResult,
-    InitializeResult,
-)
+from langchain_core.tools import BaseTool
+from mcp.types import InitializeResult
 
-from ..formats.schema import clean_schema
-from ..tool_effects import is_idempotent
 from .config import (
     ConfigSource,
     SamplingSettings,
@@ -82,12 +73,12 @@ from .config import (
 from .connections import Connection
 from .errors import MCPConfigError, MCPServerError
 from .oauth import AuthorizePage, OAuthSettings, oauth_for, open_in_browser
-from .prompts import MCPPrompt, prompt_message
-from .results import MCPArtifact, blocks_for_model, result_for_model
+from .prompts import MCPPrompt, get_prompt, list_prompts
+from .resources import resource_tools
+from .results import MCPArtifact
 from .sampling import sampler
-from .schemas import input_schema, nulls_as_schema_allows
-from .sessions import CallHooks, Server, paginate
-from .stack import MCPError, wire
+from .sessions import Server
+from .tools import listed_tool, make_tool
 
 __all__ = [
     "DEFAULT_CALL_TIMEOUT",
@@ -95,10 +86,7 @@ __all__ = [
     "MCPPrompt",
     "MCPToolkit",
     "load_mcp_tools",
-    "result_for_model",
 ]
-
-logger = logging.getLogger(__name__)
 
 T = TypeVar("T")
 
@@ -106,185 +94,6 @@ DEFAULT_CALL_TIMEOUT = 300.0
 """Seconds one MCP call may take by default (`call_timeout`); `None` waits for ever. A
 server that never answers (or answers another request id) would otherwise hold the
 call, and the thread running it, for ever."""
-
-# --------------------------------------------------------------------------- toolkit
-
-
-class _MCPTool(StructuredTool):
-    """A `StructuredTool` that skips LangChain's per-call signature inspection.
-
-    On every call LangChain inspects `_arun` and the coroutine (signature and
-    type hints) for `run_manager` / `config` parameters; these tools take
-    neither, and the inspection alone costs a good part of a local MCP round trip.
-    """
-
-    # Unannotated on purpose: LangChain evaluates these hints on every call.
-    def _run(self, *args, **kwargs):  # type: ignore[no-untyped-def]
-        assert self.func is not None
-        return self.func(*args, **kwargs)
-
-    async def _arun(self, *args, **kwargs):  # type: ignore[no-untyped-def]
-        assert self.coroutine is not None
-        return await self.coroutine(*args, **kwargs)
-
-    # What the server sends during a call (progress, elicitation requests) goes to the
-    # call's thread, tagged with the tool call id, which only the call's own input knows:
-    # LangChain hands `_run`/`_arun` the arguments but not the call id (a JSON-schema
-    # `args_schema` gets no `InjectedToolCallId`), so the hooks cross that one step in a
-    # context variable; from `_run`/`_arun` on they are passed as an argument.
-    def invoke(self, input: Any, config: Any = None, **kwargs: Any) -> Any:
-        token = CALL_HOOKS.set(_call_hooks(self.name, input))
-        try:
-            return super().invoke(input, config, **kwargs)
-        finally:
-            CALL_HOOKS.reset(token)
-
-    async def ainvoke(self, input: Any, config: Any = None, **kwargs: Any) -> Any:
-        token = CALL_HOOKS.set(_call_hooks(self.name, input))
-        try:
-            return await super().ainvoke(input, config, **kwargs)
-        finally:
-            CALL_HOOKS.reset(token)
-
-
-def _call_hooks(tool: str, input: Any) -> CallHooks | None:
-    """Hooks for one call in a LangGraph run (``None`` outside one: nothing to tell).
-
-    - progress: ``{"mcp_progress": {"tool_call_id", "tool", "progress", "total",
-      "message"}}`` custom stream events;
-    - elicitation: the thread pauses with ``interrupt({"mcp_elicitation": {...}})``, the
-      question's ``defaults`` offered in it; the call stays open, and on resume the
-      person's answer goes to the server as the answer to that same question (see
-      :func:`elicit_result`).
-    """
-    try:
-        from langgraph.config import get_config, get_stream_writer
-
-        writer = get_stream_writer()
-        thread = get_config().get("configurable", {}).get("thread_id")
-    except (RuntimeError, ImportError, KeyError):
-        return None
-    call_id = input.get("id") if isinstance(input, Mapping) else None
-    # LangGraph reads the run from the context it is called in; the server's messages
-    # arrive on the session's task (another thread, for sync code): run them in this one
-    context = contextvars.copy_context()
-    hooks = CallHooks()
-    if thread is not None and isinstance(call_id, str):
-        hooks.key = (str(thread), call_id)
-
-    async def progress(done: float, total: float | None, message: str | None) -> None:
-        event = {"tool_call_id": call_id, "tool": tool, "progress": done}
-        context.run(writer, {"mcp_progress": {**event, "total": total, "message": message}})
-
-    def question(params: ElicitRequestParams) -> dict[str, Any]:
-        asked = wire(params)
-        schema = asked.get("requestedSchema")
-        return {
-            "mcp_elicitation": {
-                "tool_call_id": call_id,
-                "tool": tool,
-                "message": asked["message"],
-                "mode": asked.get("mode") or "form",
-                "requested_schema": schema,
-                "defaults": schema_defaults(schema),
-                "url": asked.get("url"),  # url mode: where the person should go
-            }
-        }
-
-    def ask(params: ElicitRequestParams) -> Any:
-        from langgraph.types import interrupt
-
-        return context.run(interrupt, question(params))
-
-    def elicit(params: ElicitRequestParams) -> ElicitResult | None:
-        from langgraph.errors import GraphInterrupt
-
-        try:
-            answer = ask(params)
-        except GraphInterrupt as paused:
-            hooks.paused = paused
-            return None  # the thread pauses; the server's request waits for the answer
-        return elicit_result(answer, wire(params).get("requestedSchema"))
-
-    def answer(asked: list[ElicitRequestParams]) -> ElicitResult | None:
-        # the run's interrupts are counted: the questions asked before the last one
-        # get their earlier answers back, the last one this resume's
-        for params in asked[:-1]:
-            if elicit(params) is None:
-                return None
-        return elicit(asked[-1])
-
-    hooks.progress, hooks.elicit, hooks.answer = progress, elicit, answer
-    return hooks
-
-
-def schema_defaults(schema: Mapping[str, Any] | None) -> dict[str, Any]:
-    """The ``default`` of each field of an elicitation's requested schema (SEP-1034)."""
-    properties = (schema or {}).get("properties") or {}
-    return {
-        name: field["default"]
-        for name, field in properties.items()
-        if isinstance(field, Mapping) and "default" in field
-    }
-
-
-def elicit_result(answer: Any, schema: Mapping[str, Any] | None = None) -> ElicitResult:
-    """A person's answer to an MCP elicitation, as the protocol's result.
-
-    ``{"action": "accept", "content": {...}}``, ``{"action": "decline"}`` or
-    ``{"action": "cancel"}``; a plain dict of fields is an accepted answer. An accepted
-    answer leaves out no field the ``schema`` has a default for: the default is what the
-    person accepted (SEP-1034).
-    """
-    if isinstance(answer, Mapping) and answer.get("action") in ("accept", "decline", "cancel"):
-        if answer["action"] != "accept":
-            return ElicitResult(action=answer["action"])
-        content = answer.get("content") or {}
-    elif isinstance(answer, Mapping):
-        content = answer
-    else:
-        raise ValueError(
-            "an answer to an MCP elicitation is {'action': 'accept', 'content': {...}}, "
-            f"{{'action': 'decline'}}, {{'action': 'cancel'}} or a dict of fields; got {answer!r}"
-        )
-    if not isinstance(content, Mapping):
-        raise ValueError(f"the content of an accepted MCP elicitation is a dict; got {content!r}")
-    return ElicitResult(action="accept", content={**schema_defaults(schema), **content} or None)
-
-
-#: The hooks of the tool call being invoked in this context, from `_MCPTool.invoke`/
-#: `ainvoke` to the tool's function.
-CALL_HOOKS: contextvars.ContextVar[CallHooks | None] = contextvars.ContextVar(
-    "fncall_mcp_call_hooks", default=None
-)
-
-
-async def call_tool(
-    server: Server,
-    name: str,
-    arguments: dict[str, Any],
-    hooks: CallHooks | None = None,
-    *,
-    retry: bool = False,
-) -> tuple[str, MCPArtifact | None]:
-    """Call MCP tool ``name`` on ``server``'s open session: the content and artifact of the
-    `ToolMessage`, converted once from the server's result.
-
-    ``retry``: run the call again if the server dies during it (for a tool that may run
-    twice).
-
-    Raises:
-        ToolException: the server answered with an ``isError`` result (its text is the
-            message the model sees).
-        MCPCallOutcomeUnknown: the server died during the call and it was not retried.
-    """
-    result = await server.call_tool(name, arguments, hooks, retry=retry)
-    content, artifact = result_for_model(result)
-    if wire(result).get("isError"):
-        raise ToolException(
-            content or f"MCP server {server.name!r}: tool {name!r} failed without saying why"
-        )
-    return content, artifact
 
 
 class MCPToolkit:
@@ -569,40 +378,7 @@ class MCPToolkit:
         if prompt is None:
             known = ", ".join(self._prompts) or "none"
             raise KeyError(f"no MCP prompt named {name!r}; prompts: {known}")
-        given = dict(arguments or {})
-        missing = [
-            a["name"] for a in prompt.arguments if a.get("required") and a["name"] not in given
-        ]
-        if missing:
-            raise ValueError(f"MCP prompt {name!r} needs the argument(s) {', '.join(missing)}")
-        server = self._servers[prompt.server]
-        # MCP prompt arguments are strings
-        values = {
-            k: v if isinstance(v, str) else json.dumps(v, ensure_ascii=False)
-            for k, v in given.items()
-        }
-        result = await server.request(
-            f"prompt {prompt.prompt!r}", lambda session: session.get_prompt(prompt.prompt, values)
-        )
-        return [prompt_message(name, m) for m in wire(result)["messages"]]
-
-    async def _list_prompts(self, server: Server) -> list[MCPPrompt]:
-        link = server.link
-        if link is None or wire(link.init)["capabilities"].get("prompts") is None:
-            return []
-        found: list[Any] = await server.request(
-            "prompts/list", lambda s: paginate(lambda c: s.list_prompts(cursor=c), "prompts")
-        )
-        return [
-            MCPPrompt(
-                name=f"{server.name}{self.separator}{p['name']}",
-                server=server.name,
-                prompt=p["name"],
-                description=p.get("description") or "",
-                arguments=tuple(p.get("arguments") or ()),
-            )
-            for p in found
-        ]
+        return await get_prompt(self._servers[prompt.server], prompt, arguments)
 
     def _started_tools(self) -> dict[str, list[BaseTool]]:
         if self._tools is None:
@@ -641,7 +417,7 @@ class MCPToolkit:
             tools: dict[str, list[BaseTool]] = {}
             for server in servers:
                 tools[server.name] = await self._build_tools(server)
-                for prompt in await self._list_prompts(server):
+                for prompt in await list_prompts(server, self.separator):
                     self._prompts[prompt.name] = prompt
             self._check_unique(tools)
         except BaseException:
@@ -735,164 +511,18 @@ class MCPToolkit:
             )
         return asyncio.run_coroutine_threadsafe(coro, loop).result()
 
-    def _make_tool(
-        self,
-        name: str,
-        description: str,
-        schema: dict[str, Any],
-        run: Callable[[CallHooks | None, dict[str, Any]], Coroutine[Any, Any, tuple[str, Any]]],
-        metadata: dict[str, Any],
-    ) -> StructuredTool:
-        def call(**kwargs: Any) -> tuple[str, Any]:
-            return self._run_sync(run(CALL_HOOKS.get(), kwargs))
-
-        async def acall(**kwargs: Any) -> tuple[str, Any]:
-            return await run(CALL_HOOKS.get(), kwargs)
-
-        return _MCPTool(
-            name=name,
-            description=description,
-            args_schema=schema,
-            func=call,
-            coroutine=acall,
-            response_format="content_and_artifact",
-            handle_tool_error=True,  # the exception's message
-            metadata=metadata,
-        )
-
     async def _build_tools(self, server: Server) -> list[BaseTool]:
         # Not the adapters' tools (even through `tool_interceptors`): an interceptor can skip
         # their conversion only by returning a whole ToolMessage, whose call id it is not given.
-        made = [self._mcp_tool(server, t) for t in await server.list_tools()]
-        tools: list[BaseTool] = [t for t in made if t is not None]
-        link = server.link
-        if (
-            self.include_resources
-            and link is not None
-            and wire(link.init)["capabilities"].get("resources") is not None
-            and await self._lists_resources(server)
-        ):
-            taken = {t.name for t in tools}
-            for tool in self._resource_tools(server):
-                if tool.name in taken:
-                    logger.info(
-                        "MCP server %r has its own %r tool; not adding ours", server.name, tool.name
-                    )
-                    continue
-                tools.append(tool)
-        return tools
-
-    async def _lists_resources(self, server: Server) -> bool:
-        """Whether a server that declares resources lists any (or any template): the
-        resource tools of one that lists none could only ever answer "none"."""
-
-        async def op(session: Any) -> bool:
-            if wire(await session.list_resources()).get("resources"):
-                return True
-            try:
-                return bool(wire(await session.list_resource_templates()).get("resourceTemplates"))
-            except MCPError:  # templates are optional for a server
-                return False
-
-        if await server.request("resources/list", op):
-            return True
-        logger.info(
-            "MCP server %r declares resources but lists none: no resource tools", server.name
-        )
-        return False
-
-    def _mcp_tool(self, server: Server, tool: Mapping[str, Any]) -> StructuredTool | None:
-        # metadata as the adapters give it: the annotations' fields (readOnlyHint, ...)
-        # and the tool's `_meta`
-        metadata = dict(tool.get("annotations") or {})
-        if tool.get("_meta") is not None:
-            metadata["_meta"] = tool["_meta"]
-
-        name = f"{server.name}{self.separator}{tool['name']}"
-        schema = input_schema(server.name, tool)
-        if schema is None:
-            return None
-
-        def run(
-            hooks: CallHooks | None, arguments: dict[str, Any]
-        ) -> Coroutine[Any, Any, tuple[str, MCPArtifact | None]]:
-            retry = is_idempotent(made, self.idempotent_tools)  # read at call time
-            sent = nulls_as_schema_allows(arguments, tool.get("inputSchema") or {})
-            return call_tool(server, tool["name"], sent, hooks, retry=retry)
-
-        made = self._make_tool(
-            name,
-            tool.get("description") or "",
-            schema,
-            run,
-            {**metadata, "mcp_server": server.name, "mcp_tool": tool["name"]},
-        )
-        return made
-
-    def _resource_tools(self, server: Server) -> list[StructuredTool]:
-        sep, name = self.separator, server.name
-
-        async def list_resources() -> tuple[str, MCPArtifact]:
-            async def op(session: Any) -> dict[str, Any]:
-                resources: list[Any] = await paginate(
-                    lambda c: session.list_resources(cursor=c), "resources"
-                )
-                try:
-                    templates: list[Any] = await paginate(
-                        lambda c: session.list_resource_templates(cursor=c), "resourceTemplates"
-                    )
-                except MCPError:  # templates are optional for a server
-                    templates = []
-                return {
-                    "resources": resources,
-                    "resource_templates": templates,
-                }
-
-            payload = await server.request("resources/list", op)
-            return json.dumps(payload, ensure_ascii=False), {"resources": payload}
-
-        async def read_resource(uri: str) -> tuple[str, MCPArtifact | None]:
-            try:
-                result = await server.request(f"resource {uri!r}", lambda s: s.read_resource(uri))  # type: ignore[arg-type]
-            except pydantic.ValidationError as exc:
-                raise ToolException(f"MCP server {name!r}: invalid resource URI {uri!r}") from exc
-            blocks: list[dict[str, Any]] = []
-            for part in wire(result)["contents"]:
-                if part.get("text") is not None:
-                    blocks.append({"type": "text", "text": part["text"]})
-                elif part.get("blob") is not None:
-                    mime = part.get("mimeType") or "application/octet-stream"
-                    make = create_image_block if mime.startswith("image/") else create_file_block
-                    block = dict(make(base64=part["blob"], mime_type=mime))
-                    block["uri"] = part["uri"]
-                    blocks.append(block)
-            return blocks_for_model(blocks)
-
-        # listing and reading resources change nothing on the server (MCP's resources/*)
-        meta = {"mcp_server": name, "readOnlyHint": True}
-        return [
-            self._make_tool(
-                f"{name}{sep}list_resources",
-                f"List the resources and resource templates of MCP server {name!r} "
-                "(uri or uriTemplate, name, description, mimeType), as JSON.",
-                clean_schema(None),
-                lambda _hooks, kwargs: list_resources(**kwargs),
-                {**meta, "mcp_tool": "list_resources"},
-            ),
-            self._make_tool(
-                f"{name}{sep}read_resource",
-                f"Read a resource of MCP server {name!r} by URI (fill in a template's "
-                "{placeholders} first). Text comes back as text; binary content as its "
-                "MIME type and size.",
-                {
-                    "type": "object",
-                    "properties": {"uri": {"type": "string", "description": "URI of the resource"}},
-                    "required": ["uri"],
-                },
-                lambda _hooks, kwargs: read_resource(**kwargs),
-                {**meta, "mcp_tool": "read_resource"},
-            ),
+        make = functools.partial(make_tool, run_sync=self._run_sync)
+        made = [
+            listed_tool(server, t, self.separator, lambda: self.idempotent_tools, make)
+            for t in await server.list_tools()
         ]
+        tools: list[BaseTool] = [t for t in made if t is not None]
+        if self.include_resources:
+            tools += await resource_tools(server, self.separator, make, {t.name for t in tools})
+        return tools
 
     def _check_unique(self, tools: Mapping[str, list[BaseTool]]) -> None:
         seen: dict[str, str] = {}

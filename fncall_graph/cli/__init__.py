@@ -23,9 +23,12 @@ Errors a user can fix (a bad model spec, an unreachable server, a missing key, a
 config) end the command with one line on stderr and exit status 1. ``FNCALL_DEBUG=1``
 shows the full traceback instead.
 
-Modules: :mod:`.main` (the commands and the entry point), :mod:`.resources` (model,
-tools, checkpoints, dialect; errors in one line), :mod:`.terminal` (what the person
-sees), :mod:`.session` (a thread's turns), :mod:`.approval` (decisions at the terminal).
+Modules: :mod:`.main` (the options and the entry point); a module a command:
+:mod:`.chat` (``chat`` and ``run``), :mod:`.demo`, :mod:`.serve_local`, :mod:`.bench`,
+:mod:`.prompt`; :mod:`.model_options` (what ``--grammar``, ``--call-format`` and
+``--trace-file`` make of a graph), :mod:`.resources` (model, tools, checkpoints,
+dialect; errors in one line), :mod:`.terminal` (what the person sees), :mod:`.session`
+(a thread's turns), :mod:`.approval` (decisions at the terminal).
 """
 
 from .main import build_parser, main
