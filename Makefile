@@ -122,7 +122,7 @@ test: install-test install-server install-mcp2 $(EVERYTHING) $(CONFORMANCE) $(CO
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
 	@echo "==> pytest"
-	$(VENV)/bin/pytest
+	$(VENV)/bin/pytest -n 2 --dist loadgroup
 
 bench: install-test install-server
 	for b in bench/*.py; do $(PY) $$b || exit 1; done

@@ -8,6 +8,7 @@ import sys
 import threading
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from ports import free_port
@@ -76,3 +77,52 @@ def vocab():
     model = llama_cpp.Llama(str(bundled_gguf_path()), vocab_only=True, verbose=False)
     yield model._model.vocab
     model.close()
+
+
+# -- pytest-xdist: `make test` runs `pytest -n 2 --dist loadgroup`
+#
+# These run on one worker, one after the other in the order collected: they share what
+# their module starts once (a module-scoped fixture: a cluster, a server, the model
+# server), or they build from the repository's own folder. Every other test goes to
+# whichever worker is free. Named here by node id (a file, or a file's test function):
+# the group an xdist_group mark adds to a node id on the worker does not reach the
+# scheduler on pytest 9, whose node ids are no longer the string xdist rewrites.
+XDIST_GROUPS = {
+    "tests/test_call_format.py": "call-format",  # llama.cpp server
+    "tests/test_cli_grammar.py": "cli-grammar",  # fncall-graph serve-local
+    "tests/test_cluster.py": "cluster",  # PostgreSQL, Redis, two replicas
+    "tests/test_constrained_graph.py": "constrained-graph",  # llama.cpp server
+    "tests/test_local_server.py": "local-server",  # llama.cpp server
+    "tests/test_mcp_conformance.py::test_client_scenario_2026_07_28": "conformance-2026",
+    "tests/test_mcp_non_object_result.py": "mcp-non-object-result",  # MCP servers
+    "tests/test_mcp_stacks.py": "mcp-stacks",  # two weather servers
+    "tests/test_server_everything.py": "server-everything",  # server-everything
+    "tests/test_standard_chat_model.py": "standard-chat-model",  # llama.cpp servers
+    "tests/test_structured_output_with_tools.py": "structured-output",  # llama.cpp server
+    "tests/test_studio.py": "studio",  # langgraph dev
+    # a wheel built in the repository (build/, *.egg-info) beside pip reading it
+    "tests/test_packaging.py": "repo-build",
+    "tests/test_install_output.py": "repo-build",
+}
+
+
+def xdist_group(nodeid: str) -> str | None:
+    """The group of ``nodeid`` in :data:`XDIST_GROUPS`, if it has one."""
+    path, _, rest = nodeid.partition("::")
+    function = rest.split("[", 1)[0]
+    return XDIST_GROUPS.get(f"{path}::{function}") or XDIST_GROUPS.get(path)
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
+    """``--dist loadgroup`` with the groups of :data:`XDIST_GROUPS`."""
+    if config.getvalue("dist") != "loadgroup":
+        return None
+    from xdist.scheduler import LoadGroupScheduling
+
+    class Grouped(LoadGroupScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            group = xdist_group(nodeid)
+            return f"group:{group}" if group else super()._split_scope(nodeid)
+
+    return Grouped(config, log)

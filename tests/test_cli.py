@@ -12,6 +12,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -346,6 +347,22 @@ def _spawn(*args: str) -> pexpect.spawn:
     return child
 
 
+# x86-64's system calls a blocking read of the terminal waits in: read, poll, select,
+# pselect6, ppoll
+_READING = {"0", "7", "23", "270", "271"}
+
+
+def wait_until_reading(child: pexpect.spawn, timeout: float = 60) -> None:
+    """Until the CLI's main thread waits for the terminal. Its prompt is written before
+    that read starts; a Ctrl-C that lands in between is taken by Python's handler while
+    no Python code runs to raise it, and the read then waits for a key."""
+    deadline = time.monotonic() + timeout
+    syscall = Path(f"/proc/{child.pid}/syscall")
+    while syscall.read_text().split()[0] not in _READING:
+        assert time.monotonic() < deadline, f"the CLI did not wait for input in {timeout} s"
+        time.sleep(0.01)  # poll interval: the read itself is the condition
+
+
 def _gated_chat(tmp_path: Path, mcp_json: Path, *extra: str) -> pexpect.spawn:
     """``chat`` on the seed replay with ``sqlite-list_tables`` waiting for a decision."""
     return _spawn(
@@ -650,6 +667,7 @@ def test_ctrl_c_at_an_approval_ends_the_line_first(tmp_path: Path, mcp_json: Pat
     child.expect("you> ")
     child.sendline(QUESTIONS[0])
     child.expect(r"\[y/e/n\] ")
+    wait_until_reading(child)
     child.sendintr()
     child.expect_exact("(turn interrupted)")
     assert child.before.endswith("\n"), repr(child.before)  # not glued to the echoed ^C
