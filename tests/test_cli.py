@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
 import time
@@ -341,8 +342,16 @@ def test_errors_are_one_line(case: str, expected: str, tmp_path: Path) -> None:
     assert done.stdout == ""
 
 
+def at_a_terminal() -> None:
+    """In the spawned CLI, before it starts: Ctrl-C as at a terminal. A shell without job
+    control starts background commands with SIGINT ignored, and a child inherits that."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def _spawn(*args: str) -> pexpect.spawn:
-    child = pexpect.spawn(CLI, list(args), encoding="utf-8", timeout=TIMEOUT)
+    child = pexpect.spawn(
+        CLI, list(args), encoding="utf-8", timeout=TIMEOUT, preexec_fn=at_a_terminal
+    )
     child.setwinsize(40, 200)
     return child
 
