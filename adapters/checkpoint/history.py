@@ -60,6 +60,7 @@ from langgraph.checkpoint.serde.base import SerializerProtocol
 
 from .claims.store import asaver_connection, saver_connection
 from .message_blocks import MESSAGES_TABLE, Encoded, MessageHistory, Row, StoredMessageMissing
+from .saver_mixins import SaverMixins
 
 __all__ = ["MESSAGES_TABLE", "MessageHistory", "StoredMessageMissing", "stores_messages_once"]
 
@@ -363,8 +364,19 @@ _MIXINS: dict[str, type] = {
     "langgraph.checkpoint.postgres.aio.AsyncPostgresSaver": _AsyncPostgresMessagesOnce,
     "langgraph.checkpoint.postgres.PostgresSaver": _PostgresMessagesOnce,
 }
-_MADE: dict[type, type] = {}
-_MADE_LOCK = threading.Lock()
+
+
+def _under_own_put(saver_cls: type, family: str, mixin: type) -> type:
+    module, _, cls_name = family.rpartition(".")
+    base = getattr(importlib.import_module(module), cls_name)
+    # under saver_cls's own put (its retries and errors), over the LangGraph saver's
+    under = type(saver_cls.__name__, (mixin, base), {"__doc__": base.__doc__})
+    if saver_cls is base:
+        return under
+    return type(saver_cls.__name__, (saver_cls, under), {"__doc__": saver_cls.__doc__})
+
+
+_MADE = SaverMixins("store_messages_once", _MIXINS, _under_own_put)
 
 
 def stores_messages_once(saver_cls: type[S]) -> type[S]:
@@ -388,26 +400,4 @@ def stores_messages_once(saver_cls: type[S]) -> type[S]:
         >>> isinstance(saver, SqliteSaver)
         True
     """
-    names = {c.__module__ + "." + c.__name__ for c in saver_cls.__mro__}
-    with _MADE_LOCK:
-        made = _MADE.get(saver_cls)
-        if made is not None:
-            return made  # type: ignore[return-value]
-        found = next(((q, m) for q, m in _MIXINS.items() if q in names), None)
-        if found is None:
-            raise TypeError(
-                f"store_messages_once: {saver_cls.__name__} is not a LangGraph SQLite or "
-                "PostgreSQL saver (SqliteSaver, AsyncSqliteSaver, PostgresSaver, "
-                "AsyncPostgresSaver)"
-            )
-        qualname, mixin = found
-        module, _, cls_name = qualname.rpartition(".")
-        base = getattr(importlib.import_module(module), cls_name)
-        # under saver_cls's own put (its retries and errors), over the LangGraph saver's
-        under = type(saver_cls.__name__, (mixin, base), {"__doc__": base.__doc__})
-        if saver_cls is not base:
-            made = type(saver_cls.__name__, (saver_cls, under), {"__doc__": saver_cls.__doc__})
-        else:
-            made = under
-        _MADE[saver_cls] = made
-        return made  # type: ignore[return-value]
+    return _MADE(saver_cls)  # type: ignore[return-value]

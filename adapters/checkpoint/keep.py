@@ -42,6 +42,7 @@ from langgraph.checkpoint.base import (
 )
 
 from .claims.store import asaver_connection, saver_connection
+from .saver_mixins import SaverMixins
 
 __all__ = ["check_keep", "keeps_checkpoints"]
 
@@ -264,8 +265,14 @@ _MIXINS: dict[str, type] = {
     "langgraph.checkpoint.postgres.aio.AsyncPostgresSaver": _AsyncPostgresKeeps,
     "langgraph.checkpoint.postgres.PostgresSaver": _PostgresKeeps,
 }
-_MADE: dict[type, type] = {}
-_MADE_LOCK = threading.Lock()
+# over saver_cls's whole put: the checkpoint is saved before older ones go
+_MADE = SaverMixins(
+    "keep_checkpoints",
+    _MIXINS,
+    lambda saver_cls, _, mixin: type(
+        saver_cls.__name__, (mixin, saver_cls), {"__doc__": saver_cls.__doc__}
+    ),
+)
 
 
 def keeps_checkpoints(saver_cls: type[S]) -> type[S]:
@@ -289,19 +296,4 @@ def keeps_checkpoints(saver_cls: type[S]) -> type[S]:
         >>> isinstance(saver, SqliteSaver)
         True
     """
-    names = {c.__module__ + "." + c.__name__ for c in saver_cls.__mro__}
-    with _MADE_LOCK:
-        made = _MADE.get(saver_cls)
-        if made is not None:
-            return made  # type: ignore[return-value]
-        mixin = next((m for q, m in _MIXINS.items() if q in names), None)
-        if mixin is None:
-            raise TypeError(
-                f"keep_checkpoints: {saver_cls.__name__} is not a LangGraph SQLite or "
-                "PostgreSQL saver (SqliteSaver, AsyncSqliteSaver, PostgresSaver, "
-                "AsyncPostgresSaver)"
-            )
-        # over saver_cls's whole put: the checkpoint is saved before older ones go
-        made = type(saver_cls.__name__, (mixin, saver_cls), {"__doc__": saver_cls.__doc__})
-        _MADE[saver_cls] = made
-        return made  # type: ignore[return-value]
+    return _MADE(saver_cls)  # type: ignore[return-value]
