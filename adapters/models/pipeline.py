@@ -100,10 +100,7 @@ class ModelCall:
     def _with(self, config: RunnableConfig | None) -> dict[str, Any]:
         if not config:
             return self.kwargs
-        base = self.kwargs.get("config")
-        if base and set(config) <= {"tags", "callbacks"}:
-            return {**self.kwargs, "config": _adding(base, config)}
-        return {**self.kwargs, "config": merge_configs(base, config)}
+        return {**self.kwargs, "config": merge_configs(self.kwargs.get("config"), config)}
 
     def reading(self) -> StreamReading:
         """The reading of this call's reply as it streams: ``feed`` each chunk of the
@@ -188,26 +185,6 @@ class ModelCall:
             call = typed_call(call, texts, self.schemas)
         fitted = self.reader.fit_to_tools(AIMessage(content="", tool_calls=[call]), self.tools)
         return fitted.tool_calls[0] if fitted.tool_calls else call
-
-
-def _adding(base: RunnableConfig, extra: RunnableConfig) -> RunnableConfig:
-    """``base`` with ``extra``'s tags and callbacks added, as ``merge_configs`` adds them;
-    the rest of ``base`` as it is (``merge_configs`` would copy and merge its metadata and
-    ``configurable`` again on every model call)."""
-    out: RunnableConfig = {**base}
-    if extra.get("tags"):
-        out["tags"] = sorted({*(base.get("tags") or []), *extra["tags"]})
-    handlers = list(extra.get("callbacks") or [])  # type: ignore[arg-type]
-    if handlers:
-        have = base.get("callbacks")
-        if have is None or isinstance(have, list):
-            out["callbacks"] = [*(have or []), *handlers]
-        else:
-            manager = have.copy()
-            for handler in handlers:
-                manager.add_handler(handler, inherit=True)
-            out["callbacks"] = manager
-    return out
 
 
 def _as_chunk(reply: BaseMessage) -> BaseMessage:
