@@ -22,6 +22,18 @@ from langchain_core.tracers._streaming import _StreamingCallbackHandler
 # no ``durability=``; ``compile()`` and ``with_config`` have no public setting for it.
 from langgraph._internal._constants import CONFIG_KEY_DURABILITY
 
+# The value a ``DeltaChannel`` saves in a checkpoint as its full copy, now and then: a
+# saver that stores message lists once (``store_messages_once``) stores that copy's
+# messages once too, and gives the copy back as it came.
+from langgraph.checkpoint.serde.types import _DeltaSnapshot as DeltaSnapshot
+
+# LangGraph's batch reducer for a ``DeltaChannel`` of messages (``add_messages``'s rules
+# over a batch of writes, batching-invariant as the channel needs): the one LangGraph's
+# own loop gives stable ids to before a write is saved (``ensure_message_ids``), so a
+# message replayed from the thread's writes keeps its id. Exported with a leading
+# underscore, as experimental.
+from langgraph.graph.message import _messages_delta_reducer as messages_delta_reducer
+
 if TYPE_CHECKING:
     # made on first use, below; to a type checker it is the ChatOpenAI it extends
     from langchain_openai import ChatOpenAI as ChatOpenAIMaxTokens
@@ -30,8 +42,10 @@ __all__ = [
     "CONFIG_KEY_CHECKPOINTER",
     "CONFIG_KEY_DURABILITY",
     "ChatOpenAIMaxTokens",
+    "DeltaSnapshot",
     "answer_mcp1_request",
     "has_own_async",
+    "messages_delta_reducer",
     "pause",
     "resumed_by_id",
     "resumes_by_id",

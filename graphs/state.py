@@ -6,14 +6,27 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Annotated, Any, NotRequired, get_type_hints
 
 from langchain_core.messages import AnyMessage, BaseMessage, convert_to_messages
-from langgraph.channels import EphemeralValue, UntrackedValue
-from langgraph.graph.message import add_messages
+from langgraph.channels import DeltaChannel, EphemeralValue, UntrackedValue
 from langgraph.types import Command
 from typing_extensions import TypedDict  # pydantic reads this one on Python 3.11
 
+from fncall_graph._compat import messages_delta_reducer
 from fncall_graph.nodes._boundary import RenderedInput
 
 __all__ = ["FncallState"]
+
+#: Updates of the history between two full copies of it in a checkpoint: a run that
+#: goes on from a checkpoint replays at most this many steps' writes, and a saver that
+#: keeps a thread's last K checkpoints (``keep_checkpoints``) keeps those back to the
+#: last copy (about five turns of one tool call each).
+SNAPSHOT_EVERY = 20
+
+#: The history's channel: LangGraph's ``DeltaChannel``, so a checkpoint stores only the
+#: messages its step added (a thread's history is the replay of those writes, from the
+#: last full copy, taken every ``snapshot_frequency`` updates), where the plain
+#: ``add_messages`` channel stores the whole history again with every step. One
+#: instance: every schema of a graph must name the same channel.
+MESSAGES = DeltaChannel(messages_delta_reducer, snapshot_frequency=SNAPSHOT_EVERY)
 
 
 class FncallInput(TypedDict):
@@ -21,7 +34,7 @@ class FncallInput(TypedDict):
     own (a thread's dialect, why it switched, what the model was sent); input cannot
     set them."""
 
-    messages: Annotated[list[AnyMessage], add_messages]
+    messages: Annotated[list[AnyMessage], MESSAGES]
 
 
 class FncallState(TypedDict):
@@ -52,7 +65,7 @@ class FncallState(TypedDict):
             ``response_format`` (only with one).
     """
 
-    messages: Annotated[list[AnyMessage], add_messages]
+    messages: Annotated[list[AnyMessage], MESSAGES]
     dialect: NotRequired[str | None]
     model_input: NotRequired[Annotated[list[dict[str, Any]], UntrackedValue]]
     model_output: NotRequired[Annotated[dict[str, Any], UntrackedValue]]
@@ -67,7 +80,7 @@ class FncallDebugState(TypedDict):
     LangGraph Studio or with ``get_state`` (``create_fncall_graph(keep_model_input=True)``).
     """
 
-    messages: Annotated[list[AnyMessage], add_messages]
+    messages: Annotated[list[AnyMessage], MESSAGES]
     dialect: NotRequired[str | None]
     model_input: NotRequired[list[dict[str, Any]]]
     model_output: NotRequired[dict[str, Any]]

@@ -73,17 +73,27 @@ def die() -> None:
 def install_kill_point(kill_at: str, saver: Any) -> None:
     if kill_at in ("a", "c"):
         tool = "sqlite-read_query" if kill_at == "a" else "sqlite-write_query"
-        put = saver.put
+        put, put_writes = saver.put, saver.put_writes
+        answered: list[bool] = []
+
+        def put_writes_and_watch(config: Any, writes: Any, task_id: str, *args: Any) -> Any:
+            for channel, value in writes:
+                added = value if isinstance(value, list) else [value]
+                if channel == "messages" and any(
+                    isinstance(m, ToolMessage) and m.name == tool for m in added
+                ):
+                    answered.append(True)
+            return put_writes(config, writes, task_id, *args)
 
         def put_then_die(config: Any, checkpoint: Any, metadata: Any, versions: Any) -> Any:
             saved = put(config, checkpoint, metadata, versions)  # committed when this returns
-            messages = checkpoint["channel_values"].get("messages") or []
-            last = messages[-1] if messages else None
-            if isinstance(last, ToolMessage) and last.name == tool:
-                # the graph (durability="sync") waits for this put before its next step
+            if answered:
+                # the checkpoint of the step that answered the call: the graph
+                # (durability="sync") waits for this put before its next step
                 die()
             return saved
 
+        saver.put_writes = put_writes_and_watch
         saver.put = put_then_die
     elif kill_at in ("b", "b_after"):
         send_request = ClientSession.send_request

@@ -7,10 +7,13 @@ the change is seen here and not as a quiet change of behaviour.
 from __future__ import annotations
 
 import asyncio
+from typing import Annotated
 
 import pytest
+from langchain_core.messages import AIMessage, HumanMessage, RemoveMessage
 from langchain_core.runnables import RunnableConfig
 from langchain_core.tools import BaseTool, StructuredTool, tool
+from langgraph.channels import DeltaChannel
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.graph import START, StateGraph
 from typing_extensions import TypedDict
@@ -19,7 +22,9 @@ from fncall_graph._compat import (
     CONFIG_KEY_CHECKPOINTER,
     CONFIG_KEY_DURABILITY,
     ChatOpenAIMaxTokens,
+    DeltaSnapshot,
     has_own_async,
+    messages_delta_reducer,
     streams_tokens,
     task_position,
 )
@@ -254,3 +259,39 @@ def test_a_node_knows_whether_its_model_s_tokens_are_watched() -> None:
     asyncio.run(events())
     assert seen == [False, False, True, True]
     assert not streams_tokens(None) and not streams_tokens([])
+
+
+def test_messages_replay_through_langgraph_s_delta_reducer_with_their_ids() -> None:
+    """The history's channel reducer: ``add_messages``'s rules over a batch of writes,
+    the same however the writes are batched, and ids LangGraph gives before a write is
+    saved, so a thread read back twice has the same messages with the same ids."""
+    first = [HumanMessage("hi", id="h"), AIMessage("hello", id="a")]
+    writes = [first, [AIMessage("hello again", id="a")], [RemoveMessage(id="h")]]
+    once = messages_delta_reducer([], writes)
+    assert [(m.id, m.content) for m in once] == [("a", "hello again")]
+    assert messages_delta_reducer(messages_delta_reducer([], writes[:1]), writes[1:]) == once
+
+    class State(TypedDict):
+        messages: Annotated[list, DeltaChannel(messages_delta_reducer)]
+
+    builder = StateGraph(State)
+    builder.add_node("answer", lambda s: {"messages": [("ai", "hello")]})
+    builder.add_edge(START, "answer")
+    saver = InMemorySaver()
+    graph = builder.compile(checkpointer=saver)
+    config: RunnableConfig = {"configurable": {"thread_id": "t"}}
+    graph.invoke({"messages": [("user", "hi")]}, config)
+    read = [graph.get_state(config).values["messages"] for _ in range(2)]
+    assert [m.id for m in read[0]] == [m.id for m in read[1]]
+    assert all(m.id for m in read[0])
+    # the checkpoints hold no copy of the history but the thread's first
+    stored = [t.checkpoint["channel_values"] for t in saver.list(config)]
+    assert sum("messages" in values for values in stored) <= 1
+
+
+def test_a_delta_channel_s_full_copy_is_the_snapshot_type() -> None:
+    """What a ``DeltaChannel`` saves as its full copy, as the messages-once savers find it."""
+    channel = DeltaChannel(messages_delta_reducer)
+    restored = channel.from_checkpoint(DeltaSnapshot([1, 2]))
+    assert restored.get() == [1, 2]
+    assert DeltaSnapshot([1]).value == [1]

@@ -1,8 +1,9 @@
 """``sqlite_saver(..., store_messages_once=True, keep_checkpoints=K)``: a long thread
 takes at most twice its messages' own bytes, on real SQLite files (and PostgreSQL).
 
-Each save deletes the thread's checkpoints older than its last K, with their pending
-writes; what stays reads back exactly as LangGraph saved it, an approval waiting on the
+Each save deletes the thread's checkpoints older than its last K and than the last full
+copy of the history before them (the graph's ``messages`` is a delta channel), with
+their pending writes; what stays reads back exactly as LangGraph saved it, an approval waiting on the
 head resumes in a new saver, and a tool call that ran before a crash is answered from
 its claim, not run again, even with K = 1.
 """
@@ -20,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
 from langgraph.types import Command
 from pg_server import postgres_url  # noqa: F401  (the fixture)
 from test_history_once import (
@@ -69,6 +71,49 @@ def sqlite_counts(db: Path) -> tuple[int, int]:
     return checkpoints, orphans
 
 
+def kept_as_promised(full_copies: list[bool], keep: int) -> int:
+    """How many checkpoints are kept, checked against the promise: the last ``keep``
+    and, before them, back to the newest that holds a full copy of the history (the
+    graph's ``messages`` is a delta channel: the checkpoints after a copy are read back
+    from it). ``full_copies``: for each kept checkpoint, newest first, whether it holds one."""
+    n = len(full_copies)
+    assert n >= keep, full_copies
+    if any(full_copies[keep - 1 :]):  # else none is older than the copy: all are kept
+        assert full_copies[-1], "the oldest kept checkpoint holds a full copy"
+        assert not any(full_copies[keep - 1 : -1]), "none kept before the copy needed"
+    return n
+
+
+def sqlite_kept(db: Path, keep: int, thread: str = "long") -> int:
+    """The thread's kept checkpoints (checked, see :func:`kept_as_promised`), and no
+    pending writes whose checkpoint is gone."""
+    serde = JsonPlusSerializer()
+    with closing(sqlite3.connect(db)) as conn:
+        rows = conn.execute(
+            "SELECT type, checkpoint FROM checkpoints WHERE thread_id = ? "
+            "ORDER BY checkpoint_id DESC",
+            (thread,),
+        ).fetchall()
+    full = ["messages" in serde.loads_typed((t, c))["channel_values"] for t, c in rows]
+    checkpoints, orphans = sqlite_counts(db)
+    assert orphans == 0
+    assert checkpoints == len(full)
+    return kept_as_promised(full, keep)
+
+
+def pg_kept(url: str, thread: str, keep: int) -> int:
+    import psycopg
+
+    with psycopg.connect(url) as db:
+        # LangGraph's metadata counts the updates since the last copy; none: a copy
+        rows = db.execute(
+            "SELECT metadata -> 'counters_since_delta_snapshot' IS NULL FROM checkpoints "
+            "WHERE thread_id = %s ORDER BY checkpoint_id DESC",
+            (thread,),
+        ).fetchall()
+    return kept_as_promised([bool(r[0]) for r in rows], keep)
+
+
 @pytest.mark.parametrize("kind", ["fncall", "create_agent"])
 def test_a_long_thread_takes_at_most_twice_its_messages_bytes(tmp_path, effects, kind):  # noqa: F811
     """At 100 and 200 tool turns: what the tables hold (claims included) is at most
@@ -89,7 +134,7 @@ def test_a_long_thread_takes_at_most_twice_its_messages_bytes(tmp_path, effects,
     disk, _, messages = sizes[200]
     assert disk <= 2 * messages, (disk, messages)
     assert sizes[200][0] <= 2.15 * sizes[100][0], sizes
-    assert sqlite_counts(db) == (10, 0)
+    sqlite_kept(db, 10)
 
 
 def test_every_kept_checkpoint_reads_back_exactly(tmp_path, effects):  # noqa: F811
@@ -100,14 +145,14 @@ def test_every_kept_checkpoint_reads_back_exactly(tmp_path, effects):  # noqa: F
         for turn in range(1, 13):
             graph.invoke(user(turn), CONFIG)
         history = list(graph.get_state_history(CONFIG))
-        assert len(history) == 7
+        assert len(history) == sqlite_kept(db, 7)
         assert history[0].config["configurable"]["checkpoint_id"] == max(seen)
         for snapshot in history:
             assert_as_saved(saver, snapshot, seen)
         # the oldest kept checkpoint's parent is gone: it says so
         assert history[-1].parent_config is None
         assert all(s.parent_config for s in history[:-1])
-    assert sqlite_counts(db) == (7, 0)
+    sqlite_kept(db, 7)
     # a new saver (nothing remembered) reads the same, from the file alone, and goes on
     with sqlite_saver(db, store_messages_once=True, keep_checkpoints=7) as saver:
         capture_puts(saver, seen)
@@ -118,7 +163,7 @@ def test_every_kept_checkpoint_reads_back_exactly(tmp_path, effects):  # noqa: F
         graph.invoke(user(13), CONFIG)
         assert recorded(effects) == list(range(1, 14))
         history = list(graph.get_state_history(CONFIG))
-        assert len(history) == 7
+        assert len(history) == sqlite_kept(db, 7)
         for snapshot in history:
             assert_as_saved(saver, snapshot, seen)
 
@@ -131,10 +176,10 @@ def test_without_messages_once_it_keeps_k_whole_checkpoints(tmp_path, effects): 
         for turn in range(1, 6):
             graph.invoke(user(turn), CONFIG)
         history = list(graph.get_state_history(CONFIG))
-        assert len(history) == 3
+        assert len(history) == sqlite_kept(db, 3)
         for snapshot in history:
             assert_as_saved(saver, snapshot, seen)
-    assert sqlite_counts(db) == (3, 0)
+    sqlite_kept(db, 3)
 
 
 @pytest.mark.parametrize("keep", [1, 3])
@@ -149,14 +194,14 @@ def test_an_approval_waiting_on_the_head_resumes_in_a_new_saver(tmp_path, effect
                 graph.invoke(approve(graph), CONFIG)
         assert graph.get_state(CONFIG).interrupts, "the fifth turn waits for approval"
         assert recorded(effects) == [1, 2, 3, 4]
-    assert sqlite_counts(db) == (keep, 0)
+    sqlite_kept(db, keep)
     with sqlite_saver(db, **options) as saver:  # as a new process would
         graph = build("fncall", saver, interrupt_on={"record": True})
         result = graph.invoke(approve(graph), CONFIG)
         assert result["messages"][-1].content == "Done: recorded 5."
         assert len(result["messages"]) == 20
         assert recorded(effects) == [1, 2, 3, 4, 5]
-    assert sqlite_counts(db) == (keep, 0)
+    sqlite_kept(db, keep)
 
 
 @pytest.mark.slow
@@ -181,7 +226,7 @@ def test_a_crashed_tool_call_is_answered_from_its_claim(tmp_path, effects):  # n
         messages = result["messages"]
         assert len(messages) == 28
         assert [m.content for m in messages[-2:]] == ["recorded 7", "Done: recorded 7."]
-    assert sqlite_counts(db) == (1, 0)
+    sqlite_kept(db, 1)
 
 
 async def test_async_saver_keeps_the_last_checkpoints(tmp_path, effects):  # noqa: F811
@@ -193,8 +238,9 @@ async def test_async_saver_keeps_the_last_checkpoints(tmp_path, effects):  # noq
             await graph.ainvoke(user(turn), CONFIG)
         state = await graph.aget_state(CONFIG)
         history = [s async for s in graph.aget_state_history(CONFIG)]
-        assert [len(s.values.get("messages", [])) for s in history] == [20, 19, 18, 17]
-    assert sqlite_counts(db) == (4, 0)
+        assert [len(s.values.get("messages", [])) for s in history][:4] == [20, 19, 18, 17]
+        assert len(history) == sqlite_kept(db, 4)
+    sqlite_kept(db, 4)
     async with async_sqlite_saver(db, **options) as saver:
         graph = build("fncall", saver)
         again = await graph.aget_state(CONFIG)
@@ -220,7 +266,7 @@ def test_a_failed_deletion_is_left_to_the_next_save(tmp_path, effects, caplog): 
         saver._prune = prune
         graph.invoke(user(2), CONFIG)
         assert recorded(effects) == [1, 2]
-    assert sqlite_counts(db) == (2, 0)
+    sqlite_kept(db, 2)
 
 
 @pytest.mark.parametrize(
@@ -275,15 +321,20 @@ def test_postgres_keeps_the_last_checkpoints(postgres_url, effects):  # noqa: F8
             if turn in (30, 60):
                 sizes[turn] = (pg_bytes(postgres_url, thread), messages_bytes(saver, graph, config))
         history = list(graph.get_state_history(config))
-        assert len(history) == 5
+        assert len(history) == pg_kept(postgres_url, thread, 5)
         for snapshot in history:
             assert_as_saved(saver, snapshot, seen)
         graph.invoke(user(61), config)  # waits for approval
     assert recorded(effects) == list(range(1, 61))
     counts = pg_counts(postgres_url, thread)
-    assert counts["checkpoints"] == 5 and counts["unnamed blobs"] == 0, counts
-    for turn, (stored, messages) in sizes.items():
-        assert stored <= 2 * messages, (turn, stored, messages)
+    assert (
+        counts["checkpoints"] == pg_kept(postgres_url, thread, 5) and counts["unnamed blobs"] == 0
+    ), counts
+    # at 60 turns at most twice the messages; at 30 the kept checkpoints back to the last
+    # full copy of the history (up to 20 updates' writes) still weigh a little more
+    for turn, bound in ((30, 2.25), (60, 2)):
+        stored, messages = sizes[turn]
+        assert stored <= bound * messages, (turn, stored, messages)
     with postgres_saver(postgres_url, **options) as saver:  # nothing cached
         graph = build("fncall", saver, interrupt_on={"record": True})
         result = graph.invoke(Command(resume=_approval(graph, config)), config)
@@ -310,9 +361,11 @@ async def test_async_postgres_keeps_the_last_checkpoints(postgres_url, effects, 
             await graph.ainvoke(user(turn), config)
         state = await graph.aget_state(config)
         history = [s async for s in graph.aget_state_history(config)]
-        assert len(history) == 3
+        assert len(history) == pg_kept(postgres_url, thread, 3)
     counts = pg_counts(postgres_url, thread)
-    assert counts["checkpoints"] == 3 and counts["unnamed blobs"] == 0, counts
+    assert (
+        counts["checkpoints"] == pg_kept(postgres_url, thread, 3) and counts["unnamed blobs"] == 0
+    ), counts
     async with async_postgres_saver(postgres_url, **options) as saver:
         graph = build("fncall", saver)
         again = await graph.aget_state(config)

@@ -45,7 +45,7 @@ from __future__ import annotations
 import asyncio
 import importlib
 import threading
-from collections.abc import AsyncIterator, Callable, Iterator, Sequence
+from collections.abc import AsyncIterator, Callable, Iterator, Mapping, Sequence
 from typing import Any, TypeVar
 
 from langchain_core.runnables import RunnableConfig
@@ -76,6 +76,14 @@ def _thread(config: RunnableConfig) -> str:
 
 def _rows_of(thread: str, encoded: Sequence[Encoded]) -> list[tuple[str, bytes, str, bytes]]:
     return [(thread, d, t, v) for enc in encoded for d, t, v in enc.rows]
+
+
+def _seeds_stored_once(history: MessageHistory, found: Mapping[str, Any]) -> bool:
+    """Whether a delta channel's history (LangGraph's ``DeltaChannel``, the graph's
+    ``messages``) starts from a full copy this saver stored as digests: a thread saved
+    before its graph's history became a delta channel."""
+    seeds = {ch: entry["seed"] for ch, entry in found.items() if "seed" in entry}
+    return history.refs({"channel_values": seeds})  # type: ignore[typeddict-item]
 
 
 class _MessagesOnce:
@@ -139,6 +147,20 @@ class _MessagesOnce:
         for tup in tuples:
             self._load(tup)
             yield self.history.decode(tup)
+
+    def get_delta_channel_history(
+        self, *, config: RunnableConfig, channels: Sequence[str]
+    ) -> Mapping[str, Any]:
+        found = super().get_delta_channel_history(config=config, channels=channels)  # type: ignore[misc]
+        if not _seeds_stored_once(self.history, found):
+            return found
+        # the saver's fast path read a full copy as stored (digests): walk the checkpoints
+        # as this saver reads them
+        return BaseCheckpointSaver.get_delta_channel_history(
+            self,  # type: ignore[arg-type]
+            config=config,
+            channels=channels,
+        )
 
     def delete_thread(self, thread_id: str) -> None:
         super().delete_thread(thread_id)  # type: ignore[misc]
@@ -204,6 +226,18 @@ class _AsyncMessagesOnce:
         for tup in tuples:
             await self._aload(tup)
             yield self.history.decode(tup)
+
+    async def aget_delta_channel_history(
+        self, *, config: RunnableConfig, channels: Sequence[str]
+    ) -> Mapping[str, Any]:
+        found = await super().aget_delta_channel_history(config=config, channels=channels)  # type: ignore[misc]
+        if not _seeds_stored_once(self.history, found):
+            return found
+        return await BaseCheckpointSaver.aget_delta_channel_history(
+            self,  # type: ignore[arg-type]
+            config=config,
+            channels=channels,
+        )
 
     async def adelete_thread(self, thread_id: str) -> None:
         await super().adelete_thread(thread_id)  # type: ignore[misc]

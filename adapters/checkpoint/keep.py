@@ -138,11 +138,23 @@ _DB_ERRORS = _db_errors()
 
 # -- SQLite: checkpoints and writes (a checkpoint's row holds its channel values)
 
-# the newest checkpoint not kept, and every one older, with the writes of their steps
-# (writes left by a step whose checkpoint is already gone included)
+# The newest checkpoint to delete, and every one older, with the writes of their steps
+# (writes left by a step whose checkpoint is already gone included): those older than
+# the oldest kept one, and older than the newest checkpoint at or before it that holds
+# every channel's value. A ``DeltaChannel`` (the graph's ``messages``) stores a full copy
+# only now and then; the checkpoints after one hold no value and are read back by
+# replaying the writes since: that copy, and those writes, must stay. LangGraph's
+# metadata counts the updates since each delta channel's last copy: a checkpoint with
+# no counts holds them all (a copy, a thread's first, or one saved before delta
+# channels).
+_SEED = "json_extract(CAST(metadata AS TEXT), '$.counters_since_delta_snapshot') IS NULL"
 _SQLITE_CUTOFF = (
-    "SELECT checkpoint_id FROM checkpoints WHERE thread_id = ? AND checkpoint_ns = ? "
-    "ORDER BY checkpoint_id DESC LIMIT 1 OFFSET ?"
+    "SELECT checkpoint_id FROM checkpoints WHERE thread_id = ?1 AND checkpoint_ns = ?2 "
+    "AND checkpoint_id < (SELECT checkpoint_id FROM checkpoints WHERE thread_id = ?1 "
+    f"AND checkpoint_ns = ?2 AND {_SEED} AND checkpoint_id <= (SELECT checkpoint_id "
+    "FROM checkpoints WHERE thread_id = ?1 AND checkpoint_ns = ?2 "
+    "ORDER BY checkpoint_id DESC LIMIT 1 OFFSET ?3 - 1) "
+    "ORDER BY checkpoint_id DESC LIMIT 1) ORDER BY checkpoint_id DESC LIMIT 1"
 )
 _SQLITE_PRUNE = (
     "DELETE FROM checkpoints WHERE thread_id = ? AND checkpoint_ns = ? AND checkpoint_id <= ?",
@@ -179,7 +191,14 @@ class _AsyncSqliteKeeps(_AsyncKeeps):
 
 # -- PostgreSQL: checkpoints, writes, and the channel blobs only deleted checkpoints name
 
-_PG_CUTOFF = _SQLITE_CUTOFF.replace("?", "%s")
+_PG_CUTOFF = (
+    "SELECT checkpoint_id FROM checkpoints WHERE thread_id = %(t)s AND checkpoint_ns = %(ns)s "
+    "AND checkpoint_id < (SELECT checkpoint_id FROM checkpoints WHERE thread_id = %(t)s "
+    "AND checkpoint_ns = %(ns)s AND metadata -> 'counters_since_delta_snapshot' IS NULL "
+    "AND checkpoint_id <= (SELECT checkpoint_id FROM checkpoints WHERE thread_id = %(t)s "
+    "AND checkpoint_ns = %(ns)s ORDER BY checkpoint_id DESC LIMIT 1 OFFSET %(keep)s - 1) "
+    "ORDER BY checkpoint_id DESC LIMIT 1) ORDER BY checkpoint_id DESC LIMIT 1"
+)
 _PG_DELETE = (
     "DELETE FROM checkpoints WHERE thread_id = %s AND checkpoint_ns = %s "
     "AND checkpoint_id <= %s RETURNING checkpoint -> 'channel_versions'"
@@ -229,7 +248,7 @@ class _PostgresKeeps(_Keeps):
             conn.transaction(),
             conn.cursor(row_factory=tuple_row) as cur,
         ):
-            row = cur.execute(_PG_CUTOFF, (thread_id, ns, keep)).fetchone()
+            row = cur.execute(_PG_CUTOFF, {"t": thread_id, "ns": ns, "keep": keep}).fetchone()
             if row is None:
                 return
             deleted = cur.execute(_PG_DELETE, (thread_id, ns, row[0])).fetchall()
@@ -249,7 +268,7 @@ class _AsyncPostgresKeeps(_AsyncKeeps):
             conn.transaction(),
             conn.cursor(row_factory=tuple_row) as cur,
         ):
-            await cur.execute(_PG_CUTOFF, (thread_id, ns, keep))
+            await cur.execute(_PG_CUTOFF, {"t": thread_id, "ns": ns, "keep": keep})
             row = await cur.fetchone()
             if row is None:
                 return

@@ -24,11 +24,14 @@ from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base import Checkpoint, CheckpointTuple
 from langgraph.checkpoint.serde.base import SerializerProtocol
 
+from fncall_graph._compat import DeltaSnapshot
+
 __all__ = ["MESSAGES_TABLE", "MessageHistory", "StoredMessageMissing"]
 
 MESSAGES_TABLE = "fncall_messages"
 
 _REF = "__fncall_messages__"  # the key of the value that stands for a list in a checkpoint
+_DELTA = "delta"  # in that value: it stood for a delta channel's full copy of the list
 _PAIR = "fncall-pair"  # the type of a node row: the digests of its two halves
 _THREADS_KEPT = 32  # threads whose messages a saver remembers (least recently used go)
 _PACKED = "z1:"  # the type of a message row stored compressed: this prefix, then its own
@@ -138,19 +141,17 @@ class MessageHistory:
         """``checkpoint`` with each list of messages replaced by its blocks' digests, and
         the rows to store first (call :meth:`saved` once they are)."""
         values = checkpoint.get("channel_values") or {}
-        lists = [
-            k
-            for k, v in values.items()
-            if isinstance(v, list) and v and all(isinstance(m, BaseMessage) for m in v)
-        ]
+        lists = {k: m for k, v in values.items() if (m := _messages_of(v)) is not None}
         if not lists:
             return checkpoint, []
         conf = config.get("configurable") or {}
         thread, ns = str(conf.get("thread_id")), str(conf.get("checkpoint_ns", ""))
         fresh = not conf.get("checkpoint_id")  # a thread's first checkpoint
         encoded, new_values = [], dict(values)
-        for channel in lists:
-            ref, enc = self._encode((thread, f"{ns}\0{channel}"), values[channel], fresh)
+        for channel, messages in lists.items():
+            ref, enc = self._encode((thread, f"{ns}\0{channel}"), messages, fresh)
+            if isinstance(values[channel], DeltaSnapshot):
+                ref[_DELTA] = True
             new_values[channel] = ref
             encoded.append(enc)
         return {**checkpoint, "channel_values": new_values}, encoded
@@ -260,10 +261,10 @@ class MessageHistory:
         for channel, ref in refs.items():
             key = (thread, f"{ns}\0{channel}")
             if head and (same := self._unchanged(key, ref)) is not None:
-                new_values[channel] = same
+                new_values[channel] = _as_stored(ref, same)
                 continue
             lineage = _Lineage()
-            new_values[channel] = self._decode(thread, conf, ref, rows, lineage)
+            new_values[channel] = _as_stored(ref, self._decode(thread, conf, ref, rows, lineage))
             if head:
                 with self._lock:
                     self._remember(key, lineage)
@@ -340,6 +341,22 @@ def _shape(message: BaseMessage) -> dict[str, Any]:
     if extra := getattr(message, "__pydantic_extra__", None):
         fields["\0extra"] = extra.copy()
     return fields
+
+
+def _messages_of(value: Any) -> list[BaseMessage] | None:
+    """The messages a channel value holds: a list of them, or a delta channel's full copy
+    of one (LangGraph's ``DeltaChannel``, the graph's ``messages``, saves one now and
+    then); ``None`` for any other value."""
+    if isinstance(value, DeltaSnapshot):
+        value = value.value
+    if isinstance(value, list) and value and all(isinstance(m, BaseMessage) for m in value):
+        return value
+    return None
+
+
+def _as_stored(ref: dict[str, Any], messages: list[BaseMessage]) -> Any:
+    """The value ``ref`` was made of: the list, or the delta channel's copy of it."""
+    return DeltaSnapshot(messages) if ref.get(_DELTA) else messages
 
 
 def _is_ref(value: Any) -> bool:
