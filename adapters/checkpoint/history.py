@@ -37,7 +37,12 @@ The lists' blocks, and what a saver remembers of them, are :mod:`.message_blocks
 module is the savers over each database's table (SQLite and PostgreSQL, sync and async).
 
 Nothing here knows about graphs; any channel whose value is a list of messages is kept
-this way (``messages`` in ``create_fncall_graph`` and ``create_agent``).
+this way (``messages`` in ``create_agent`` and any ``add_messages`` channel), and so is
+a delta channel's full copy of one: ``create_fncall_graph``'s history is LangGraph's
+``DeltaChannel``, whose checkpoints hold only what each step added and, every so many
+updates, a whole copy (stored once here, given back as the copy it was). A thread saved
+whole before (its lists stored as digests) is read back from here when a delta channel
+replays from it: LangGraph's fast path reads the stored bytes as they are.
 """
 
 from __future__ import annotations

@@ -8,8 +8,11 @@ messages' own.
 
 :func:`keeps_checkpoints` makes a saver class that, after each checkpoint it saves,
 deletes the checkpoints of that thread (and namespace) older than its last ``keep``
-ones, with their pending writes (and, on PostgreSQL, the channel blobs only they named).
-The newest checkpoint (the head a run goes on from, with the pending writes an
+ones, with their pending writes (and, on PostgreSQL, the channel blobs only they named),
+back to the last full copy of every delta channel before them: a ``DeltaChannel`` (the
+history of ``create_fncall_graph``) saves its whole value only every so many updates,
+and a checkpoint after such a copy is read back from it and the writes since, so those
+stay (at most the channel's ``snapshot_frequency`` updates more). The newest checkpoint (the head a run goes on from, with the pending writes an
 interrupted step or a waiting approval holds) is always among those kept; nothing in the
 tool-call claims' own tables is touched. The oldest kept checkpoint loses its parent
 (``parent_config`` is ``None``), as LangGraph's own ``prune`` leaves it.
