@@ -12,9 +12,10 @@ ones, with their pending writes (and, on PostgreSQL, the channel blobs only they
 back to the last full copy of every delta channel before them: a ``DeltaChannel`` (the
 history of ``create_fncall_graph``) saves its whole value only every so many updates,
 and a checkpoint after such a copy is read back from it and the writes since, so those
-stay (at most the channel's ``snapshot_frequency`` updates more). The newest checkpoint (the head a run goes on from, with the pending writes an
-interrupted step or a waiting approval holds) is always among those kept; nothing in the
-tool-call claims' own tables is touched. The oldest kept checkpoint loses its parent
+stay (at most the channel's ``snapshot_frequency`` updates more). The newest checkpoint
+(the head a run goes on from, with the pending writes an interrupted step or a waiting
+approval holds) is always among those kept; nothing in the tool-call claims' own tables
+is touched. The oldest kept checkpoint loses its parent
 (``parent_config`` is ``None``), as LangGraph's own ``prune`` leaves it.
 
 What it costs: the history of a thread goes back ``keep`` checkpoints only:
