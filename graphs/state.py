@@ -43,7 +43,9 @@ class FncallState(TypedDict):
     Attributes:
         messages: the canonical history: user messages, ``AIMessage``s with
             ``tool_calls``, one ``ToolMessage`` per call. It never holds dialect markup,
-            so a thread can change model or dialect half-way.
+            so a thread can change model or dialect half-way. Its channel is LangGraph's
+            ``DeltaChannel`` (:data:`MESSAGES`): a checkpoint stores the messages its
+            step added, and a whole copy every :data:`SNAPSHOT_EVERY` updates.
         dialect: the dialect the thread speaks now (set on the first model call and
             changed by a fallback, so later turns don't retry what failed).
         model_input: the exact input of the latest model call, as OpenAI-style dicts
