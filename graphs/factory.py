@@ -97,6 +97,17 @@ class _Route(Runnable[Any, Any]):
         return self.func(input)
 
 
+def _enter(
+    builder: StateGraph, source: str, route: Callable[[Any], Any], entries: list[str]
+) -> None:
+    """The edge from ``source`` to where a model call starts: a plain edge where there is
+    one place, else ``route`` chooses."""
+    if len(entries) == 1:
+        builder.add_edge(source, entries[0])
+    else:
+        builder.add_conditional_edges(source, _Route(route), entries)
+
+
 #: Model calls allowed in one user turn by default (``max_iterations``), in every path
 #: (the CLI's too): enough for a few dependent calls and an answer; a model that repeats
 #: one call is stopped sooner by ``max_repeats``.
@@ -521,7 +532,14 @@ def create_fncall_graph(
     builder.add_edge(ADAPTER, MODEL)
     builder.add_edge(REACT_FALLBACK, ADAPTER)
     ends = [after_agent[0]] if after_agent else [END]
-    entries = [before_model[0]] if before_model else [ADAPTER, MODEL]
+    # where a model call starts. A thread of a prompt dialect never speaks native again
+    # (a switch goes to another prompt dialect): its calls always start at the adapter,
+    # by a plain edge, which LangGraph takes without reading the state (a thread another
+    # graph saved native passes the adapter, which leaves it as it is)
+    if before_model:
+        entries = [before_model[0]]
+    else:
+        entries = [ADAPTER, MODEL] if initial.native else [ADAPTER]
     calls = [APPROVE, TOOLS] if interrupt_on else [TOOLS]
     everywhere = [*entries, ADAPTER, MODEL, *calls, *ends]
     for hook, chain in chains.items():
@@ -549,7 +567,7 @@ def create_fncall_graph(
     if start:
         builder.add_edge(START, start)
     else:
-        builder.add_conditional_edges(START, _Route(enter_model), entries)
+        _enter(builder, START, enter_model, entries)
     after = [*calls, *ends]
     if structured_node is not None:
         builder.add_node(
@@ -564,7 +582,7 @@ def create_fncall_graph(
         builder.add_edge(MODEL, after_model[0])
     else:
         builder.add_conditional_edges(MODEL, _Route(route_after_model), after)
-    builder.add_conditional_edges(TOOLS, _Route(enter_model), entries)
+    _enter(builder, TOOLS, enter_model, entries)
 
     graph = builder.compile(checkpointer=checkpointer, store=store, name=name, debug=debug)
     run_config: dict[str, Any] = {

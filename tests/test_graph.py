@@ -677,3 +677,58 @@ def test_a_server_that_stays_down_is_not_the_call_s_fault() -> None:
     text = tool_error_message(MCPServerError("sqlite", "died and could not be restarted"))
     assert "the tool is unavailable: MCP server 'sqlite'" in text
     assert "do not retry it now" in text and "fix the call" not in text
+
+
+def _weather_turn() -> list[Any]:
+    call = {
+        "id": "call_1",
+        "type": "function",
+        "function": {"name": "get_weather", "arguments": json.dumps({"city": "北京"})},
+    }
+    return [{"content": "", "tool_calls": [call]}, {"content": "晴"}]
+
+
+@tool
+def get_weather(city: str) -> str:
+    """获取指定城市的天气信息"""
+    return f"{city}: 晴"
+
+
+def test_a_model_call_starts_at_the_adapter_by_a_plain_edge_in_a_prompt_dialect() -> None:
+    """A prompt dialect's thread never speaks native again, so its calls start at the
+    adapter by plain edges (LangGraph takes them without reading the state); a native
+    graph's thread may switch, so its edges choose."""
+
+    def edges(dialect: str) -> set[tuple[str, str, bool]]:
+        graph = create_fncall_graph(ReplayChatModel([]), [get_weather], dialect=dialect)
+        return {(e.source, e.target, e.conditional) for e in graph.get_graph().edges}
+
+    hermes, native = edges("hermes"), edges("native")
+    assert {("__start__", "adapter", False), ("tools", "adapter", False)} <= hermes
+    assert not {e for e in hermes if e[1] == "model" and e[0] in ("__start__", "tools")}
+    assert {
+        ("__start__", "adapter", True),
+        ("__start__", "model", True),
+        ("tools", "adapter", True),
+        ("tools", "model", True),
+    } <= native
+
+
+def test_a_thread_saved_native_goes_on_in_a_prompt_dialect_s_graph() -> None:
+    """The adapter leaves a thread another graph saved native as it is: its model call
+    is native, as the thread's dialect says."""
+    saver, config = InMemorySaver(), {"configurable": {"thread_id": "t"}}
+    question = {"messages": [("user", "北京天气怎么样?")]}
+    native = create_fncall_graph(
+        ReplayChatModel(_weather_turn()), [get_weather], dialect="native", checkpointer=saver
+    )
+    native.invoke(question, config)
+    hermes = create_fncall_graph(
+        ReplayChatModel(_weather_turn()), [get_weather], dialect="hermes", checkpointer=saver
+    )
+    steps = [next(iter(u)) for u in hermes.stream(question, config, stream_mode="updates")]
+    assert steps == ["adapter", "model", "tools", "adapter", "model"]
+    state = hermes.get_state(config).values
+    assert state["dialect"] == "native"
+    assert [m.content for m in state["messages"] if isinstance(m, ToolMessage)] == ["北京: 晴"] * 2
+    assert state["messages"][-1].content == "晴"
