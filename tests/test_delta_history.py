@@ -8,12 +8,14 @@ from __future__ import annotations
 
 import json
 import sqlite3
+import uuid
 from contextlib import closing
 from pathlib import Path
 from typing import Any
 
 import pytest
 from langgraph.checkpoint.sqlite import SqliteSaver
+from pg_server import postgres_url  # noqa: F401  (the fixture)
 from test_history_once import (
     CONFIG,
     TurnModel,
@@ -26,7 +28,7 @@ from test_history_once import (
 )
 
 from fncall_graph import create_fncall_graph
-from fncall_graph.adapters.checkpoint import sqlite_saver
+from fncall_graph.adapters.checkpoint import async_sqlite_saver, sqlite_saver
 from fncall_graph.graphs.state import SNAPSHOT_EVERY
 from fncall_graph.testing import ReplayChatModel
 
@@ -127,3 +129,48 @@ def test_every_checkpoint_of_a_long_thread_reads_back(tmp_path, effects):  # noq
     for older, newer in zip(reversed(history[1:]), reversed(history[:-1]), strict=True):
         before = [m.id for m in older.values.get("messages", [])]
         assert [m.id for m in newer.values["messages"]][: len(before)] == before
+
+
+async def test_a_thread_saved_whole_goes_on_with_async_savers_and_messages_once(tmp_path, effects):  # noqa: F811
+    """The same, on the async SQLite saver with messages stored once."""
+    db = tmp_path / "ck.db"
+    async with async_sqlite_saver(db, store_messages_once=True) as saver:
+        old = build("create_agent", saver)
+        for turn in range(1, 4):
+            await old.ainvoke(user(turn), CONFIG)
+        graph = build("fncall", saver)
+        for turn in range(4, 7):
+            await graph.ainvoke(user(turn), CONFIG)
+        state = await graph.aget_state(CONFIG)
+        assert len(state.values["messages"]) == 24
+    async with async_sqlite_saver(db, store_messages_once=True) as saver:
+        again = await build("fncall", saver).aget_state(CONFIG)
+        assert serialized(saver, again.values["messages"]) == serialized(
+            saver, state.values["messages"]
+        )
+    assert recorded(effects) == list(range(1, 7))
+
+
+def test_a_thread_saved_whole_goes_on_on_postgres_with_messages_once(postgres_url, effects):  # noqa: F811
+    """The same on PostgreSQL, whose saver reads a delta channel's history from its
+    blobs: the last whole copy, stored as digests, is read as the saver reads it."""
+    from fncall_graph.adapters.checkpoint import postgres_saver
+
+    config = {"configurable": {"thread_id": uuid.uuid4().hex}}
+    with postgres_saver(postgres_url, store_messages_once=True) as saver:
+        old = build("create_agent", saver)
+        for turn in range(1, 4):
+            old.invoke(user(turn), config)
+        graph = build("fncall", saver)
+        for turn in range(4, 7):
+            graph.invoke(user(turn), config)
+        state = graph.get_state(config)
+        assert len(state.values["messages"]) == 24
+    with postgres_saver(postgres_url, store_messages_once=True) as saver:
+        graph = build("fncall", saver)
+        again = graph.get_state(config)
+        assert serialized(saver, again.values["messages"]) == serialized(
+            saver, state.values["messages"]
+        )
+        assert graph.invoke(user(7), config)["messages"][-1].content == "Done: recorded 7."
+    assert recorded(effects) == list(range(1, 8))
