@@ -680,11 +680,7 @@ def test_a_server_that_stays_down_is_not_the_call_s_fault() -> None:
 
 
 def _weather_turn() -> list[Any]:
-    call = {
-        "id": "call_1",
-        "type": "function",
-        "function": {"name": "get_weather", "arguments": json.dumps({"city": "北京"})},
-    }
+    call = native_call("get_weather", {"city": "北京"}, "call_1")
     return [{"content": "", "tool_calls": [call]}, {"content": "晴"}]
 
 

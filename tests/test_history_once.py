@@ -105,13 +105,12 @@ def messages_at(saver: Any, config: Any) -> list[BaseMessage]:
     """A saved checkpoint's messages as LangGraph reads them back from ``saver``: the
     value the checkpoint holds, else (the graph's ``messages`` is a ``DeltaChannel``)
     the last full copy before it with the writes since replayed."""
-    channel = MESSAGES.copy()
     tup = saver.get_tuple(config)
     values = tup.checkpoint["channel_values"]
     if "messages" in values:
-        return channel.from_checkpoint(values["messages"]).get()
+        return MESSAGES.from_checkpoint(values["messages"]).get()
     found = saver.get_delta_channel_history(config=tup.config, channels=["messages"])
-    channel = channel.from_checkpoint(found["messages"].get("seed"))
+    channel = MESSAGES.from_checkpoint(found["messages"].get("seed"))
     channel.replay_writes(found["messages"]["writes"])
     return channel.get()
 

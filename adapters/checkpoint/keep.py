@@ -142,6 +142,7 @@ _DB_ERRORS = _db_errors()
 
 # -- SQLite: checkpoints and writes (a checkpoint's row holds its channel values)
 
+
 # The newest checkpoint to delete, and every one older, with the writes of their steps
 # (writes left by a step whose checkpoint is already gone included): those older than
 # the oldest kept one, and older than the newest checkpoint at or before it that holds
@@ -151,14 +152,21 @@ _DB_ERRORS = _db_errors()
 # metadata counts the updates since each delta channel's last copy: a checkpoint with
 # no counts holds them all (a copy, a thread's first, or one saved before delta
 # channels).
-_SEED = "json_extract(CAST(metadata AS TEXT), '$.counters_since_delta_snapshot') IS NULL"
-_SQLITE_CUTOFF = (
-    "SELECT checkpoint_id FROM checkpoints WHERE thread_id = ?1 AND checkpoint_ns = ?2 "
-    "AND checkpoint_id < (SELECT checkpoint_id FROM checkpoints WHERE thread_id = ?1 "
-    f"AND checkpoint_ns = ?2 AND {_SEED} AND checkpoint_id <= (SELECT checkpoint_id "
-    "FROM checkpoints WHERE thread_id = ?1 AND checkpoint_ns = ?2 "
-    "ORDER BY checkpoint_id DESC LIMIT 1 OFFSET ?3 - 1) "
-    "ORDER BY checkpoint_id DESC LIMIT 1) ORDER BY checkpoint_id DESC LIMIT 1"
+def _cutoff(thread: str, ns: str, keep: str, holds_all: str) -> str:
+    """The query for that newest checkpoint to delete, in a database's own placeholders
+    (each named, used more than once) and its own test of a checkpoint's metadata."""
+    where = f"FROM checkpoints WHERE thread_id = {thread} AND checkpoint_ns = {ns}"
+    newest = "ORDER BY checkpoint_id DESC LIMIT 1"
+    oldest_kept = f"SELECT checkpoint_id {where} {newest} OFFSET {keep} - 1"
+    copy = f"SELECT checkpoint_id {where} AND {holds_all} AND checkpoint_id <= ({oldest_kept}) {newest}"
+    return f"SELECT checkpoint_id {where} AND checkpoint_id < ({copy}) {newest}"
+
+
+_SQLITE_CUTOFF = _cutoff(
+    "?1",
+    "?2",
+    "?3",
+    "json_extract(CAST(metadata AS TEXT), '$.counters_since_delta_snapshot') IS NULL",
 )
 _SQLITE_PRUNE = (
     "DELETE FROM checkpoints WHERE thread_id = ? AND checkpoint_ns = ? AND checkpoint_id <= ?",
@@ -195,13 +203,8 @@ class _AsyncSqliteKeeps(_AsyncKeeps):
 
 # -- PostgreSQL: checkpoints, writes, and the channel blobs only deleted checkpoints name
 
-_PG_CUTOFF = (
-    "SELECT checkpoint_id FROM checkpoints WHERE thread_id = %(t)s AND checkpoint_ns = %(ns)s "
-    "AND checkpoint_id < (SELECT checkpoint_id FROM checkpoints WHERE thread_id = %(t)s "
-    "AND checkpoint_ns = %(ns)s AND metadata -> 'counters_since_delta_snapshot' IS NULL "
-    "AND checkpoint_id <= (SELECT checkpoint_id FROM checkpoints WHERE thread_id = %(t)s "
-    "AND checkpoint_ns = %(ns)s ORDER BY checkpoint_id DESC LIMIT 1 OFFSET %(keep)s - 1) "
-    "ORDER BY checkpoint_id DESC LIMIT 1) ORDER BY checkpoint_id DESC LIMIT 1"
+_PG_CUTOFF = _cutoff(
+    "%(t)s", "%(ns)s", "%(keep)s", "metadata -> 'counters_since_delta_snapshot' IS NULL"
 )
 _PG_DELETE = (
     "DELETE FROM checkpoints WHERE thread_id = %s AND checkpoint_ns = %s "
