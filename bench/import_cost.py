@@ -37,6 +37,7 @@ HEAVY = (
     "starlette",
     "sse_starlette",
     "aiohttp",
+    "psycopg",
     "langgraph_sdk",
     "httpx",
     "yaml",

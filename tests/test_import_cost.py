@@ -1,4 +1,5 @@
-"""The package's face loads no MCP SDK, provider client or web stack until one is used.
+"""The package's face loads no MCP SDK, provider client, web stack or PostgreSQL driver until
+one is used.
 
 Each check runs in a fresh interpreter, so what it sees in ``sys.modules`` is what the
 import itself loaded. Timings are in ``bench/import_cost.py``; here only which modules load.
@@ -17,11 +18,13 @@ import pytest
 MCP_SDK = {"mcp", "langchain_mcp_adapters"}
 PROVIDERS = {"langchain_openai", "openai", "langchain_ollama", "ollama"}
 WEB_STACK = {"uvicorn", "starlette", "sse_starlette", "aiohttp"}
+# PostgreSQL's driver loads with a PostgreSQL saver, never for SQLite or no checkpointer
+DB_DRIVERS = {"psycopg", "psycopg_pool"}
 # LangGraph's own graph module imports its SDK client (langgraph.runtime → langgraph_sdk),
 # as `from langchain.agents import create_agent` does; the model-boundary entry points
 # need no LangGraph and load none of it.
 LANGGRAPH_SDK = {"langgraph_sdk"}
-UNUSED = MCP_SDK | PROVIDERS | WEB_STACK
+UNUSED = MCP_SDK | PROVIDERS | WEB_STACK | DB_DRIVERS
 
 
 def loaded_after(code: str, cwd: Path) -> Any:

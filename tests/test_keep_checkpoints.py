@@ -375,6 +375,33 @@ async def test_async_postgres_keeps_the_last_checkpoints(postgres_url, effects, 
     assert recorded(effects) == list(range(1, 8))
 
 
+@pytest.mark.slow
+def test_a_failed_deletion_on_postgres_is_left_to_the_next_save(postgres_url, effects, caplog):  # noqa: F811
+    # psycopg loads with the saver, not with the package: its errors must still be caught
+    import psycopg
+
+    from fncall_graph.adapters.checkpoint import postgres_saver
+
+    thread = uuid.uuid4().hex
+    config = {"configurable": {"thread_id": thread}}
+    with postgres_saver(postgres_url, keep_checkpoints=2) as saver:
+        graph = build("fncall", saver)
+        prune = saver._prune
+
+        def locked(*args: Any) -> None:
+            raise psycopg.errors.LockNotAvailable("could not obtain lock")
+
+        saver._prune = locked
+        with caplog.at_level(logging.WARNING):
+            graph.invoke(user(1), config)
+        assert "older checkpoints not deleted" in caplog.text
+        assert pg_counts(postgres_url, thread)["checkpoints"] > 2
+        saver._prune = prune
+        graph.invoke(user(2), config)
+        assert recorded(effects) == [1, 2]
+    assert pg_counts(postgres_url, thread)["checkpoints"] == pg_kept(postgres_url, thread, 2)
+
+
 def _approval(graph: Any, config: dict[str, Any]) -> dict[str, Any]:
     [pending] = graph.get_state(config).interrupts
     return bind_decisions(pending.value, [{"type": "approve"}])

@@ -33,6 +33,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import sqlite3
+import sys
 import threading
 from collections.abc import Iterator
 from typing import Any, TypeVar
@@ -99,7 +100,7 @@ class _Keeps:
         where = _where(saved)
         try:
             self._prune(*where, self.keep_checkpoints)
-        except _DB_ERRORS as exc:
+        except _db_errors() as exc:
             _warn(where, exc)
         return saved
 
@@ -123,21 +124,16 @@ class _AsyncKeeps:
         where = _where(saved)
         try:
             await self._aprune(*where, self.keep_checkpoints)
-        except _DB_ERRORS as exc:
+        except _db_errors() as exc:
             _warn(where, exc)
         return saved
 
 
 def _db_errors() -> tuple[type[BaseException], ...]:
-    errors: tuple[type[BaseException], ...] = (sqlite3.Error,)
-    try:
-        import psycopg
-    except ImportError:
-        return errors
-    return (*errors, psycopg.Error)
-
-
-_DB_ERRORS = _db_errors()
+    """SQLite's errors, and PostgreSQL's once psycopg is loaded: a PostgreSQL saver loads
+    it before it can fail, and a graph that never uses one does not pay for its import."""
+    psycopg = sys.modules.get("psycopg")
+    return (sqlite3.Error,) if psycopg is None else (sqlite3.Error, psycopg.Error)
 
 
 # -- SQLite: checkpoints and writes (a checkpoint's row holds its channel values)
