@@ -97,17 +97,6 @@ class _Route(Runnable[Any, Any]):
         return self.func(input)
 
 
-def _enter(
-    builder: StateGraph, source: str, route: Callable[[Any], Any], entries: list[str]
-) -> None:
-    """The edge from ``source`` to where a model call starts: a plain edge where there is
-    one place, else ``route`` chooses."""
-    if len(entries) == 1:
-        builder.add_edge(source, entries[0])
-    else:
-        builder.add_conditional_edges(source, _Route(route), entries)
-
-
 #: Model calls allowed in one user turn by default (``max_iterations``), in every path
 #: (the CLI's too): enough for a few dependent calls and an answer; a model that repeats
 #: one call is stopped sooner by ``max_repeats``.
@@ -116,8 +105,9 @@ DEFAULT_MAX_ITERATIONS = 10
 #: The graph's node names.
 ADAPTER, MODEL, TOOLS, APPROVE = "adapter", "model", "tools", "approve"
 REACT_FALLBACK, STRUCTURED = "react_fallback", "structured_response"
-# supersteps one model call can take: the adapter, the model, its approval, its tools
-_STEPS_PER_ITERATION = 4
+# supersteps one model call can take: the model (twice in a native graph's thread that
+# switched dialect: it sends the call on to the adapter), the adapter, its approval, its tools
+_STEPS_PER_ITERATION = 5
 
 
 def _as_tools(tools: Sequence[BaseTool | Callable[..., Any]]) -> list[BaseTool]:
@@ -420,11 +410,19 @@ def create_fncall_graph(
     if call_format is not None:
         call_format = check_call_format(call_format)
     boundary = ModelBoundary(chat_model, plan, constrained=constrained, call_format=call_format)
+    # middleware hooks, each a node, in create_agent's order: before_agent at the start,
+    # before_model before each model call, after_model after it, after_agent at the end
+    chains = {hook: [hook_name(m, hook) for m in hooks.with_hook(hook)] for hook in HOOKS}
+    before_agent, before_model = chains["before_agent"], chains["before_model"]
+    after_model, after_agent = chains["after_model"], chains["after_agent"]
     adapter_node = AdapterNode(boundary)
     model_node = ModelNode(
         boundary,
         max_iterations=max_iterations,
         fallback_node=REACT_FALLBACK,
+        # a native graph's edges lead to the model; a thread that switched to a prompt
+        # dialect is sent on to the adapter from there
+        render_node=ADAPTER if initial.native and not before_model else None,
         wrap_model_call=hooks.wrap_model_call,
         awrap_model_call=hooks.awrap_model_call,
     )
@@ -451,12 +449,6 @@ def create_fncall_graph(
         if interrupt_on
         else None
     )
-
-    # middleware hooks, each a node, in create_agent's order: before_agent at the start,
-    # before_model before each model call, after_model after it, after_agent at the end
-    chains = {hook: [hook_name(m, hook) for m in hooks.with_hook(hook)] for hook in HOOKS}
-    before_agent, before_model = chains["before_agent"], chains["before_model"]
-    after_model, after_agent = chains["after_model"], chains["after_agent"]
 
     def to_model(state: dict[str, Any]) -> str:
         # a prompt dialect's thread is rendered by the adapter first; native skips it
@@ -523,7 +515,9 @@ def create_fncall_graph(
     builder.add_node(
         MODEL,
         _Node(MODEL, model_node.invoke, model_node.ainvoke),
-        destinations=(REACT_FALLBACK,),  # drawn: the hand-over when native calling fails
+        # drawn: the hand-over when native calling fails; in a native graph, a call of a
+        # thread that switched to a prompt dialect, to be rendered first
+        destinations=(REACT_FALLBACK, ADAPTER) if model_node.render_node else (REACT_FALLBACK,),
     )
     builder.add_node(
         REACT_FALLBACK, _Node(REACT_FALLBACK, fallback_node.invoke, fallback_node.ainvoke)
@@ -532,14 +526,18 @@ def create_fncall_graph(
     builder.add_edge(ADAPTER, MODEL)
     builder.add_edge(REACT_FALLBACK, ADAPTER)
     ends = [after_agent[0]] if after_agent else [END]
-    # where a model call starts. A thread of a prompt dialect never speaks native again
-    # (a switch goes to another prompt dialect): its calls always start at the adapter,
-    # by a plain edge, which LangGraph takes without reading the state (a thread another
-    # graph saved native passes the adapter, which leaves it as it is)
+    # where a model call starts: where an edge chooses (it reads the state anyway), the
+    # adapter for a prompt dialect's thread, else the model
     if before_model:
         entries = [before_model[0]]
     else:
         entries = [ADAPTER, MODEL] if initial.native else [ADAPTER]
+    # where the run and each tool round go on, by plain edges (LangGraph takes them
+    # without reading the state): a prompt dialect's graph at the adapter (its thread
+    # never speaks native again, as a switch goes to another prompt dialect; a thread
+    # another graph saved native passes the adapter, which leaves it as it is); a native
+    # graph at the model, which sends a thread that switched dialect on to the adapter
+    first = entries[0] if before_model else (MODEL if initial.native else ADAPTER)
     calls = [APPROVE, TOOLS] if interrupt_on else [TOOLS]
     everywhere = [*entries, ADAPTER, MODEL, *calls, *ends]
     for hook, chain in chains.items():
@@ -563,11 +561,7 @@ def create_fncall_graph(
                 targets.remove(STRUCTURED)
             route = after_hook(then, ending=hook == "after_agent")
             builder.add_conditional_edges(node, _Route(route), list(dict.fromkeys(targets)))
-    start = before_agent[0] if before_agent else None
-    if start:
-        builder.add_edge(START, start)
-    else:
-        _enter(builder, START, enter_model, entries)
+    builder.add_edge(START, before_agent[0] if before_agent else first)
     after = [*calls, *ends]
     if structured_node is not None:
         builder.add_node(
@@ -582,7 +576,7 @@ def create_fncall_graph(
         builder.add_edge(MODEL, after_model[0])
     else:
         builder.add_conditional_edges(MODEL, _Route(route_after_model), after)
-    _enter(builder, TOOLS, enter_model, entries)
+    builder.add_edge(TOOLS, first)
 
     graph = builder.compile(checkpointer=checkpointer, store=store, name=name, debug=debug)
     run_config: dict[str, Any] = {

@@ -36,6 +36,17 @@ class RenderedInput:
     messages: tuple[BaseMessage, ...]
     key: tuple[Any, ...]
 
+    def renders(self, state: dict[str, Any]) -> bool:
+        """Whether this is a rendering of ``state``'s history as it stands (for whichever
+        dialect and binding)."""
+        return self.key[2:] == _history_end(state)
+
+
+def _history_end(state: dict[str, Any]) -> tuple[int, str | None]:
+    """Where a thread's history stands: its length and its last message's id."""
+    messages = state["messages"]
+    return len(messages), messages[-1].id if messages else None
+
 
 def _room_for(grammar: str, model: BaseChatModel) -> dict[str, Any]:
     """A ``max_tokens`` that lets every reply the grammar admits finish, where the model's is less.
@@ -118,9 +129,7 @@ class ModelBoundary:
     @staticmethod
     def key(dialect: Dialect, state: dict[str, Any], binding: RunnableBinding) -> tuple[Any, ...]:
         """Which call a rendering is for: the dialect, the binding and the history's end."""
-        messages = state["messages"]
-        last = messages[-1].id if messages else None
-        return (dialect.name, id(binding), len(messages), last)
+        return (dialect.name, id(binding), *_history_end(state))
 
     def render(self, dialect: Dialect, state: dict[str, Any]) -> RenderedInput:
         """The thread's history (with the system prompt) as this call sends it."""

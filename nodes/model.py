@@ -207,6 +207,10 @@ class ModelNode:
         max_iterations: model calls allowed per user turn; at the limit the turn ends with
             a message saying so instead of another call.
         fallback_node: the node to hand over to when native tool calling is refused.
+        render_node: where a call of a prompt dialect's thread goes first when it
+            arrives without the ``adapter``'s rendering of this history (in a native
+            graph, whose edges lead straight here, a thread that switched dialect); with
+            ``None`` this node renders it itself (after a resume).
         wrap_model_call: LangChain ``wrap_model_call`` hooks (``AgentMiddleware``'s),
             composed, outermost first: ``(request, handler) -> ModelResponse``. The
             handler is this node's call through the boundary: the adapter's rendering
@@ -221,6 +225,7 @@ class ModelNode:
         *,
         max_iterations: int,
         fallback_node: str,
+        render_node: str | None = None,
         wrap_model_call: Callable[..., Any] | None = None,
         awrap_model_call: Callable[..., Any] | None = None,
     ) -> None:
@@ -229,6 +234,7 @@ class ModelNode:
         self.model = boundary.model
         self.max_iterations = max_iterations
         self.fallback_node = fallback_node
+        self.render_node = render_node
         self.wrap = wrap_model_call
         self.awrap = awrap_model_call
 
@@ -239,6 +245,8 @@ class ModelNode:
         if limit is not None:
             return limit
         dialect = self.plan.current(state)
+        if self._unrendered(dialect, state):
+            return Command(goto=self.render_node)
         fmt = self.boundary.format(dialect, state)
         asked = _Asked()
 
@@ -268,6 +276,8 @@ class ModelNode:
         if limit is not None:
             return limit
         dialect = self.plan.current(state)
+        if self._unrendered(dialect, state):
+            return Command(goto=self.render_node)
         # the model's call format may be asked of its server (once per process): not on
         # the event loop
         fmt = await asyncio.to_thread(self.boundary.format, dialect, state)
@@ -294,6 +304,15 @@ class ModelNode:
         except Exception as exc:
             return self._fallback_for(dialect, exc)
         return self._finish(dialect, fmt, result, state, asked)
+
+    def _unrendered(self, dialect: Dialect, state: dict[str, Any]) -> bool:
+        """Whether this call of a prompt dialect goes to the ``adapter`` first: nothing
+        was rendered for the history as it stands (a rendering of it for another binding
+        is rendered again here, so the two nodes never send a call back and forth)."""
+        if self.render_node is None or dialect.native:
+            return False
+        given = state.get(RENDERED_KEY)
+        return not (isinstance(given, RenderedInput) and given.renders(state))
 
     def _request(self, state: dict[str, Any]) -> ModelRequest:
         """The model call as LangChain middleware sees it: the thread as it stands."""

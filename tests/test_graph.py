@@ -690,10 +690,11 @@ def get_weather(city: str) -> str:
     return f"{city}: 晴"
 
 
-def test_a_model_call_starts_at_the_adapter_by_a_plain_edge_in_a_prompt_dialect() -> None:
+def test_a_model_call_starts_by_a_plain_edge() -> None:
     """A prompt dialect's thread never speaks native again, so its calls start at the
-    adapter by plain edges (LangGraph takes them without reading the state); a native
-    graph's thread may switch, so its edges choose."""
+    adapter; a native graph's start at the model, which sends a thread that switched to
+    a prompt dialect on to the adapter. Plain edges: LangGraph takes them without
+    reading the state."""
 
     def edges(dialect: str) -> set[tuple[str, str, bool]]:
         graph = create_fncall_graph(ReplayChatModel([]), [get_weather], dialect=dialect)
@@ -702,12 +703,15 @@ def test_a_model_call_starts_at_the_adapter_by_a_plain_edge_in_a_prompt_dialect(
     hermes, native = edges("hermes"), edges("native")
     assert {("__start__", "adapter", False), ("tools", "adapter", False)} <= hermes
     assert not {e for e in hermes if e[1] == "model" and e[0] in ("__start__", "tools")}
+    assert not {e for e in hermes if e[0] == "model" and e[1] == "adapter"}
     assert {
-        ("__start__", "adapter", True),
-        ("__start__", "model", True),
-        ("tools", "adapter", True),
-        ("tools", "model", True),
+        ("__start__", "model", False),
+        ("tools", "model", False),
+        ("model", "adapter", True),
+        ("adapter", "model", False),
+        ("react_fallback", "adapter", False),
     } <= native
+    assert not {e for e in native if e[1] == "adapter" and e[0] in ("__start__", "tools")}
 
 
 def test_a_thread_saved_native_goes_on_in_a_prompt_dialect_s_graph() -> None:

@@ -308,7 +308,9 @@ def test_one_unreadable_reply_below_the_limit_stays_hermes() -> None:
 
 def test_each_node_shows_its_own_work_when_native_calling_fails() -> None:
     """Studio's view: the model's refused call hands over to react_fallback (with the
-    reason), the adapter renders ReAct, the model sends that and shows its raw reply."""
+    reason), the adapter renders ReAct, the model sends that and shows its raw reply.
+    After the tools, the native graph's plain edge leads to the model, which sends the
+    thread (ReAct now) on to the adapter before it calls."""
     model = ReplayChatModel(
         [ACTION.format(city="北京"), final("北京晴")], raise_on_tools=True, model="deepseek-v3"
     )
@@ -317,8 +319,19 @@ def test_each_node_shows_its_own_work_when_native_calling_fails() -> None:
         graph.stream({"messages": [("user", "北京天气怎么样")]}, cfg("s"), stream_mode="updates")
     )
     steps = [next(iter(u)) for u in updates]
-    assert steps == ["model", "react_fallback", "adapter", "model", "tools", "adapter", "model"]
+    assert steps == [
+        "model",
+        "react_fallback",
+        "adapter",
+        "model",
+        "tools",
+        "model",
+        "adapter",
+        "model",
+    ]
     assert not updates[0]["model"]  # the refused call adds nothing to the history
+    assert updates[5]["model"] is None  # sent on to be rendered, nothing called
+    assert len(model.inputs) == 3  # the refused call, then one per rendering
     switched = updates[1]["react_fallback"]
     assert switched["dialect"] == "react"
     assert "does not support tools" in switched["fallback_reason"]

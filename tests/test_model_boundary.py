@@ -279,10 +279,10 @@ async def test_a_turn_traces_the_graph_and_its_node_steps_only(
         await graph.ainvoke(QUESTION, config)
     else:
         graph.invoke(QUESTION, config)
-    # a prompt dialect's graph enters the adapter by a plain edge: LangGraph writes the
-    # input on without a __start__ step of its own
+    # a graph enters the model (native) or the adapter (a prompt dialect) by a plain
+    # edge: LangGraph writes the input on without a __start__ step of its own
     steps = (
-        ["__start__", "model", "tools", "model"]
+        ["model", "tools", "model"]
         if name == "native"
         else ["adapter", "model", "tools", "adapter", "model"]
     )
