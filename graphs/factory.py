@@ -13,11 +13,11 @@ from langchain_core.tools import BaseTool
 from langchain_core.tools import tool as as_tool
 from langgraph.graph import END, START, StateGraph
 from langgraph.store.base import BaseStore
-from langgraph.types import Checkpointer, Send
+from langgraph.types import Checkpointer, Command, Send
 
 __all__ = ["APPROVE", "DEFAULT_MAX_ITERATIONS", "MODEL", "TOOLS", "create_fncall_graph"]
 
-from fncall_graph._compat import CONFIG_KEY_DURABILITY
+from fncall_graph._compat import CONFIG_KEY_DURABILITY, messages_delta_reducer
 from fncall_graph.adapters import Dialect, get_dialect
 from fncall_graph.adapters.checkpoint.claims import DEFAULT_LEASE
 from fncall_graph.adapters.checkpoint.thread_runs import (
@@ -80,6 +80,37 @@ class _Node(Runnable[Any, Any]):
 
     async def ainvoke(self, input: Any, config: RunnableConfig | None = None, **kwargs: Any) -> Any:
         return await self.afunc(input, config or {})
+
+
+class _RoutedNode(_Node):
+    """A node that says where the run goes next, as its conditional edge would, in its
+    ``Command``: LangGraph reads a conditional edge's state as a fresh copy of every
+    channel with the node's writes applied, on every step; ``route`` reads the node's
+    input with its update applied to the history only (what the routes read). A
+    ``Command`` of the node's own goes as it is.
+    """
+
+    def __init__(
+        self,
+        name: str,
+        func: Callable[..., Any],
+        afunc: Callable[..., Awaitable[Any]],
+        route: Callable[[dict[str, Any]], Any],
+    ) -> None:
+        super().__init__(name, func, afunc)
+        self.route = route
+
+    def invoke(self, input: Any, config: RunnableConfig | None = None, **kwargs: Any) -> Any:
+        return self._routed(input, self.func(input, config or {}))
+
+    async def ainvoke(self, input: Any, config: RunnableConfig | None = None, **kwargs: Any) -> Any:
+        return self._routed(input, await self.afunc(input, config or {}))
+
+    def _routed(self, state: dict[str, Any], update: Any) -> Any:
+        if not isinstance(update, dict):
+            return update
+        messages = messages_delta_reducer(state["messages"], [update.get("messages", [])])
+        return Command(update=update, goto=self.route({**state, **update, "messages": messages}))
 
 
 class _Route(Runnable[Any, Any]):
@@ -513,13 +544,6 @@ def create_fncall_graph(
     )
     builder.add_node(ADAPTER, _Node(ADAPTER, adapter_node.invoke, adapter_node.ainvoke))
     builder.add_node(
-        MODEL,
-        _Node(MODEL, model_node.invoke, model_node.ainvoke),
-        # drawn: the hand-over when native calling fails; in a native graph, a call of a
-        # thread that switched to a prompt dialect, to be rendered first
-        destinations=(REACT_FALLBACK, ADAPTER) if model_node.render_node else (REACT_FALLBACK,),
-    )
-    builder.add_node(
         REACT_FALLBACK, _Node(REACT_FALLBACK, fallback_node.invoke, fallback_node.ainvoke)
     )
     builder.add_node(TOOLS, _Node(TOOLS, tools_node.invoke, tools_node.ainvoke))
@@ -572,10 +596,18 @@ def create_fncall_graph(
     if approve_node is not None:
         builder.add_node(APPROVE, _Node(APPROVE, approve_node.invoke, approve_node.ainvoke))
         builder.add_conditional_edges(APPROVE, _Route(route_after_approve), [TOOLS, *entries])
+    # drawn: the hand-over when native calling fails; in a native graph, a call of a
+    # thread that switched to a prompt dialect, to be rendered first
+    handovers = [REACT_FALLBACK, ADAPTER] if model_node.render_node else [REACT_FALLBACK]
     if after_model:
+        model = _Node(MODEL, model_node.invoke, model_node.ainvoke)
+        builder.add_node(MODEL, model, destinations=tuple(handovers))
         builder.add_edge(MODEL, after_model[0])
     else:
-        builder.add_conditional_edges(MODEL, _Route(route_after_model), after)
+        # the model's reply says where the run goes: its calls (to approval or the
+        # tools), the structured answer, or the end
+        model = _RoutedNode(MODEL, model_node.invoke, model_node.ainvoke, route_after_model)
+        builder.add_node(MODEL, model, destinations=tuple(dict.fromkeys([*handovers, *after])))
     builder.add_edge(TOOLS, first)
 
     graph = builder.compile(checkpointer=checkpointer, store=store, name=name, debug=debug)

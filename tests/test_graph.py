@@ -714,6 +714,37 @@ def test_a_model_call_starts_by_a_plain_edge() -> None:
     assert not {e for e in native if e[1] == "adapter" and e[0] in ("__start__", "tools")}
 
 
+def test_the_model_step_says_where_the_run_goes_without_an_edge_reading_the_state() -> None:
+    """The model node's update comes with where the run goes next (its calls, the
+    approval, the end), so no conditional edge copies every channel to read the state
+    after each model call; Studio still draws those ways out of ``model``."""
+    for dialect in ("native", "hermes"):
+        graph = create_fncall_graph(
+            ReplayChatModel(_weather_turn()),
+            [get_weather],
+            dialect=dialect,
+            interrupt_on={"get_weather": False},
+            checkpointer=InMemorySaver(),
+        )
+        assert "model" not in graph.builder.branches
+        drawn = {(e.source, e.target, e.conditional) for e in graph.get_graph().edges}
+        assert {
+            ("model", "tools", True),
+            ("model", "approve", True),
+            ("model", "__end__", True),
+            ("model", "react_fallback", True),
+        } <= drawn, dialect
+        config = {"configurable": {"thread_id": dialect}}
+        updates = list(
+            graph.stream({"messages": [("user", "北京天气怎么样?")]}, config, stream_mode="updates")
+        )
+        assert [next(iter(u)) for u in updates if "adapter" not in u] == [
+            "model",
+            "tools",
+            "model",
+        ], dialect
+
+
 def test_a_thread_saved_native_goes_on_in_a_prompt_dialect_s_graph() -> None:
     """The adapter leaves a thread another graph saved native as it is: its model call
     is native, as the thread's dialect says."""
