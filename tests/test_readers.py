@@ -402,7 +402,7 @@ def _streamed_through_graph(reply: str) -> tuple[str, AIMessage]:
             first_call = meta.get("langgraph_node") == "model" and not replies
             if first_call and isinstance(message, AIMessageChunk):
                 shown.append(str(message.content))
-        elif "model" in chunk:
+        elif chunk.get("model"):  # a step that sends a call on to be rendered writes nothing
             replies += chunk["model"]["messages"]
     final = replies[0]
     return "".join(shown), final

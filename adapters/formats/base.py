@@ -89,6 +89,12 @@ class Dialect(ABC):
         (ReAct's bare ``action_input`` string); as it is for most dialects."""
         return message
 
+    @property
+    def fits_loose_calls(self) -> bool:
+        """Whether :meth:`fit_to_tools` can change a reply (the dialect overrides it): a
+        reading skips it, and the message it would be asked about, otherwise."""
+        return type(self).fit_to_tools is not Dialect.fit_to_tools
+
     def grammar(
         self,
         tools: Sequence[ToolLike] | None,

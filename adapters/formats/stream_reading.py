@@ -323,6 +323,8 @@ class StreamReading:
     def _fitted_late(self, out: dict[str, Any]) -> None:
         """Calls the dialect finds in a whole reply that held none of its own form
         (ReAct's fenced action blob in prose), as :meth:`ReadingPlan.read` finds them."""
+        if not self.call.reader.fits_loose_calls:
+            return
         reasoning = {"reasoning_content": "".join(self.reasoning)}
         whole = AIMessage(content="".join(self.shown), additional_kwargs=reasoning)
         for c in self.call.reader.fit_to_tools(whole, self.call.tools).tool_calls:

@@ -142,7 +142,7 @@ class ModelCall:
         else:
             # a prompt dialect's whole reply is a stream of one chunk: one reading
             reading = StreamReading(self)
-            first = reading.feed(_as_chunk(reply))
+            first = reading.feed(_as_chunk(reply) if _has_field_calls(reply) else reply)
             chunks = [c for c in (first, reading.close()) if c is not None]
             return read_reply(chunks).model_copy(
                 update={"id": reply.id, "response_metadata": dict(reply.response_metadata)}
@@ -183,8 +183,16 @@ class ModelCall:
             if self.schemas is None:
                 self.schemas = tool_schemas(self.tools)
             call = typed_call(call, texts, self.schemas)
+        if not self.reader.fits_loose_calls:
+            return call
         fitted = self.reader.fit_to_tools(AIMessage(content="", tool_calls=[call]), self.tools)
         return fitted.tool_calls[0] if fitted.tool_calls else call
+
+
+def _has_field_calls(reply: BaseMessage) -> bool:
+    """Whether the provider sent calls in the reply's field (a prompt dialect's text is
+    read as it is, without a chunk made of it: the chunk would only carry those)."""
+    return bool(getattr(reply, "tool_calls", None) or getattr(reply, "invalid_tool_calls", None))
 
 
 def _as_chunk(reply: BaseMessage) -> BaseMessage:
