@@ -2,22 +2,21 @@
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Literal, get_type_hints
 
 from langchain.agents.middleware import AgentMiddleware
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage
-from langchain_core.runnables import Runnable, RunnableConfig
 from langchain_core.tools import BaseTool
 from langchain_core.tools import tool as as_tool
 from langgraph.graph import END, START, StateGraph
 from langgraph.store.base import BaseStore
-from langgraph.types import Checkpointer, Command, Send
+from langgraph.types import Checkpointer, Send
 
 __all__ = ["APPROVE", "DEFAULT_MAX_ITERATIONS", "MODEL", "TOOLS", "create_fncall_graph"]
 
-from fncall_graph._compat import CONFIG_KEY_DURABILITY, messages_delta_reducer
+from fncall_graph._compat import CONFIG_KEY_DURABILITY
 from fncall_graph.adapters import Dialect, get_dialect
 from fncall_graph.adapters.checkpoint.claims import DEFAULT_LEASE
 from fncall_graph.adapters.checkpoint.thread_runs import (
@@ -60,73 +59,7 @@ from .state import (
     GraphState,
     with_fields,
 )
-
-
-class _Node(Runnable[Any, Any]):
-    """A node with a sync and an async implementation.
-
-    RunnableLambda would inspect signatures and open a nested run on every call (a third
-    of the graph's overhead); LangGraph already traces each node as its own run.
-    """
-
-    def __init__(
-        self, name: str, func: Callable[..., Any], afunc: Callable[..., Awaitable[Any]]
-    ) -> None:
-        self.name = name
-        self.func, self.afunc = func, afunc
-
-    def invoke(self, input: Any, config: RunnableConfig | None = None, **kwargs: Any) -> Any:
-        return self.func(input, config or {})
-
-    async def ainvoke(self, input: Any, config: RunnableConfig | None = None, **kwargs: Any) -> Any:
-        return await self.afunc(input, config or {})
-
-
-class _RoutedNode(_Node):
-    """A node that says where the run goes next, as its conditional edge would, in its
-    ``Command``: LangGraph reads a conditional edge's state as a fresh copy of every
-    channel with the node's writes applied, on every step; ``route`` reads the node's
-    input with its update applied to the history only (what the routes read). A
-    ``Command`` of the node's own goes as it is.
-    """
-
-    def __init__(
-        self,
-        name: str,
-        func: Callable[..., Any],
-        afunc: Callable[..., Awaitable[Any]],
-        route: Callable[[dict[str, Any]], Any],
-    ) -> None:
-        super().__init__(name, func, afunc)
-        self.route = route
-
-    def invoke(self, input: Any, config: RunnableConfig | None = None, **kwargs: Any) -> Any:
-        return self._routed(input, self.func(input, config or {}))
-
-    async def ainvoke(self, input: Any, config: RunnableConfig | None = None, **kwargs: Any) -> Any:
-        return self._routed(input, await self.afunc(input, config or {}))
-
-    def _routed(self, state: dict[str, Any], update: Any) -> Any:
-        if not isinstance(update, dict):
-            return update
-        messages = messages_delta_reducer(state["messages"], [update.get("messages", [])])
-        return Command(update=update, goto=self.route({**state, **update, "messages": messages}))
-
-
-class _Route(Runnable[Any, Any]):
-    """A conditional edge's function, run as it is: LangGraph would trace a plain function
-    as a chain run of its own on every step (``create_agent`` passes its edges untraced)."""
-
-    def __init__(self, func: Callable[[Any], Any]) -> None:
-        self.func = func
-        self.name = getattr(func, "__name__", "route")
-
-    def invoke(self, input: Any, config: RunnableConfig | None = None, **kwargs: Any) -> Any:
-        return self.func(input)
-
-    async def ainvoke(self, input: Any, config: RunnableConfig | None = None, **kwargs: Any) -> Any:
-        return self.func(input)
-
+from .steps import Route, RoutedStep, Step
 
 #: Model calls allowed in one user turn by default (``max_iterations``), in every path
 #: (the CLI's too): enough for a few dependent calls and an answer; a model that repeats
@@ -542,11 +475,11 @@ def create_fncall_graph(
             FncallDebugState if keep_model_input else FncallState, schemas, "Output"
         ),
     )
-    builder.add_node(ADAPTER, _Node(ADAPTER, adapter_node.invoke, adapter_node.ainvoke))
+    builder.add_node(ADAPTER, Step(ADAPTER, adapter_node.invoke, adapter_node.ainvoke))
     builder.add_node(
-        REACT_FALLBACK, _Node(REACT_FALLBACK, fallback_node.invoke, fallback_node.ainvoke)
+        REACT_FALLBACK, Step(REACT_FALLBACK, fallback_node.invoke, fallback_node.ainvoke)
     )
-    builder.add_node(TOOLS, _Node(TOOLS, tools_node.invoke, tools_node.ainvoke))
+    builder.add_node(TOOLS, Step(TOOLS, tools_node.invoke, tools_node.ainvoke))
     builder.add_edge(ADAPTER, MODEL)
     builder.add_edge(REACT_FALLBACK, ADAPTER)
     ends = [after_agent[0]] if after_agent else [END]
@@ -568,7 +501,7 @@ def create_fncall_graph(
         for i, node in enumerate(chain):
             middleware_of = next(m for m in hooks.with_hook(hook) if hook_name(m, hook) == node)
             hook_node = HookNode(middleware_of, hook)
-            builder.add_node(node, _Node(node, hook_node.invoke, hook_node.ainvoke))
+            builder.add_node(node, Step(node, hook_node.invoke, hook_node.ainvoke))
             nxt = chain[i + 1] if i + 1 < len(chain) else None
             if hook == "before_agent":
                 then: Callable[[dict[str, Any]], Any] = (
@@ -584,29 +517,29 @@ def create_fncall_graph(
             if structured_node is None:
                 targets.remove(STRUCTURED)
             route = after_hook(then, ending=hook == "after_agent")
-            builder.add_conditional_edges(node, _Route(route), list(dict.fromkeys(targets)))
+            builder.add_conditional_edges(node, Route(route), list(dict.fromkeys(targets)))
     builder.add_edge(START, before_agent[0] if before_agent else first)
     after = [*calls, *ends]
     if structured_node is not None:
         builder.add_node(
-            STRUCTURED, _Node(STRUCTURED, structured_node.invoke, structured_node.ainvoke)
+            STRUCTURED, Step(STRUCTURED, structured_node.invoke, structured_node.ainvoke)
         )
-        builder.add_conditional_edges(STRUCTURED, _Route(leave), ends)
+        builder.add_conditional_edges(STRUCTURED, Route(leave), ends)
         after.append(STRUCTURED)
     if approve_node is not None:
-        builder.add_node(APPROVE, _Node(APPROVE, approve_node.invoke, approve_node.ainvoke))
-        builder.add_conditional_edges(APPROVE, _Route(route_after_approve), [TOOLS, *entries])
+        builder.add_node(APPROVE, Step(APPROVE, approve_node.invoke, approve_node.ainvoke))
+        builder.add_conditional_edges(APPROVE, Route(route_after_approve), [TOOLS, *entries])
     # drawn: the hand-over when native calling fails; in a native graph, a call of a
     # thread that switched to a prompt dialect, to be rendered first
     handovers = [REACT_FALLBACK, ADAPTER] if model_node.render_node else [REACT_FALLBACK]
     if after_model:
-        model = _Node(MODEL, model_node.invoke, model_node.ainvoke)
+        model = Step(MODEL, model_node.invoke, model_node.ainvoke)
         builder.add_node(MODEL, model, destinations=tuple(handovers))
         builder.add_edge(MODEL, after_model[0])
     else:
         # the model's reply says where the run goes: its calls (to approval or the
         # tools), the structured answer, or the end
-        model = _RoutedNode(MODEL, model_node.invoke, model_node.ainvoke, route_after_model)
+        model = RoutedStep(MODEL, model_node.invoke, model_node.ainvoke, route_after_model)
         builder.add_node(MODEL, model, destinations=tuple(dict.fromkeys([*handovers, *after])))
     builder.add_edge(TOOLS, first)
 
