@@ -349,3 +349,48 @@ def test_each_node_shows_its_own_work_when_native_calling_fails() -> None:
         "model_input" not in s.values and "model_output" not in s.values
         for s in graph.get_state_history(cfg("s"))
     )
+
+
+@pytest.mark.parametrize("mode", ["invoke", "ainvoke"])
+async def test_a_switched_thread_s_approved_call_goes_on_through_the_adapter(mode: str) -> None:
+    """A native graph whose thread fell back to ReAct: the approval's edge chooses the
+    adapter itself, and the next turn's plain edge reaches the model, which sends the
+    call on to the adapter; each call is rendered once and sent as rendered."""
+    from langgraph.types import Command
+
+    from fncall_graph import bind_decisions
+
+    model = ReplayChatModel(
+        [ACTION.format(city="北京"), final("北京晴"), ACTION.format(city="广州"), final("广州晴")],
+        raise_on_tools=True,
+        model="deepseek-v3",
+    )
+    graph = create_fncall_graph(
+        model,
+        [weather_tool()],
+        checkpointer=InMemorySaver(),
+        interrupt_on={"get_weather": True},
+    )
+
+    async def steps(payload: Any) -> list[str]:
+        if mode == "invoke":
+            chunks = list(graph.stream(payload, cfg("a"), stream_mode="updates"))
+        else:
+            chunks = [c async for c in graph.astream(payload, cfg("a"), stream_mode="updates")]
+        return [next(iter(c)) for c in chunks]
+
+    def approval() -> Command:
+        [pending] = graph.get_state(cfg("a")).interrupts
+        return Command(resume=bind_decisions(pending.value, [{"type": "approve"}]))
+
+    first = await steps({"messages": [("user", "北京天气怎么样")]})
+    assert first == ["model", "react_fallback", "adapter", "model", "__interrupt__"]
+    assert await steps(approval()) == ["approve", "tools", "model", "adapter", "model"]
+    second = await steps({"messages": [("user", "广州呢")]})
+    assert second == ["model", "adapter", "model", "__interrupt__"]
+    assert await steps(approval()) == ["approve", "tools", "model", "adapter", "model"]
+    values = graph.get_state(cfg("a")).values
+    assert values["messages"][-1].content == "广州晴" and values["dialect"] == "react"
+    # one refused native call, then each ReAct call once, as the adapter rendered it
+    assert len(model.calls) == 5
+    assert [m.content for m in values["messages"] if isinstance(m, ToolMessage)] == OBS[:2]
