@@ -11,6 +11,10 @@ is kept out of LangGraph's ``messages`` stream (its raw text may hold call marku
 each chunk is read and written there instead, so that stream shows answer text and never
 call markup.
 
+In a native graph, whose plain edges lead here, a call of a thread that now speaks a
+prompt dialect goes on to the ``adapter`` first (this step writes nothing), so the
+adapter renders it there as everywhere else.
+
 When native calling is refused, the node hands over to the ``react_fallback`` node
 (LangGraph's ``Send``, with the reason), which switches the thread; the ``adapter`` and
 this node then call again in the fallback dialect. Two other switches come back with the
