@@ -188,6 +188,22 @@ else:
             check=False,
         )
 
+    def test_a_failed_start_has_written_out_what_the_server_said_before_it_returns(
+        capfd: pytest.CaptureFixture[str],
+    ) -> None:
+        # the toolkit's error follows at once and may end the program, while the text is
+        # passed on by a daemon thread: it must be out before the error is raised
+        from fncall_graph.adapters.mcp._sdk2 import _StartingStderr
+
+        said = "weather: WEATHER_API_KEY is not set"
+        for _ in range(20):
+            held = _StartingStderr("weather")
+            held.file.write(said + "\n")
+            held.file.flush()
+            held.started(False)
+            assert said in capfd.readouterr().err
+            held.close()
+
     def test_a_start_against_an_mcp1_server_prints_nothing_but_a_failed_one_says_why(
         tmp_path: Path,
     ) -> None:

@@ -105,20 +105,29 @@ class _StartingStderr:
     is: everything the server wrote before comes ahead of it."""
 
     _MARK = "\n\x00fncall-graph: {}\x00\n"
+    #: seconds a failed start waits for the held text to be written out (it is read from
+    #: a local pipe, at once; the bound only keeps a stuck terminal from holding the error)
+    _PASS_ON = 5.0
 
     def __init__(self, command: str) -> None:
         self.command = command
         read, write = os.pipe()
         self.file = os.fdopen(write, "w", encoding="utf-8", errors="replace")
+        self._passed = threading.Event()  # the held text is passed on
         self._reader = threading.Thread(
             target=self._pump, args=(read,), name="mcp-stderr", daemon=True
         )
         self._reader.start()
 
     def started(self, ok: bool) -> None:
-        """The session opened (``ok``) or did not: pass on what was held accordingly."""
+        """The session opened (``ok``) or did not: pass on what was held accordingly.
+
+        When it did not, this returns once the server's words are written out: the error
+        that follows may end the program, and the reader is a daemon thread."""
         self.file.write(self._MARK.format("started" if ok else "failed"))
         self.file.flush()
+        if not ok:
+            self._passed.wait(self._PASS_ON)
 
     def close(self) -> None:
         self.file.close()  # the reader ends once the server's end is closed too
@@ -137,6 +146,7 @@ class _StartingStderr:
                             sys.stderr.write(said + "\n")
                     sys.stderr.flush()
                     held = None
+                    self._passed.set()
                 elif word is not None:
                     continue
                 elif held is not None:
