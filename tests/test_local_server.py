@@ -12,6 +12,7 @@ import html
 import importlib.util
 import itertools
 import json
+import os
 import urllib.error
 import urllib.request
 
@@ -399,7 +400,11 @@ def test_a_crashed_local_server_is_named_with_its_signal_and_last_output():
 
 
 def test_server_dies_with_a_killed_parent():
-    """A parent killed with SIGKILL runs no atexit hook; the server must not outlive it."""
+    """A parent killed with SIGKILL runs no atexit hook; the server must not outlive it.
+
+    The server's end is read from a pidfd, which is readable once the process has ended;
+    reaping the orphan is then pid 1's job, which may take its time."""
+    import select
     import signal
     import subprocess
     import sys
@@ -421,9 +426,14 @@ def test_server_dies_with_a_killed_parent():
     try:
         server_pid = int(child.stdout.readline())
         server = psutil.Process(server_pid)
+        ended = os.pidfd_open(server_pid)
         assert server.is_running()
     finally:
         child.send_signal(signal.SIGKILL)
         child.wait()
-    server.wait(timeout=30)  # raises psutil.TimeoutExpired if it outlived its parent
+    try:
+        readable, _, _ = select.select([ended], [], [], 30)
+        assert readable, f"the server (pid {server_pid}) outlived its parent by 30 s"
+    finally:
+        os.close(ended)
     assert not psutil.pid_exists(server_pid) or server.status() == psutil.STATUS_ZOMBIE
