@@ -475,14 +475,26 @@ def create_fncall_graph(
             FncallDebugState if keep_model_input else FncallState, schemas, "Output"
         ),
     )
+    ends = [after_agent[0]] if after_agent else [END]
+    calls = [APPROVE, TOOLS] if interrupt_on else [TOOLS]
+    # drawn: the hand-over when native calling fails; in a native graph, a call of a
+    # thread that switched to a prompt dialect, to be rendered first
+    handovers = [REACT_FALLBACK, ADAPTER] if model_node.render_node else [REACT_FALLBACK]
+    if after_model:
+        model: Step = Step(MODEL, model_node.invoke, model_node.ainvoke)
+    else:
+        # the model's reply says where the run goes: its calls (to approval or the
+        # tools), the structured answer, or the end
+        model = RoutedStep(MODEL, model_node.invoke, model_node.ainvoke, route_after_model)
+        handovers += [*calls, *ends, *([STRUCTURED] if structured_node is not None else [])]
     builder.add_node(ADAPTER, Step(ADAPTER, adapter_node.invoke, adapter_node.ainvoke))
+    builder.add_node(MODEL, model, destinations=tuple(dict.fromkeys(handovers)))
     builder.add_node(
         REACT_FALLBACK, Step(REACT_FALLBACK, fallback_node.invoke, fallback_node.ainvoke)
     )
     builder.add_node(TOOLS, Step(TOOLS, tools_node.invoke, tools_node.ainvoke))
     builder.add_edge(ADAPTER, MODEL)
     builder.add_edge(REACT_FALLBACK, ADAPTER)
-    ends = [after_agent[0]] if after_agent else [END]
     # where a model call starts: where an edge chooses (it reads the state anyway), the
     # adapter for a prompt dialect's thread, else the model
     if before_model:
@@ -495,7 +507,6 @@ def create_fncall_graph(
     # another graph saved native passes the adapter, which leaves it as it is); a native
     # graph at the model, which sends a thread that switched dialect on to the adapter
     first = entries[0] if before_model else (MODEL if initial.native else ADAPTER)
-    calls = [APPROVE, TOOLS] if interrupt_on else [TOOLS]
     everywhere = [*entries, ADAPTER, MODEL, *calls, *ends]
     for hook, chain in chains.items():
         for i, node in enumerate(chain):
@@ -519,28 +530,16 @@ def create_fncall_graph(
             route = after_hook(then, ending=hook == "after_agent")
             builder.add_conditional_edges(node, Route(route), list(dict.fromkeys(targets)))
     builder.add_edge(START, before_agent[0] if before_agent else first)
-    after = [*calls, *ends]
     if structured_node is not None:
         builder.add_node(
             STRUCTURED, Step(STRUCTURED, structured_node.invoke, structured_node.ainvoke)
         )
         builder.add_conditional_edges(STRUCTURED, Route(leave), ends)
-        after.append(STRUCTURED)
     if approve_node is not None:
         builder.add_node(APPROVE, Step(APPROVE, approve_node.invoke, approve_node.ainvoke))
         builder.add_conditional_edges(APPROVE, Route(route_after_approve), [TOOLS, *entries])
-    # drawn: the hand-over when native calling fails; in a native graph, a call of a
-    # thread that switched to a prompt dialect, to be rendered first
-    handovers = [REACT_FALLBACK, ADAPTER] if model_node.render_node else [REACT_FALLBACK]
     if after_model:
-        model = Step(MODEL, model_node.invoke, model_node.ainvoke)
-        builder.add_node(MODEL, model, destinations=tuple(handovers))
         builder.add_edge(MODEL, after_model[0])
-    else:
-        # the model's reply says where the run goes: its calls (to approval or the
-        # tools), the structured answer, or the end
-        model = RoutedStep(MODEL, model_node.invoke, model_node.ainvoke, route_after_model)
-        builder.add_node(MODEL, model, destinations=tuple(dict.fromkeys([*handovers, *after])))
     builder.add_edge(TOOLS, first)
 
     graph = builder.compile(checkpointer=checkpointer, store=store, name=name, debug=debug)
