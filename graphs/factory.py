@@ -379,14 +379,18 @@ def create_fncall_graph(
     chains = {hook: [hook_name(m, hook) for m in hooks.with_hook(hook)] for hook in HOOKS}
     before_agent, before_model = chains["before_agent"], chains["before_model"]
     after_model, after_agent = chains["after_model"], chains["after_agent"]
+    # where the run and each tool round go on, by plain edges (LangGraph takes them
+    # without reading the state): a prompt dialect's graph at the adapter (its thread
+    # never speaks native again, as a switch goes to another prompt dialect; a thread
+    # another graph saved native passes the adapter, which leaves it as it is); a native
+    # graph at the model, which sends a thread that switched dialect on to the adapter
+    first = before_model[0] if before_model else (MODEL if initial.native else ADAPTER)
     adapter_node = AdapterNode(boundary)
     model_node = ModelNode(
         boundary,
         max_iterations=max_iterations,
         fallback_node=REACT_FALLBACK,
-        # a native graph's edges lead to the model; a thread that switched to a prompt
-        # dialect is sent on to the adapter from there
-        render_node=ADAPTER if initial.native and not before_model else None,
+        render_node=ADAPTER if first == MODEL else None,
         wrap_model_call=hooks.wrap_model_call,
         awrap_model_call=hooks.awrap_model_call,
     )
@@ -501,12 +505,6 @@ def create_fncall_graph(
         entries = [before_model[0]]
     else:
         entries = [ADAPTER, MODEL] if initial.native else [ADAPTER]
-    # where the run and each tool round go on, by plain edges (LangGraph takes them
-    # without reading the state): a prompt dialect's graph at the adapter (its thread
-    # never speaks native again, as a switch goes to another prompt dialect; a thread
-    # another graph saved native passes the adapter, which leaves it as it is); a native
-    # graph at the model, which sends a thread that switched dialect on to the adapter
-    first = entries[0] if before_model else (MODEL if initial.native else ADAPTER)
     everywhere = [*entries, ADAPTER, MODEL, *calls, *ends]
     for hook, chain in chains.items():
         for i, node in enumerate(chain):

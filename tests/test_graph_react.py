@@ -26,9 +26,10 @@ from langchain_core.messages import (
 from langchain_core.outputs import ChatGeneration, ChatResult
 from langchain_core.tools import BaseTool, StructuredTool
 from langgraph.checkpoint.memory import InMemorySaver
+from langgraph.types import Command
 from pydantic import Field
 
-from fncall_graph import create_fncall_graph
+from fncall_graph import bind_decisions, create_fncall_graph
 from fncall_graph.testing import ReplayChatModel
 
 FIXTURE = Path(__file__).parent / "fixtures" / "seed004_react.json"
@@ -356,10 +357,6 @@ async def test_a_switched_thread_s_approved_call_goes_on_through_the_adapter(mod
     """A native graph whose thread fell back to ReAct: the approval's edge chooses the
     adapter itself, and the next turn's plain edge reaches the model, which sends the
     call on to the adapter; each call is rendered once and sent as rendered."""
-    from langgraph.types import Command
-
-    from fncall_graph import bind_decisions
-
     model = ReplayChatModel(
         [ACTION.format(city="北京"), final("北京晴"), ACTION.format(city="广州"), final("广州晴")],
         raise_on_tools=True,

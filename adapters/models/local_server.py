@@ -577,8 +577,8 @@ def serve(argv: list[str] | None = None) -> None:
         ready.flush()
     signal.sigwait(stop_signals)
     # Out at once: the process's end frees the model, the port and the threads. Tearing
-    # the server down first took 1-2 s and could hang, and a server whose parent died
-    # (PR_SET_PDEATHSIG) must not outlive it.
+    # the server down first took about 0.3 s and could hang, and a server whose parent
+    # died (PR_SET_PDEATHSIG) must not outlive it.
     os._exit(0)
 
 

@@ -142,7 +142,7 @@ class ModelCall:
         else:
             # a prompt dialect's whole reply is a stream of one chunk: one reading
             reading = StreamReading(self)
-            first = reading.feed(_as_chunk(reply) if _has_field_calls(reply) else reply)
+            first = reading.feed(_as_chunk(reply))
             chunks = [c for c in (first, reading.close()) if c is not None]
             return read_reply(chunks).model_copy(
                 update={"id": reply.id, "response_metadata": dict(reply.response_metadata)}
@@ -189,15 +189,12 @@ class ModelCall:
         return fitted.tool_calls[0] if fitted.tool_calls else call
 
 
-def _has_field_calls(reply: BaseMessage) -> bool:
-    """Whether the provider sent calls in the reply's field (a prompt dialect's text is
-    read as it is, without a chunk made of it: the chunk would only carry those)."""
-    return bool(getattr(reply, "tool_calls", None) or getattr(reply, "invalid_tool_calls", None))
-
-
 def _as_chunk(reply: BaseMessage) -> BaseMessage:
-    """A whole reply as the one chunk of a stream (its calls as call chunks)."""
+    """A whole reply as the one chunk of a stream (its calls as call chunks); a reply
+    with no calls in its field is read as it is (a chunk would carry only those)."""
     if not isinstance(reply, AIMessage) or isinstance(reply, AIMessageChunk):
+        return reply
+    if not (reply.tool_calls or reply.invalid_tool_calls):
         return reply
     calls = [
         tool_call_chunk(
