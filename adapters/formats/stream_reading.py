@@ -207,6 +207,37 @@ class StreamReading:
         self.markup_reasoning = False
 
     def feed(self, piece: BaseMessage) -> AIMessageChunk | None:
+        """Read one chunk of the provider's; the canonical chunk it gives (``None``: it
+        carries nothing yet, text held back by the parser)."""
+        out = _empty()
+        self._feed(out, piece)
+        return _chunk(out, piece)
+
+    def close(self) -> AIMessageChunk:
+        """End the reading; the last canonical chunk (the calls, held to the end)."""
+        out, meta = _empty(), {}
+        self._close(out, meta)
+        return AIMessageChunk(**out, response_metadata=meta, chunk_position="last")
+
+    def whole(self, reply: BaseMessage) -> AIMessage:
+        """A whole reply read at once: what :meth:`feed` and :meth:`close` send for it,
+        written into one chunk (the same text, reasoning and calls, in the same order)
+        and read back as its message."""
+        out: dict[str, Any] = _empty()
+        self._feed(out, reply)
+        self._close(out, {})
+        chunk = AIMessageChunk(
+            **out,
+            response_metadata=dict(reply.response_metadata),
+            usage_metadata=getattr(reply, "usage_metadata", None),
+            id=reply.id,
+            chunk_position="last",
+        )
+        read = restore_read_reply(message_chunk_to_message(chunk))
+        assert isinstance(read, AIMessage)
+        return read
+
+    def _feed(self, out: dict[str, Any], piece: BaseMessage) -> None:
         call_chunks = [self._identified(c) for c in getattr(piece, "tool_call_chunks", None) or []]
         if isinstance(piece, AIMessageChunk):
             if call_chunks:
@@ -220,21 +251,17 @@ class StreamReading:
             self.inner = piece if self.inner is None else self.inner + piece
         text = text_of(piece.content)
         reasoning = piece.additional_kwargs.get("reasoning_content")
-        out: dict[str, Any] = {"content": "", "additional_kwargs": {}, "tool_call_chunks": []}
         if isinstance(reasoning, str) and reasoning:
             self._reason(out, reasoning, provider=True)
         if self.parser is None:
             # The provider's call chunks wait for the end: a call's arguments can be
             # checked only once complete, and a chunk once sent cannot be taken back.
-            out["content"] = self.display.feed(text) if self.display is not None else text
+            out["content"] += self.display.feed(text) if self.display is not None else text
         elif text:
             self.raw.append(text)
             self._events(out, self.parser.feed(text))
-        return _chunk(out, piece)
 
-    def close(self) -> AIMessageChunk:
-        out: dict[str, Any] = {"content": "", "additional_kwargs": {}, "tool_call_chunks": []}
-        meta: dict[str, Any] = {}
+    def _close(self, out: dict[str, Any], meta: dict[str, Any]) -> None:
         if self.parser is not None:
             self._events(out, self.parser.close())
             raw = "".join(self.raw)
@@ -262,7 +289,6 @@ class StreamReading:
                     kept["content"] = fixed
         elif self.inner is not None:
             self._read_native(out, meta)
-        return AIMessageChunk(**out, response_metadata=meta, chunk_position="last")
 
     # -- helpers
 
@@ -286,11 +312,12 @@ class StreamReading:
             if rest is None:  # what was shown turned out to be reasoning
                 out["additional_kwargs"][READ_REPLY_KEY] = {"content": read.content}
             else:
-                out["content"] = rest
+                out["content"] += rest
         streamed = str(inner.additional_kwargs.get("reasoning_content") or "")
         reasoning = str(read.additional_kwargs.get("reasoning_content") or "")
         if reasoning.startswith(streamed) and len(reasoning) > len(streamed):
-            out["additional_kwargs"]["reasoning_content"] = reasoning[len(streamed) :]
+            kw = out["additional_kwargs"]
+            kw["reasoning_content"] = kw.get("reasoning_content", "") + reasoning[len(streamed) :]
         for c in read.tool_calls:
             self._call(out, c)
         for bad in read.invalid_tool_calls:
@@ -454,6 +481,11 @@ class HeldMarkup:
             return None
         rest, tail = content[len(core) :], shown[len(shown.rstrip()) :]
         return rest[len(tail) :] if rest.startswith(tail) else rest
+
+
+def _empty() -> dict[str, Any]:
+    """What a chunk says, before anything is read into it."""
+    return {"content": "", "additional_kwargs": {}, "tool_call_chunks": []}
 
 
 def _chunk(out: dict[str, Any], piece: BaseMessage) -> AIMessageChunk | None:

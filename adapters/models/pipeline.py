@@ -38,7 +38,7 @@ from ..formats.base import Dialect, text_of
 from ..formats.normalize import normalize
 from ..formats.readers import get_reader
 from ..formats.reading import Echoes
-from ..formats.stream_reading import StreamReading, read_reply
+from ..formats.stream_reading import StreamReading
 from .structured_output import repaired_json
 
 __all__ = ["SEES_WRAPPED_RUN", "ModelCall"]
@@ -141,12 +141,7 @@ class ModelCall:
             )
         else:
             # a prompt dialect's whole reply is a stream of one chunk: one reading
-            reading = StreamReading(self)
-            first = reading.feed(_as_chunk(reply))
-            chunks = [c for c in (first, reading.close()) if c is not None]
-            return read_reply(chunks).model_copy(
-                update={"id": reply.id, "response_metadata": dict(reply.response_metadata)}
-            )
+            return StreamReading(self).whole(_as_chunk(reply))
         message = self.reader.fit_to_tools(message, self.tools)
         if self.json_answer and not message.tool_calls:
             fixed = repaired_json(text_of(message.content))
