@@ -18,6 +18,7 @@ import json
 import random
 import string
 from collections.abc import Callable
+from functools import reduce
 from typing import Any
 
 import pytest
@@ -32,8 +33,11 @@ from fncall_graph.adapters import (
     PromptDialect,
     ReasoningDelta,
     get_dialect,
+    with_dialect,
 )
 from fncall_graph.adapters.formats.messages import text_of
+from fncall_graph.adapters.formats.stream_reading import restore_read_reply
+from fncall_graph.testing import ReplayChatModel
 
 PROMPT_DIALECTS = PROMPT_VARIANTS
 ALL_DIALECTS: dict[str, tuple[str, dict[str, Any]]] = {
@@ -326,3 +330,51 @@ def test_mutated_outputs_never_raise(source: str) -> None:
 
 def test_case_count() -> None:
     assert TOTAL_CASES >= 10_000
+
+
+# --------------------------------------------------------------------------- the wrapper
+
+#: Mutants per source dialect read whole and streamed through ``with_dialect``.
+WRAPPER_CASES_PER_SOURCE = 80
+
+
+def _tools() -> list[dict[str, Any]]:
+    return [
+        {"type": "function", "function": {"name": n, "description": n, "parameters": {}}}
+        for n in TOOL_NAMES
+    ]
+
+
+def _read_summary(message: AIMessage) -> tuple[Any, ...]:
+    return (
+        *summary(message)[:3],
+        [(c.get("name"), c.get("args"), c.get("error")) for c in message.invalid_tool_calls],
+        sorted(k for k in message.additional_kwargs if k != "reasoning_content"),
+    )
+
+
+@pytest.mark.parametrize("source", list(PROMPT_DIALECTS))
+def test_a_reply_read_whole_is_the_sum_of_its_stream(source: str) -> None:
+    """``invoke`` reads a reply whole (one message built at once); ``stream`` sends the
+    chunks of the same reading. Their sum, with what chunks cannot carry put back, must
+    be the whole reading: text, reasoning, calls, unreadable calls with their errors."""
+    seed = f"fncall-graph whole and streamed {source}"
+    rng = random.Random(seed)
+    writer = dialect(source)
+    assert isinstance(writer, PromptDialect)
+    for case in range(WRAPPER_CASES_PER_SOURCE):
+        text = source_output(rng, writer)
+        if rng.random() < 0.7:
+            text = mutate(rng, text)
+        size = rng.choice([1, 3, 8, 64])
+        for key in PROMPT_DIALECTS:
+            name, options = PROMPT_DIALECTS[key]
+            model = with_dialect(
+                ReplayChatModel([text, text], chunk_size=size), get_dialect(name, **options)
+            ).bind_tools(_tools())
+            whole = model.invoke("go")
+            chunks = list(model.stream("go"))
+            streamed = restore_read_reply(reduce(lambda a, b: a + b, chunks))
+            context = f"seed={seed!r} case={case} reader={key} text={text!r}"
+            assert isinstance(streamed, AIMessage), context
+            assert _read_summary(whole) == _read_summary(streamed), context

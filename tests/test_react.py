@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import random
+from functools import reduce
 from pathlib import Path
 from typing import Any
 
@@ -22,7 +23,7 @@ from langchain_core.messages import (
 )
 from langchain_core.tools import StructuredTool
 
-from fncall_graph.adapters import get_dialect
+from fncall_graph.adapters import get_dialect, with_dialect
 from fncall_graph.adapters.formats.events import (
     CallEvent,
     ContentDelta,
@@ -30,6 +31,8 @@ from fncall_graph.adapters.formats.events import (
     ReasoningDelta,
 )
 from fncall_graph.adapters.formats.react import ReActDialect
+from fncall_graph.adapters.formats.stream_reading import restore_read_reply
+from fncall_graph.testing import ReplayChatModel
 
 FIXTURE = Path(__file__).parent / "fixtures" / "seed004_react.json"
 REPLAY = Path(__file__).parents[1] / "fncall_graph" / "data" / "weather_deepseek-v3_react.json"
@@ -365,6 +368,21 @@ def test_garbage_is_an_invalid_call_with_a_readable_error(text: str) -> None:
     assert reply.tool_calls == [] and reply.content == ""
     [bad] = reply.invalid_tool_calls
     assert bad["error"].startswith("Action:") and bad["id"]
+
+
+@pytest.mark.parametrize("chunk_size", [1, 4, None])
+def test_an_action_with_nothing_after_it_stays_unreadable_when_streamed(chunk_size) -> None:
+    # an unreadable call's chunk with empty arguments would add up to a runnable call
+    # named "" with {} (LangChain reads empty chunk arguments as {})
+    text = "Thought: I will look it up.\n\nAction:\n"
+    model = with_dialect(ReplayChatModel([text, text], chunk_size=chunk_size), "react")
+    bound = model.bind_tools([LC_TOOL])
+    invoked = bound.invoke("weather?")
+    streamed = restore_read_reply(reduce(lambda a, b: a + b, bound.stream("weather?")))
+    for reply in (invoked, streamed):
+        assert reply.tool_calls == []
+        [bad] = reply.invalid_tool_calls
+        assert bad["args"] == "" and bad["error"].startswith("Action:")
 
 
 def test_parser_never_raises_on_mutated_outputs() -> None:

@@ -19,7 +19,13 @@ from functools import lru_cache
 from typing import Any, Protocol
 
 from langchain_core.messages import AIMessage, AIMessageChunk, BaseMessage, message_chunk_to_message
-from langchain_core.messages.tool import InvalidToolCall, ToolCall, tool_call_chunk
+from langchain_core.messages.tool import (
+    InvalidToolCall,
+    ToolCall,
+    invalid_tool_call,
+    tool_call,
+    tool_call_chunk,
+)
 from langchain_core.utils.json import parse_partial_json
 
 from .base import Dialect
@@ -160,12 +166,13 @@ def restore_read_reply(message: BaseMessage) -> BaseMessage:
 def _args_text(raw: Any) -> str:
     """The arguments of an unreadable call as chunk text that stays unreadable when merged.
 
-    Chunks are re-parsed with ``parse_partial_json`` when added up; text that parses
-    to an object would turn the invalid call into a runnable one, so it is quoted.
+    Chunks are re-parsed with ``parse_partial_json`` when added up, and empty arguments
+    are read as ``{}``; text that parses to an object, or none at all, would turn the
+    invalid call into a runnable one, so it is quoted.
     """
     text = raw if isinstance(raw, str) else json.dumps(raw, ensure_ascii=False)
     try:
-        readable = isinstance(parse_partial_json(text), dict)
+        readable = not text or isinstance(parse_partial_json(text), dict)
     except Exception:
         readable = False
     return json.dumps(text, ensure_ascii=False) if readable else text
@@ -221,21 +228,36 @@ class StreamReading:
 
     def whole(self, reply: BaseMessage) -> AIMessage:
         """A whole reply read at once: what :meth:`feed` and :meth:`close` send for it,
-        written into one chunk (the same text, reasoning and calls, in the same order)
-        and read back as its message."""
+        as the one message their chunks add up to (the same text, reasoning and calls, in
+        the same order; what chunks cannot carry put back as :func:`restore_read_reply`
+        does), built once."""
         out: dict[str, Any] = _empty()
         self._feed(out, reply)
         self._close(out, {})
-        chunk = AIMessageChunk(
-            **out,
+        kept = out["additional_kwargs"].pop(READ_REPLY_KEY, {})
+        unreadable = kept.get("invalid_tool_calls") or {}
+        calls: list[ToolCall] = []
+        bad: list[InvalidToolCall] = []
+        for c in out["tool_call_chunks"]:
+            # an unreadable call's chunk is known by its id, as restore_read_reply knows it
+            if (c.get("id") or "") in unreadable:
+                bad.append(
+                    {
+                        **invalid_tool_call(name=c.get("name"), id=c.get("id")),
+                        **unreadable[c.get("id") or ""],
+                    }
+                )
+            else:  # its arguments were written as JSON by _call
+                calls.append(tool_call(name=c["name"], args=json.loads(c["args"]), id=c["id"]))
+        return AIMessage(
+            content=kept.get("content", out["content"]),
+            additional_kwargs=out["additional_kwargs"],
             response_metadata=dict(reply.response_metadata),
             usage_metadata=getattr(reply, "usage_metadata", None),
             id=reply.id,
-            chunk_position="last",
+            tool_calls=calls,
+            invalid_tool_calls=bad,
         )
-        read = restore_read_reply(message_chunk_to_message(chunk))
-        assert isinstance(read, AIMessage)
-        return read
 
     def _feed(self, out: dict[str, Any], piece: BaseMessage) -> None:
         call_chunks = [self._identified(c) for c in getattr(piece, "tool_call_chunks", None) or []]
