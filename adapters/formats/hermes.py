@@ -191,7 +191,7 @@ class HermesDialect(PromptDialect):
             else:
                 out.append(_plain(item, self.neutralise if item.type == "human" else None))
 
-        tool_descs = "\n".join(dumps(spec.as_openai()) for spec in specs)
+        tool_descs = "\n".join(spec.openai_json for spec in specs)
         system = TOOLS_PROMPT.format(tool_descs=tool_descs)
         if out and isinstance(out[0], SystemMessage):
             out[0] = _with_text(out[0], "\n\n" + system)

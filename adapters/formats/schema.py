@@ -9,9 +9,11 @@ the shape the Hermes prompt of Qwen-Agent prints.
 
 from __future__ import annotations
 
+import json
 import weakref
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any, Union
 
 from langchain_core.tools import BaseTool
@@ -43,6 +45,12 @@ class ToolSpec:
                 "parameters": self.parameters,
             },
         }
+
+    @cached_property
+    def openai_json(self) -> str:
+        """:meth:`as_openai` as the JSON text a prompt lists it in (``ensure_ascii=False``),
+        written once: a prompt dialect lists its tools on every model call."""
+        return json.dumps(self.as_openai(), ensure_ascii=False)
 
 
 def clean_schema(schema: Mapping[str, Any] | None) -> dict[str, Any]:
