@@ -81,3 +81,33 @@ def in_daemon_thread(fn: Callable[..., Any], *args: Any) -> concurrent.futures.F
 
     _WORKERS.submit(run)
     return future
+
+
+def run_in_daemon_thread(fn: Callable[..., Any], *args: Any, timeout: float | None) -> Any:
+    """``fn(*args)`` in a daemon thread, with the caller's context variables: its result,
+    or its exception raised here; past ``timeout`` seconds ``concurrent.futures.TimeoutError``
+    while the call runs on, its result dropped.
+
+    :func:`in_daemon_thread` for a caller that waits: a lock handed over costs less than a
+    future's condition, on every sync tool call.
+    """
+    done = threading.Lock()
+    done.acquire()
+    outcome: list[tuple[bool, Any]] = []
+    ctx = contextvars.copy_context()
+
+    def run() -> None:
+        try:
+            outcome.append((True, ctx.run(fn, *args)))
+        except BaseException as exc:  # handed to the waiting caller
+            outcome.append((False, exc))
+        finally:
+            done.release()
+
+    _WORKERS.submit(run)
+    if not done.acquire(timeout=-1 if timeout is None else timeout):
+        raise concurrent.futures.TimeoutError
+    ok, value = outcome[0]
+    if ok:
+        return value
+    raise value

@@ -38,7 +38,7 @@ from fncall_graph.adapters.mcp.errors import MCPCallOutcomeUnknown, MCPServerErr
 from fncall_graph.adapters.tool_effects import is_idempotent, is_read_only
 
 from ._claimed_calls import arun_claimed, astored_result, call_claim, run_claimed, stored_result
-from ._daemon_workers import in_daemon_thread
+from ._daemon_workers import in_daemon_thread, run_in_daemon_thread
 from ._error_answer import error_answer
 from ._repeats import DEFAULT_MAX_REPEATS, repeat_answers
 
@@ -352,7 +352,7 @@ class ToolDispatchNode:
         if self.timeout is None:
             return execute(request)
         try:
-            return in_daemon_thread(execute, request).result(timeout=self.timeout)
+            return run_in_daemon_thread(execute, request, timeout=self.timeout)
         except concurrent.futures.TimeoutError:
             return still_running(request.tool_call, self.timeout)
 
