@@ -231,6 +231,20 @@ def test_native_calls_from_the_inner_model_are_merged_without_duplicates() -> No
     assert _calls(total) == _calls(msg)
 
 
+@pytest.mark.parametrize("dialect", ["native", "hermes", "qwen", "react"])
+@pytest.mark.parametrize("args", ["", None, '{"city": "北', "[]"])
+def test_a_call_the_provider_could_not_read_stays_unreadable_in_every_dialect(dialect, args):
+    # a server's tool parser that gave up (arguments empty, cut short, not an object):
+    # the call is not run (cut JSON is not completed) and not lost; the model is told why
+    field = {"name": "get_weather", "args": args, "id": "call_cut", "error": "cut short"}
+    inner = ReplayChatModel([AIMessage("Let me check.", invalid_tool_calls=[field])])
+    read = with_dialect(inner, dialect).bind_tools(TOOLS).invoke("天气?")
+    assert read.tool_calls == []
+    assert [(c["name"], c["args"], c["id"], c["error"]) for c in read.invalid_tool_calls] == [
+        ("get_weather", args, "call_cut", "cut short")
+    ]
+
+
 def test_native_dialect_binds_tools_on_the_inner_model_and_reads_markup() -> None:
     # seed 001: a Qwen3 server without a tool parser answers in content despite `tools`
     inner = ReplayChatModel([hermes_call("get_weather", city="北京"), "晴。"])

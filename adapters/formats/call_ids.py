@@ -96,29 +96,12 @@ def merge_calls(
     calls: list[ToolCall] = []
     invalid: list[InvalidToolCall] = []
     for c in field:
-        problem = argument_problem(c["args"])
-        if problem is None:
-            calls.append(
-                tool_call(name=c["name"], args=dict(c["args"]), id=ids.assign(c.get("id")))
-            )
-        else:  # the field's calls get the checks text-read calls get
-            invalid.append(
-                invalid_tool_call(
-                    name=c["name"],
-                    args=_shown(c["args"]),
-                    id=ids.assign(c.get("id")),
-                    error=f"bad arguments for {c['name']!r}: {problem}",
-                )
-            )
-    invalid.extend(
-        invalid_tool_call(
-            name=c.get("name"),
-            args=c.get("args"),
-            id=ids.assign(c.get("id")),
-            error=c.get("error") or _why_unreadable(c.get("args")),
-        )
-        for c in field_invalid
-    )
+        checked = field_call(c, ids)
+        if checked.get("type") == "tool_call":
+            calls.append(checked)  # type: ignore[arg-type]
+        else:
+            invalid.append(checked)  # type: ignore[arg-type]
+    invalid.extend(field_unreadable(c, ids) for c in field_invalid)
     for c in unmatched(markup, field):
         if known is not None and c["name"] not in known:
             invalid.append(
@@ -139,6 +122,30 @@ def merge_calls(
         for c in markup_invalid
     )
     return calls, invalid
+
+
+def field_call(c: ToolCall, ids: CallIds) -> ToolCall | InvalidToolCall:
+    """A call from the provider's ``tool_calls`` field, given the checks a call read from
+    text gets: unreadable when its arguments are not plain JSON data; its id by ``ids``."""
+    problem = argument_problem(c["args"])
+    if problem is None:
+        return tool_call(name=c["name"], args=dict(c["args"]), id=ids.assign(c.get("id")))
+    return invalid_tool_call(
+        name=c["name"],
+        args=_shown(c["args"]),
+        id=ids.assign(c.get("id")),
+        error=f"bad arguments for {c['name']!r}: {problem}",
+    )
+
+
+def field_unreadable(c: InvalidToolCall, ids: CallIds) -> InvalidToolCall:
+    """A call the provider's field holds as unreadable, kept so, with why; its id by ``ids``."""
+    return invalid_tool_call(
+        name=c.get("name"),
+        args=c.get("args"),
+        id=ids.assign(c.get("id")),
+        error=c.get("error") or _why_unreadable(c.get("args")),
+    )
 
 
 def _shown(args: Any, limit: int = 2000) -> str:

@@ -29,7 +29,7 @@ from langchain_core.messages.tool import (
 from langchain_core.utils.json import parse_partial_json
 
 from .base import Dialect
-from .call_ids import CallIds, call_key, unmatched
+from .call_ids import CallIds, call_key, field_call, field_unreadable, unmatched
 from .detection import MARKUP_STARTS, quotes_its_calls, quoting_answer
 from .events import (
     CallEvent,
@@ -209,6 +209,8 @@ class StreamReading:
         self.unreadable = False  # prompt dialects: a call that could not be read was sent
         self.reasoning: list[str] = []  # all reasoning sent so far
         self.inner: AIMessageChunk | None = None  # the model's own stream, ids as sent
+        # a whole reply's calls its provider could not read (a chunk carries none)
+        self.given_invalid: list[InvalidToolCall] = []
         self.chunk_ids: dict[tuple[Any, str], str] = {}
         self.provider_reasoning = False
         self.markup_reasoning = False
@@ -231,8 +233,12 @@ class StreamReading:
         as the one message their chunks add up to (the same text, reasoning and calls, in
         the same order; what chunks cannot carry put back as :func:`restore_read_reply`
         does), built once."""
+        if self.parser is None:  # native: the call's own reading, as a stream's end is
+            return self.call.read(reply)
         out: dict[str, Any] = _empty()
-        self._feed(out, reply)
+        if isinstance(reply, AIMessage) and not isinstance(reply, AIMessageChunk):
+            self.given_invalid = list(reply.invalid_tool_calls)
+        self._feed(out, _one_chunk(reply))
         self._close(out, {})
         kept = out["additional_kwargs"].pop(READ_REPLY_KEY, {})
         unreadable = kept.get("invalid_tool_calls") or {}
@@ -300,8 +306,15 @@ class StreamReading:
                 out["tool_call_chunks"] += self._field_ids(held, field)
                 out["additional_kwargs"].update(self.held["additional_kwargs"])
             field = list(self.inner.tool_calls) if self.inner is not None else []
-            for c in unmatched(field, self.calls):
-                self._call(out, {**c, "id": self.ids.assign(c.get("id"))})
+            for c in unmatched(field, self.calls):  # the provider's own, checked as normalize does
+                checked = field_call(c, self.ids)
+                if checked.get("type") == "tool_call":
+                    self._call(out, checked)  # type: ignore[arg-type]
+                else:
+                    self._invalid(out, checked)
+            unreadable = list(self.inner.invalid_tool_calls) if self.inner is not None else []
+            for bad in [*unreadable, *self.given_invalid]:  # kept unreadable, with why
+                self._invalid(out, field_unreadable(bad, self.ids))
             if not self.calls and not self.unreadable:
                 self._fitted_late(out)
             if self.call.json_answer and not self.calls:
@@ -503,6 +516,30 @@ class HeldMarkup:
             return None
         rest, tail = content[len(core) :], shown[len(shown.rstrip()) :]
         return rest[len(tail) :] if rest.startswith(tail) else rest
+
+
+def _one_chunk(reply: BaseMessage) -> BaseMessage:
+    """A whole reply as the one chunk of a stream: its readable calls as call chunks (its
+    unreadable ones are taken as they are: a chunk's arguments are read again when chunks
+    add up, and truncated JSON would be completed). A reply with none is read as it is."""
+    if not isinstance(reply, AIMessage) or isinstance(reply, AIMessageChunk):
+        return reply
+    if not reply.tool_calls:
+        return reply
+    calls = [
+        tool_call_chunk(
+            name=c["name"], args=json.dumps(c["args"], ensure_ascii=False), id=c["id"], index=i
+        )
+        for i, c in enumerate(reply.tool_calls)
+    ]
+    return AIMessageChunk(
+        content=reply.content,
+        additional_kwargs=reply.additional_kwargs,
+        response_metadata=reply.response_metadata,
+        usage_metadata=reply.usage_metadata,
+        tool_call_chunks=calls,
+        id=reply.id,
+    )
 
 
 def _empty() -> dict[str, Any]:

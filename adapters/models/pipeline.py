@@ -21,14 +21,12 @@ from langchain_core.callbacks import BaseCallbackHandler
 from langchain_core.language_models import LanguageModelInput
 from langchain_core.messages import (
     AIMessage,
-    AIMessageChunk,
     BaseMessage,
 )
 from langchain_core.messages.tool import (
     InvalidToolCall,
     ToolCall,
     invalid_tool_call,
-    tool_call_chunk,
 )
 from langchain_core.runnables import Runnable, RunnableConfig
 from langchain_core.runnables.config import merge_configs, var_child_runnable_config
@@ -141,7 +139,7 @@ class ModelCall:
             )
         else:
             # a prompt dialect's whole reply is a stream of one chunk: one reading
-            return StreamReading(self).whole(_as_chunk(reply))
+            return StreamReading(self).whole(reply)
         message = self.reader.fit_to_tools(message, self.tools)
         if self.json_answer and not message.tool_calls:
             fixed = repaired_json(text_of(message.content))
@@ -182,35 +180,6 @@ class ModelCall:
             return call
         fitted = self.reader.fit_to_tools(AIMessage(content="", tool_calls=[call]), self.tools)
         return fitted.tool_calls[0] if fitted.tool_calls else call
-
-
-def _as_chunk(reply: BaseMessage) -> BaseMessage:
-    """A whole reply as the one chunk of a stream (its calls as call chunks); a reply
-    with no calls in its field is read as it is (a chunk would carry only those)."""
-    if not isinstance(reply, AIMessage) or isinstance(reply, AIMessageChunk):
-        return reply
-    if not (reply.tool_calls or reply.invalid_tool_calls):
-        return reply
-    calls = [
-        tool_call_chunk(
-            name=c["name"], args=json.dumps(c["args"], ensure_ascii=False), id=c["id"], index=i
-        )
-        for i, c in enumerate(reply.tool_calls)
-    ]
-    calls += [
-        tool_call_chunk(
-            name=c.get("name"), args=c.get("args"), id=c.get("id"), index=len(calls) + i
-        )
-        for i, c in enumerate(reply.invalid_tool_calls)
-    ]
-    return AIMessageChunk(
-        content=reply.content,
-        additional_kwargs=reply.additional_kwargs,
-        response_metadata=reply.response_metadata,
-        usage_metadata=reply.usage_metadata,
-        tool_call_chunks=calls,
-        id=reply.id,
-    )
 
 
 @contextmanager
