@@ -335,7 +335,14 @@ def test_case_count() -> None:
 # --------------------------------------------------------------------------- the wrapper
 
 #: Mutants per source dialect read whole and streamed through ``with_dialect``.
-WRAPPER_CASES_PER_SOURCE = 80
+WRAPPER_CASES_PER_SOURCE = 60
+#: label -> (dialect, options, declared call format): every prompt dialect, and native
+#: reading markup in a reply's text, its format known or found
+READERS: dict[str, tuple[str, dict[str, Any], str | None]] = {
+    **{key: (name, options, None) for key, (name, options) in PROMPT_DIALECTS.items()},
+    "native": ("native", {}, None),
+    "native, hermes declared": ("native", {}, "hermes"),
+}
 
 
 def _tools() -> list[dict[str, Any]]:
@@ -355,8 +362,8 @@ def _read_summary(message: AIMessage) -> tuple[Any, ...]:
 
 @pytest.mark.parametrize("source", list(PROMPT_DIALECTS))
 def test_a_reply_read_whole_is_the_sum_of_its_stream(source: str) -> None:
-    """``invoke`` reads a reply whole (one message built at once); ``stream`` sends the
-    chunks of the same reading. Their sum, with what chunks cannot carry put back, must
+    """``invoke`` reads a reply whole (a prompt dialect's: one message built at once;
+    native: ``normalize``); ``stream`` sends the chunks of the same reading. Their sum, with what chunks cannot carry put back, must
     be the whole reading: text, reasoning, calls, unreadable calls with their errors."""
     seed = f"fncall-graph whole and streamed {source}"
     rng = random.Random(seed)
@@ -367,10 +374,11 @@ def test_a_reply_read_whole_is_the_sum_of_its_stream(source: str) -> None:
         if rng.random() < 0.7:
             text = mutate(rng, text)
         size = rng.choice([1, 3, 8, 64])
-        for key in PROMPT_DIALECTS:
-            name, options = PROMPT_DIALECTS[key]
+        for key, (name, options, call_format) in READERS.items():
             model = with_dialect(
-                ReplayChatModel([text, text], chunk_size=size), get_dialect(name, **options)
+                ReplayChatModel([text, text], chunk_size=size),
+                get_dialect(name, **options),
+                call_format=call_format,
             ).bind_tools(_tools())
             whole = model.invoke("go")
             chunks = list(model.stream("go"))

@@ -488,6 +488,7 @@ class HeldMarkup:
                 self.pending = "" if self.held else buf
                 return ""
             self.started = True
+            buf = head  # the read answer is trimmed: its leading white space is not shown
         hit = self.markers.search(buf)
         if hit is not None:
             self.held = True
