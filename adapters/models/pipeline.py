@@ -138,7 +138,7 @@ class ModelCall:
                 echo_sources=self.echoes,
             )
         else:
-            # a prompt dialect's whole reply is a stream of one chunk: one reading
+            # read at once into the message its stream would add up to: one reading
             return StreamReading(self).whole(reply)
         message = self.reader.fit_to_tools(message, self.tools)
         if self.json_answer and not message.tool_calls:
