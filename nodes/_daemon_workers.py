@@ -67,19 +67,14 @@ def in_daemon_thread(fn: Callable[..., Any], *args: Any) -> concurrent.futures.F
     dropped, while its thread runs on.
     """
     future: concurrent.futures.Future[Any] = concurrent.futures.Future()
-    ctx = contextvars.copy_context()
 
-    def run() -> None:
-        if not future.set_running_or_notify_cancel():
-            return
-        try:
-            result = ctx.run(fn, *args)
-        except BaseException as exc:  # handed to the waiting caller
-            future.set_exception(exc)
+    def settle(ok: bool, value: Any) -> None:
+        if ok:
+            future.set_result(value)
         else:
-            future.set_result(result)
+            future.set_exception(value)
 
-    _WORKERS.submit(run)
+    _submit(fn, args, settle, start=future.set_running_or_notify_cancel)
     return future
 
 
@@ -94,20 +89,40 @@ def run_in_daemon_thread(fn: Callable[..., Any], *args: Any, timeout: float | No
     done = threading.Lock()
     done.acquire()
     outcome: list[tuple[bool, Any]] = []
-    ctx = contextvars.copy_context()
 
-    def run() -> None:
-        try:
-            outcome.append((True, ctx.run(fn, *args)))
-        except BaseException as exc:  # handed to the waiting caller
-            outcome.append((False, exc))
-        finally:
-            done.release()
+    def settle(ok: bool, value: Any) -> None:
+        outcome.append((ok, value))
+        done.release()
 
-    _WORKERS.submit(run)
+    _submit(fn, args, settle)
     if not done.acquire(timeout=-1 if timeout is None else timeout):
         raise concurrent.futures.TimeoutError
     ok, value = outcome[0]
     if ok:
         return value
     raise value
+
+
+def _submit(
+    fn: Callable[..., Any],
+    args: tuple[Any, ...],
+    settle: Callable[[bool, Any], None],
+    *,
+    start: Callable[[], bool] | None = None,
+) -> None:
+    """``fn(*args)`` to a daemon worker, in the caller's context; ``settle(True, result)``
+    or ``settle(False, exception)`` when it ends. ``start``: asked first; ``False``
+    (a cancelled future) skips the call."""
+    ctx = contextvars.copy_context()
+
+    def run() -> None:
+        if start is not None and not start():
+            return
+        try:
+            value = ctx.run(fn, *args)
+        except BaseException as exc:  # handed to the waiting caller
+            settle(False, exc)
+        else:
+            settle(True, value)
+
+    _WORKERS.submit(run)

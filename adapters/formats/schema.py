@@ -9,7 +9,6 @@ the shape the Hermes prompt of Qwen-Agent prints.
 
 from __future__ import annotations
 
-import json
 import weakref
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
@@ -19,6 +18,8 @@ from typing import Any, Union
 from langchain_core.tools import BaseTool
 from langchain_core.utils.function_calling import convert_to_openai_tool
 from langchain_core.utils.json_schema import dereference_refs
+
+from .messages import dumps
 
 __all__ = ["ToolLike", "ToolSpec", "clean_schema", "to_tool_spec", "to_tool_specs"]
 
@@ -48,9 +49,9 @@ class ToolSpec:
 
     @cached_property
     def openai_json(self) -> str:
-        """:meth:`as_openai` as the JSON text a prompt lists it in (``ensure_ascii=False``),
+        """:meth:`as_openai` as the JSON text a prompt lists it in (:func:`.messages.dumps`),
         written once: a prompt dialect lists its tools on every model call."""
-        return json.dumps(self.as_openai(), ensure_ascii=False)
+        return dumps(self.as_openai())
 
 
 def clean_schema(schema: Mapping[str, Any] | None) -> dict[str, Any]:

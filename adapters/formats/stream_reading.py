@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from functools import lru_cache
 from typing import Any, Protocol
 
@@ -148,19 +148,29 @@ def restore_read_reply(message: BaseMessage) -> BaseMessage:
     kept = message.additional_kwargs.get(READ_REPLY_KEY)
     if not isinstance(message, AIMessage) or not isinstance(kept, dict):
         return message
-    unreadable = kept.get("invalid_tool_calls") or {}
-    update: dict[str, Any] = {
-        "invalid_tool_calls": [
-            {**c, **unreadable[c.get("id") or ""]} if (c.get("id") or "") in unreadable else c
-            for c in message.invalid_tool_calls
-        ],
-        "additional_kwargs": {
-            k: v for k, v in message.additional_kwargs.items() if k != READ_REPLY_KEY
-        },
-    }
-    if "content" in kept:
-        update["content"] = kept["content"]
+    content, kwargs, invalid = _put_back(
+        kept, message.content, message.additional_kwargs, message.invalid_tool_calls
+    )
+    update = {"content": content, "additional_kwargs": kwargs, "invalid_tool_calls": invalid}
     return message.model_copy(update=update)
+
+
+def _put_back(
+    kept: dict[str, Any],
+    content: Any,
+    additional_kwargs: dict[str, Any],
+    invalid: list[InvalidToolCall],
+) -> tuple[Any, dict[str, Any], list[InvalidToolCall]]:
+    """What the chunks of a read reply could not carry (``kept``, held under
+    :data:`READ_REPLY_KEY`) put back: the answer, and each unreadable call's raw
+    arguments and error (by call id)."""
+    unreadable = kept.get("invalid_tool_calls") or {}
+    invalid = [
+        {**c, **unreadable[c.get("id") or ""]} if (c.get("id") or "") in unreadable else c
+        for c in invalid
+    ]
+    kwargs = {k: v for k, v in additional_kwargs.items() if k != READ_REPLY_KEY}
+    return kept.get("content", content), kwargs, invalid
 
 
 def _args_text(raw: Any) -> str:
@@ -209,8 +219,6 @@ class StreamReading:
         self.unreadable = False  # prompt dialects: a call that could not be read was sent
         self.reasoning: list[str] = []  # all reasoning sent so far
         self.inner: AIMessageChunk | None = None  # the model's own stream, ids as sent
-        # a whole reply's calls its provider could not read (a chunk carries none)
-        self.given_invalid: list[InvalidToolCall] = []
         self.chunk_ids: dict[tuple[Any, str], str] = {}
         self.provider_reasoning = False
         self.markup_reasoning = False
@@ -229,35 +237,30 @@ class StreamReading:
         return AIMessageChunk(**out, response_metadata=meta, chunk_position="last")
 
     def whole(self, reply: BaseMessage) -> AIMessage:
-        """A whole reply read at once: what :meth:`feed` and :meth:`close` send for it,
-        as the one message their chunks add up to (the same text, reasoning and calls, in
-        the same order; what chunks cannot carry put back as :func:`restore_read_reply`
-        does), built once."""
-        if self.parser is None:  # native: the call's own reading, as a stream's end is
-            return self.call.read(reply)
+        """A prompt dialect's whole reply read at once: what :meth:`feed` and
+        :meth:`close` send for it, as the one message their chunks add up to (the same
+        text, reasoning and calls, in the same order, with what chunks cannot carry put
+        back), built once. (A native reply is read by its call's own reading.)"""
+        assert self.parser is not None, "a native reply is read by ReadingPlan.read"
         out: dict[str, Any] = _empty()
-        if isinstance(reply, AIMessage) and not isinstance(reply, AIMessageChunk):
-            self.given_invalid = list(reply.invalid_tool_calls)
         self._feed(out, _one_chunk(reply))
-        self._close(out, {})
-        kept = out["additional_kwargs"].pop(READ_REPLY_KEY, {})
+        # the provider's unreadable calls, which a chunk cannot carry
+        self._close(out, {}, getattr(reply, "invalid_tool_calls", None) or [])
+        kept = out["additional_kwargs"].get(READ_REPLY_KEY) or {}
         unreadable = kept.get("invalid_tool_calls") or {}
         calls: list[ToolCall] = []
         bad: list[InvalidToolCall] = []
         for c in out["tool_call_chunks"]:
-            # an unreadable call's chunk is known by its id, as restore_read_reply knows it
-            if (c.get("id") or "") in unreadable:
+            if (c.get("id") or "") in unreadable:  # written by _invalid, known by its id
                 bad.append(
-                    {
-                        **invalid_tool_call(name=c.get("name"), id=c.get("id")),
-                        **unreadable[c.get("id") or ""],
-                    }
+                    invalid_tool_call(name=c.get("name"), args=c.get("args"), id=c.get("id"))
                 )
-            else:  # its arguments were written as JSON by _call
+            else:  # written by _call: its arguments are JSON
                 calls.append(tool_call(name=c["name"], args=json.loads(c["args"]), id=c["id"]))
+        content, kwargs, bad = _put_back(kept, out["content"], out["additional_kwargs"], bad)
         return AIMessage(
-            content=kept.get("content", out["content"]),
-            additional_kwargs=out["additional_kwargs"],
+            content=content,
+            additional_kwargs=kwargs,
             response_metadata=dict(reply.response_metadata),
             usage_metadata=getattr(reply, "usage_metadata", None),
             id=reply.id,
@@ -284,12 +287,16 @@ class StreamReading:
         if self.parser is None:
             # The provider's call chunks wait for the end: a call's arguments can be
             # checked only once complete, and a chunk once sent cannot be taken back.
-            out["content"] += self.display.feed(text) if self.display is not None else text
+            out["content"] = self.display.feed(text) if self.display is not None else text
         elif text:
             self.raw.append(text)
             self._events(out, self.parser.feed(text))
 
-    def _close(self, out: dict[str, Any], meta: dict[str, Any]) -> None:
+    def _close(
+        self, out: dict[str, Any], meta: dict[str, Any], unreadable: Sequence[InvalidToolCall] = ()
+    ) -> None:
+        """The reply's end read into ``out``; ``unreadable``: the provider's unreadable calls
+        of a whole reply (a stream's come in its chunks)."""
         if self.parser is not None:
             self._events(out, self.parser.close())
             raw = "".join(self.raw)
@@ -312,8 +319,8 @@ class StreamReading:
                     self._call(out, checked)  # type: ignore[arg-type]
                 else:
                     self._invalid(out, checked)
-            unreadable = list(self.inner.invalid_tool_calls) if self.inner is not None else []
-            for bad in [*unreadable, *self.given_invalid]:  # kept unreadable, with why
+            streamed = list(self.inner.invalid_tool_calls) if self.inner is not None else []
+            for bad in [*streamed, *unreadable]:  # kept unreadable, with why
                 self._invalid(out, field_unreadable(bad, self.ids))
             if not self.calls and not self.unreadable:
                 self._fitted_late(out)
@@ -347,12 +354,11 @@ class StreamReading:
             if rest is None:  # what was shown turned out to be reasoning
                 out["additional_kwargs"][READ_REPLY_KEY] = {"content": read.content}
             else:
-                out["content"] += rest
+                out["content"] = rest
         streamed = str(inner.additional_kwargs.get("reasoning_content") or "")
         reasoning = str(read.additional_kwargs.get("reasoning_content") or "")
         if reasoning.startswith(streamed) and len(reasoning) > len(streamed):
-            kw = out["additional_kwargs"]
-            kw["reasoning_content"] = kw.get("reasoning_content", "") + reasoning[len(streamed) :]
+            out["additional_kwargs"]["reasoning_content"] = reasoning[len(streamed) :]
         for c in read.tool_calls:
             self._call(out, c)
         for bad in read.invalid_tool_calls:
