@@ -39,7 +39,7 @@ from fncall_graph.nodes.approve import (
     unknown_tool,
 )
 from fncall_graph.nodes.hooks import HOOKS, HookNode, hook_name
-from fncall_graph.nodes.model import STOP_REASON_KEY, ModelNode
+from fncall_graph.nodes.model import DEFAULT_MAX_CALLS_PER_REPLY, STOP_REASON_KEY, ModelNode
 from fncall_graph.nodes.react_fallback import ReactFallbackNode
 from fncall_graph.nodes.structured_response import StructuredResponseNode
 from fncall_graph.nodes.tools import (
@@ -107,6 +107,7 @@ def create_fncall_graph(
     store: BaseStore | None = None,
     max_iterations: int = DEFAULT_MAX_ITERATIONS,
     max_repeats: int | None = DEFAULT_MAX_REPEATS,
+    max_calls_per_reply: int | None = DEFAULT_MAX_CALLS_PER_REPLY,
     max_concurrency: int = 8,
     tool_timeout: float | None = DEFAULT_TOOL_TIMEOUT,
     max_result_chars: int | None = 100_000,
@@ -194,14 +195,23 @@ def create_fncall_graph(
         max_iterations: model calls allowed in one user turn (default 10,
             ``DEFAULT_MAX_ITERATIONS``); at the limit the turn ends with an assistant
             message saying so (never ``GraphRecursionError``).
-        max_repeats: the repeat guard (default 2). A call with the same tool and the
-            same arguments (compared as JSON with sorted keys) as one that already has a
-            result in this user turn is not run again: the model is answered with a
-            note and that result. The ``max_repeats``-th repeat of one call ends the turn
-            with an assistant message saying why (``fncall_stop_reason: "max_repeats"``
-            in its ``additional_kwargs``; that reply's other calls are answered "not run"
-            too). A call whose earlier attempts failed (an error result) runs again, and
-            a new user turn starts afresh. ``None``: calls always run.
+        max_repeats: the repeat guard (default 2). A read (a tool that is read-only
+            by :func:`~fncall_graph.adapters.tool_effects.is_read_only`) with the same
+            arguments (compared as JSON with sorted keys) as one that already has a
+            result in this user turn is not run again, unless a write that may touch it
+            (a tool of the same MCP server, or any tool that is no MCP server's) was made
+            since: the model is answered with a note and that result. The
+            ``max_repeats``-th repeat of one read ends the turn with an assistant message
+            saying why (``fncall_stop_reason: "max_repeats"`` in its
+            ``additional_kwargs``; that reply's other calls are answered "not run" too).
+            A write always runs (and is asked about, when gated); a read that failed
+            runs once more; a new user turn starts afresh; no approval is asked for a
+            call the guard answers (see :mod:`~fncall_graph.nodes._repeats`). ``None``:
+            calls always run.
+        max_calls_per_reply: calls of one model reply that run (or are asked about)
+            (default 32, ``DEFAULT_MAX_CALLS_PER_REPLY``); the calls past it are kept as
+            unreadable calls (``invalid_tool_calls``) that never run, each answered with
+            an error telling the model it was not run and why. ``None``: no bound.
         max_concurrency: tool calls of one turn running at once.
         tool_timeout: seconds one tool call may take (default 600, ``DEFAULT_TOOL_TIMEOUT``;
             ``None``: no limit). An async call past it is cancelled; a sync one cannot be
@@ -319,6 +329,10 @@ def create_fncall_graph(
         raise ValueError(f"max_iterations must be at least 1, got {max_iterations}")
     if max_repeats is not None and max_repeats < 1:
         raise ValueError(f"max_repeats must be at least 1 or None, got {max_repeats}")
+    if max_calls_per_reply is not None and max_calls_per_reply < 1:
+        raise ValueError(
+            f"max_calls_per_reply must be at least 1 or None, got {max_calls_per_reply}"
+        )
     if max_concurrency < 1:
         raise ValueError(f"max_concurrency must be at least 1, got {max_concurrency}")
     if max_result_chars is not None and max_result_chars < 1:
@@ -393,6 +407,7 @@ def create_fncall_graph(
         render_node=ADAPTER if first == MODEL else None,
         wrap_model_call=hooks.wrap_model_call,
         awrap_model_call=hooks.awrap_model_call,
+        max_calls_per_reply=max_calls_per_reply,
     )
     fallback_node = ReactFallbackNode(plan)
     structured_node = (
@@ -413,7 +428,9 @@ def create_fncall_graph(
         wrappers=hooks.tool_wrappers,
     )
     approve_node = (
-        ApproveNode(interrupt_on, tools=tool_list, interrupt_mode=interrupt_mode)
+        ApproveNode(
+            interrupt_on, tools=tool_list, interrupt_mode=interrupt_mode, max_repeats=max_repeats
+        )
         if interrupt_on
         else None
     )

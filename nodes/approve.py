@@ -78,6 +78,7 @@ from ._decisions import (
     review_token,
 )
 from ._error_answer import error_answer
+from ._repeats import calls_that_run
 from ._review import InterruptMode, normalize_interrupt_on, unanswered_calls, unknown_tool
 
 __all__ = [
@@ -116,6 +117,10 @@ class ApproveNode:
             names count as ``tool_names``).
         interrupt_mode: ``"batched"``: one interrupt per reply; ``"per_call"``: one per
             gated call, in LangChain's ``ToolApprovalRequest`` shape.
+        max_repeats: the graph's repeat guard (``None``: none): a call the guard will
+            answer instead of running is not asked about (see
+            :func:`~fncall_graph.nodes._repeats.repeat_answers`, which the tools node's
+            dispatch applies to the same history).
 
     The update the node returns: the ``AIMessage`` again, with edited calls replaced
     (same ``id``, so ``add_messages`` replaces it in place), and a ``ToolMessage`` for
@@ -144,8 +149,10 @@ class ApproveNode:
         tool_names: Iterable[str] = (),
         tools: Iterable[BaseTool] = (),
         interrupt_mode: InterruptMode = "batched",
+        max_repeats: int | None = None,
     ) -> None:
         self.configs = normalize_interrupt_on(interrupt_on)
+        self.max_repeats = max_repeats
         self.tools = {t.name: t for t in tools}
         self.tool_names = frozenset(tool_names) | frozenset(self.tools)
         problem = unknown_tool(self.configs, self.tool_names) if self.tool_names else None
@@ -191,8 +198,18 @@ class ApproveNode:
 
     def needs_review(self, state: Mapping[str, Any]) -> bool:
         """Whether the latest reply has gated calls still waiting for a decision."""
-        pending = unanswered_calls(state["messages"])
+        pending = self._open(state)
         return bool(pending and self.gated(pending[1], state))
+
+    def _open(self, state: Mapping[str, Any]) -> tuple[AIMessage, list[ToolCall]] | None:
+        """The latest reply and those of its calls that are unanswered and will run:
+        the repeat guard's answers are left out, decided from the same history as the
+        tools node's dispatch decides them."""
+        pending = unanswered_calls(state["messages"])
+        if pending is None:
+            return None
+        ai, calls = pending
+        return ai, calls_that_run(ai, calls, state["messages"], self.max_repeats, self.tools)
 
     def _description(self, call: ToolCall, state: Mapping[str, Any]) -> str:
         description = self.configs[call["name"]].get("description")
@@ -258,7 +275,7 @@ class ApproveNode:
         self, state: Mapping[str, Any], config: RunnableConfig
     ) -> tuple[AIMessage, list[ToolCall], Sequence[_Decision]] | None:
         """Interrupt for the open gated calls; on resume, the decisions that came back."""
-        pending = unanswered_calls(state["messages"])
+        pending = self._open(state)
         if pending is None:
             return None
         ai, open_calls = pending

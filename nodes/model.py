@@ -37,6 +37,7 @@ only write calls to the listed tools with arguments that fit their schemas, or a
 from __future__ import annotations
 
 import asyncio
+import json
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Any
@@ -50,6 +51,7 @@ from langchain_core.messages import (
     SystemMessage,
     convert_to_openai_messages,
 )
+from langchain_core.messages.tool import invalid_tool_call
 from langchain_core.outputs import ChatGenerationChunk
 from langchain_core.runnables import RunnableConfig
 from langgraph.constants import TAG_NOSTREAM
@@ -72,9 +74,49 @@ from ._repeats import repeat_stop
 from .adapter import RENDERED_KEY
 from .react_fallback import REASON_KEY
 
-__all__ = ["STOP_REASON_KEY", "ModelNode"]
+__all__ = ["DEFAULT_MAX_CALLS_PER_REPLY", "STOP_REASON_KEY", "ModelNode"]
 
 STOP_REASON_KEY = "fncall_stop_reason"
+
+DEFAULT_MAX_CALLS_PER_REPLY = 32
+"""Calls of one model reply that run (or are asked about) by default
+(``max_calls_per_reply``); the rest are answered "not run"."""
+
+
+def _as_json(args: Any) -> str:
+    try:
+        return json.dumps(args, ensure_ascii=False, default=str)
+    except (ValueError, RecursionError):  # arguments no JSON can hold are not shown
+        return "<arguments not shown>"
+
+
+def bounded_calls(message: AIMessage, limit: int | None) -> AIMessage:
+    """``message`` with its calls past the first ``limit`` made unreadable calls that
+    say why (``invalid_tool_calls``): they never run, and each is answered, as every
+    unreadable call is, with an error the model reads. ``None``: no bound."""
+    calls = message.tool_calls
+    if limit is None or len(calls) <= limit:
+        return message
+    over = [
+        invalid_tool_call(
+            name=c["name"],
+            args=_as_json(c["args"]),
+            id=c["id"],
+            error=(
+                f"Not run: this reply made {len(calls):,} tool calls, and at most {limit} "
+                f"run per reply (max_calls_per_reply); this was call {i:,}. Make it "
+                "again in a later reply if it is still needed, after the results of the "
+                "calls that ran."
+            ),
+        )
+        for i, c in enumerate(calls[limit:], start=limit + 1)
+    ]
+    return message.model_copy(
+        update={
+            "tool_calls": calls[:limit],
+            "invalid_tool_calls": [*message.invalid_tool_calls, *over],
+        }
+    )
 
 
 def iteration_limit_message(limit: int) -> AIMessage:
@@ -221,6 +263,9 @@ class ModelNode:
             when the request is the thread's as it stands, else the request's model,
             messages, system message, tools and settings rendered for the dialect.
         awrap_model_call: the same, async.
+        max_calls_per_reply: calls of one reply that go on to be run (or reviewed);
+            those past it become unreadable calls saying why (:func:`bounded_calls`).
+            ``None``: no bound.
     """
 
     def __init__(
@@ -232,8 +277,10 @@ class ModelNode:
         render_node: str | None = None,
         wrap_model_call: Callable[..., Any] | None = None,
         awrap_model_call: Callable[..., Any] | None = None,
+        max_calls_per_reply: int | None = DEFAULT_MAX_CALLS_PER_REPLY,
     ) -> None:
         self.boundary = boundary
+        self.max_calls_per_reply = max_calls_per_reply
         self.plan = boundary.plan
         self.model = boundary.model
         self.max_iterations = max_iterations
@@ -430,6 +477,7 @@ class ModelNode:
         assert isinstance(message, AIMessage)
         if _says_nothing(message):
             message = empty_reply_message(message)
+        message = bounded_calls(message, self.max_calls_per_reply)
         update: dict[str, Any] = {"messages": [*result[:at], message, *result[at + 1 :]]}
         if asked.raw is not None:
             # the reply as the model wrote it, beside the canonical one (shown, not saved)

@@ -121,6 +121,9 @@ def _without_optional_nulls(args: Any, schema: Mapping[str, Any]) -> Any:
 def invalid_call_message(call: InvalidToolCall) -> ToolMessage:
     """Answer a call the parser could not read, so the model sees why and can retry."""
     raw = call.get("args") or ""
+    error = call.get("error") or ""
+    if error.startswith("Not run: "):  # readable, but past a bound (max_calls_per_reply)
+        return error_answer(call, f"Error: {error}\nThe call was: {raw[:500]}")
     return error_answer(
         call,
         f"Error: the tool call could not be read: {call.get('error') or 'unknown error'}.\n"
@@ -152,10 +155,11 @@ class ToolDispatchNode:
         lease: seconds a running call's claim counts as held after its process last
             renewed it (see :class:`~fncall_graph.adapters.checkpoint.claims.CallClaims`);
             a run that lost a claim this way stops with ``ToolCallTakenOver``.
-        max_repeats: how often one call (same tool, same arguments) may be made again
-            in a user turn after it succeeded: a repeat is answered with the earlier
-            result instead of running, and the ``max_repeats``-th repeat ends the turn
-            (see :mod:`~fncall_graph.nodes._repeats`); ``None``: calls always run.
+        max_repeats: how often one read (same tool, same arguments) may be made again
+            in a user turn after it succeeded, with nothing written since: a repeat is
+            answered with the earlier result instead of running, and the
+            ``max_repeats``-th repeat ends the turn; a write always runs (see
+            :mod:`~fncall_graph.nodes._repeats`); ``None``: calls always run.
         name: this node's name in the graph, where :meth:`dispatch` sends each call.
         wrappers: LangChain ``wrap_tool_call``/``awrap_tool_call`` hooks (an
             ``AgentMiddleware``'s), outermost first; they run inside the claim and the
@@ -236,7 +240,7 @@ class ToolDispatchNode:
         repeat guard answers from ``history`` (the thread) carries its answer instead,
         and does not run.
         """
-        answers = repeat_answers(message, history, self.max_repeats)
+        answers = repeat_answers(message, history, self.max_repeats, self.tools_by_name)
         calls: list[Any] = [
             {"type": _ANSWERED, "message": answers[c["id"] or ""]}
             if (c["id"] or "") in answers

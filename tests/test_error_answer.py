@@ -35,14 +35,14 @@ def test_every_kind_of_error_answer_asks_the_one_function() -> None:
         for node in ast.walk(tree):
             if called(node) == "error_answer":
                 callers[path] = callers.get(path, 0) + 1
-    # tools: a failure, a timeout, an unreadable call; a claimed call: an unknown outcome;
-    # approve: a rejection; the repeat guard: the repeat that ends the turn and the calls
-    # it skips
+    # tools: a failure, a timeout, an unreadable call, a call past max_calls_per_reply; a
+    # claimed call: an unknown outcome; approve: a rejection; the repeat guard: a read
+    # that failed twice, the repeat that ends the turn and the calls it skips
     assert callers == {
-        "nodes/tools.py": 3,
+        "nodes/tools.py": 4,
         "nodes/_claimed_calls.py": 1,
         "nodes/approve.py": 1,
-        "nodes/_repeats.py": 2,
+        "nodes/_repeats.py": 3,
     }
 
 

@@ -1,6 +1,8 @@
-"""The repeat guard: a call made again in the same user turn, after its result is in the
-thread, is answered with that result and not run; the ``max_repeats``-th repeat ends the
-turn with an assistant message saying why."""
+"""The repeat guard: a read made again in the same user turn, after its result is in the
+thread and with nothing written since, is answered with that result and not run; the
+``max_repeats``-th repeat ends the turn with an assistant message saying why. A write
+always runs (or is asked about), a read after a write that may touch it runs again, a
+failed read runs once more, and no one is asked about a call the guard answers."""
 
 from __future__ import annotations
 
@@ -54,6 +56,7 @@ class Counted:
                 raise RuntimeError("database is locked")
             return f"{limit} rows of {table}"
 
+        read_rows.metadata = {"readOnlyHint": True}  # the tool's author says it only reads
         return read_rows
 
 
@@ -135,18 +138,36 @@ async def test_other_arguments_run_and_key_order_does_not_matter(mode) -> None:
 
 
 @MODES
-async def test_a_failed_call_runs_again(mode) -> None:
+async def test_a_failed_read_runs_once_more(mode) -> None:
     counted = Counted()
-    counted.fail = 3
-    model = ReplayChatModel([hermes_call("read_rows", {"table": "t"})] * 5 + ["done"])
+    counted.fail = 1
+    model = ReplayChatModel([hermes_call("read_rows", {"table": "t"})] * 3 + ["done"])
     graph = create_fncall_graph(
         model, [counted.tool()], dialect="hermes", checkpointer=InMemorySaver()
     )
     out = await run(graph, "q", mode, cfg("f"))
-    # three failures and a success: each attempt ran; the repeat after the success not
-    assert len(counted.runs) == 4
+    # a failure and a success: both ran; the repeat after the success not
+    assert len(counted.runs) == 2
     assert "Not run again" in out["messages"][-2].content
     assert out["messages"][-1].content == "done"
+
+
+@MODES
+async def test_a_read_that_failed_twice_is_not_run_a_third_time(mode) -> None:
+    counted = Counted()
+    counted.fail = 10
+    model = ReplayChatModel([hermes_call("read_rows", {"table": "t"})] * 6)
+    graph = create_fncall_graph(
+        model, [counted.tool()], dialect="hermes", checkpointer=InMemorySaver()
+    )
+    out = await run(graph, "q", mode, cfg("f2"))
+    # the first run and one retry; then answered with the failure, then the turn ends
+    assert len(counted.runs) == 2
+    results = [m for m in out["messages"] if isinstance(m, ToolMessage)]
+    assert [m.status for m in results] == ["error"] * 4
+    assert "failed 2 times" in results[2].content and "database is locked" in results[2].content
+    assert out["messages"][-1].additional_kwargs[STOP_REASON_KEY] == "max_repeats"
+    assert_canonical(out["messages"])
 
 
 @MODES
@@ -198,3 +219,232 @@ def test_bad_max_repeats_is_refused() -> None:
     model = ReplayChatModel(["x"])
     with pytest.raises(ValueError, match="max_repeats must be at least 1 or None, got 0"):
         create_fncall_graph(model, [Counted().tool()], max_repeats=0)
+
+
+class Table:
+    """A table behind a read tool and a write tool, as one server's or not."""
+
+    def __init__(self, server: str | None = None, *, read_server: str | None = None) -> None:
+        self.rows: list[str] = []
+        self.counts = 0
+        self.appends: list[str] = []
+        self.server, self.read_server = server, read_server or server
+
+    def tools(self) -> list[Any]:
+        from langchain_core.tools import StructuredTool
+
+        def count_rows() -> str:
+            """Count the rows."""
+            self.counts += 1
+            return f"{len(self.rows)} rows"
+
+        def append_row(value: str) -> str:
+            """Append a row."""
+            self.appends.append(value)
+            self.rows.append(value)
+            return f"appended {value}"
+
+        def meta(server: str | None, **more: Any) -> dict[str, Any]:
+            return {**({"mcp_server": server} if server else {}), **more}
+
+        return [
+            StructuredTool.from_function(
+                count_rows, metadata=meta(self.read_server, readOnlyHint=True)
+            ),
+            StructuredTool.from_function(append_row, metadata=meta(self.server)),
+        ]
+
+
+def results_of(messages: list[Any]) -> list[str]:
+    return [m.content for m in messages if isinstance(m, ToolMessage)]
+
+
+COUNT = hermes_call("count_rows", {})
+
+
+@MODES
+@pytest.mark.parametrize("server", [None, "db"])
+async def test_a_read_after_a_write_runs_again(mode, server) -> None:
+    table = Table(server)
+    model = ReplayChatModel([COUNT, hermes_call("append_row", {"value": "x"}), COUNT, "done"])
+    graph = create_fncall_graph(
+        model, table.tools(), dialect="hermes", checkpointer=InMemorySaver()
+    )
+    out = await run(graph, "count, append x, count", mode, cfg(f"rw-{server}"))
+    # the second count is not answered with the stale "0 rows"
+    assert table.counts == 2
+    assert results_of(out["messages"]) == ["0 rows", "appended x", "1 rows"]
+    assert out["messages"][-1].content == "done"
+    assert_canonical(out["messages"])
+
+
+@MODES
+async def test_a_read_beside_a_write_in_one_reply_runs_again(mode) -> None:
+    table = Table("db")
+    both = COUNT + "\n" + hermes_call("append_row", {"value": "x"})
+    model = ReplayChatModel([COUNT, both, COUNT, "done"])
+    graph = create_fncall_graph(
+        model, table.tools(), dialect="hermes", checkpointer=InMemorySaver()
+    )
+    out = await run(graph, "q", mode, cfg("beside"))
+    # the count beside the append may have read before or after it: the next one runs
+    assert table.counts == 3
+    assert results_of(out["messages"])[-1] == "1 rows"
+    assert_canonical(out["messages"])
+
+
+@MODES
+async def test_a_write_to_another_server_leaves_the_read_answered(mode) -> None:
+    table = Table("other", read_server="db")
+    model = ReplayChatModel([COUNT, hermes_call("append_row", {"value": "x"}), COUNT, "done"])
+    graph = create_fncall_graph(
+        model, table.tools(), dialect="hermes", checkpointer=InMemorySaver()
+    )
+    out = await run(graph, "q", mode, cfg("other"))
+    assert table.counts == 1
+    assert "Not run again" in results_of(out["messages"])[-1]
+
+
+@MODES
+async def test_a_write_made_twice_runs_twice(mode) -> None:
+    table = Table("db")
+    append = hermes_call("append_row", {"value": "x"})
+    model = ReplayChatModel([append, append, "appended twice"])
+    graph = create_fncall_graph(
+        model, table.tools(), dialect="hermes", checkpointer=InMemorySaver()
+    )
+    out = await run(graph, "append x twice", mode, cfg("twice"))
+    assert table.appends == ["x", "x"]
+    assert results_of(out["messages"]) == ["appended x", "appended x"]
+    assert out["messages"][-1].content == "appended twice"
+    assert STOP_REASON_KEY not in out["messages"][-1].additional_kwargs
+
+
+@MODES
+async def test_a_looping_write_is_stopped_by_max_iterations_only(mode) -> None:
+    table = Table()
+    model = ReplayChatModel([hermes_call("append_row", {"value": "x"})] * 20)
+    graph = create_fncall_graph(
+        model, table.tools(), dialect="hermes", checkpointer=InMemorySaver(), max_iterations=4
+    )
+    out = await run(graph, "q", mode, cfg("loop"))
+    assert table.appends == ["x"] * 4
+    assert out["messages"][-1].additional_kwargs[STOP_REASON_KEY] == "max_iterations"
+
+
+@MODES
+async def test_a_failure_told_in_the_text_is_retried_once(mode) -> None:
+    from langchain_core.tools import StructuredTool
+
+    answers = ["Error: database is locked", "Error: database is locked", "3 rows", "4 rows"]
+    runs: list[str] = []
+
+    def count_rows() -> str:
+        """Count the rows."""
+        runs.append(answers[len(runs)])
+        return runs[-1]
+
+    tool = StructuredTool.from_function(count_rows, metadata={"readOnlyHint": True})
+    model = ReplayChatModel([COUNT] * 5 + ["unused"])
+    graph = create_fncall_graph(model, [tool], dialect="hermes", checkpointer=InMemorySaver())
+    out = await run(graph, "q", mode, cfg("text"))
+    # two text failures ran (the call and its one retry); then answered, then the end
+    assert runs == answers[:2]
+    assert out["messages"][-1].additional_kwargs[STOP_REASON_KEY] == "max_repeats"
+
+    runs.clear()
+    answers[1] = "3 rows"
+    model = ReplayChatModel([COUNT] * 3 + ["done"])
+    graph = create_fncall_graph(model, [tool], dialect="hermes", checkpointer=InMemorySaver())
+    out = await run(graph, "q", mode, cfg("text2"))
+    assert runs == ["Error: database is locked", "3 rows"]
+    assert "Not run again" in results_of(out["messages"])[-1]
+    assert out["messages"][-1].content == "done"
+
+
+async def _answer(graph: Any, out: Any, mode: str, config: dict[str, Any]) -> Any:
+    from langgraph.types import Command
+
+    from fncall_graph import bind_decisions
+
+    review = out["__interrupt__"][0].value
+    answer = Command(
+        resume=bind_decisions(review, [{"type": "approve"}] * len(review["action_requests"]))
+    )
+    if mode == "invoke":
+        return graph.invoke(answer, config)
+    return await graph.ainvoke(answer, config)
+
+
+@MODES
+async def test_no_approval_is_asked_for_a_read_the_guard_answers(mode) -> None:
+    counted = Counted()
+    read = hermes_call("read_rows", {"table": "t"})
+    model = ReplayChatModel([read, read, "done"])
+    graph = create_fncall_graph(
+        model,
+        [counted.tool()],
+        dialect="hermes",
+        checkpointer=InMemorySaver(),
+        interrupt_on={"read_rows": True},
+    )
+    config = cfg("ask")
+    out = await run(graph, "q", mode, config)
+    assert len(out["__interrupt__"][0].value["action_requests"]) == 1
+    out = await _answer(graph, out, mode, config)
+    # the repeat is answered by the guard: no second question, one run
+    assert "__interrupt__" not in out
+    assert len(counted.runs) == 1
+    assert "Not run again" in results_of(out["messages"])[-1]
+    assert out["messages"][-1].content == "done"
+    assert_canonical(out["messages"])
+
+
+@MODES
+async def test_a_gated_write_made_again_is_asked_again_and_runs(mode) -> None:
+    table = Table("db")
+    append = hermes_call("append_row", {"value": "x"})
+    model = ReplayChatModel([append, append, "done"])
+    graph = create_fncall_graph(
+        model,
+        table.tools(),
+        dialect="hermes",
+        checkpointer=InMemorySaver(),
+        interrupt_on={"append_row": True},
+    )
+    config = cfg("ask-write")
+    out = await run(graph, "append x twice", mode, config)
+    out = await _answer(graph, out, mode, config)
+    assert "__interrupt__" in out  # asked again for the second append
+    out = await _answer(graph, out, mode, config)
+    assert table.appends == ["x", "x"]
+    assert out["messages"][-1].content == "done"
+    assert_canonical(out["messages"])
+
+
+def test_the_review_and_the_dispatch_decide_alike() -> None:
+    """One decision for both: the calls a review may ask about are those dispatch runs."""
+    from fncall_graph.nodes._repeats import calls_that_run, repeat_answers
+
+    table = Table("db")
+    tools = {t.name: t for t in table.tools()}
+    first = AIMessage("", id="a1", tool_calls=[{"name": "count_rows", "args": {}, "id": "c1"}])
+    again = AIMessage(
+        "",
+        id="a2",
+        tool_calls=[
+            {"name": "count_rows", "args": {}, "id": "c2"},
+            {"name": "append_row", "args": {"value": "x"}, "id": "c3"},
+        ],
+    )
+    from langchain_core.messages import HumanMessage
+
+    history = [HumanMessage("q"), first, ToolMessage("0 rows", tool_call_id="c1"), again]
+    answered = repeat_answers(again, history, 2, tools)
+    runs = calls_that_run(again, again.tool_calls, history, 2, tools)
+    assert not answered  # the count beside the append runs
+    assert [c["id"] for c in runs] == ["c2", "c3"]
+    alone = again.model_copy(update={"tool_calls": again.tool_calls[:1], "id": "a3"})
+    history[-1] = alone
+    assert list(repeat_answers(alone, history, 2, tools)) == ["c2"]
+    assert calls_that_run(alone, alone.tool_calls, history, 2, tools) == []
