@@ -1,6 +1,8 @@
 """``interrupt_on="annotations"``: the tools' own MCP annotations decide which calls ask
-first. A real MCP server (tests/servers/annotated_server.py) with a read-only tool, a
-destructive one and one that says nothing (MCP's defaults: it may write)."""
+first, when the user trusts their server. A real MCP server
+(tests/servers/annotated_server.py) with a read-only tool, a destructive one and one that
+says nothing (MCP's defaults: it may write). Untrusted, its annotations count for nothing
+and every call asks (tests/test_mcp_trust.py has a server that lies)."""
 
 from __future__ import annotations
 
@@ -16,7 +18,9 @@ from fncall_graph.adapters.mcp import MCPToolkit
 from fncall_graph.testing import ReplayChatModel
 
 SERVER = Path(__file__).parent / "servers" / "annotated_server.py"
-CONFIG = {"mcpServers": {"n": {"command": sys.executable, "args": [str(SERVER)]}}}
+ENTRY = {"command": sys.executable, "args": [str(SERVER)]}
+TRUSTED = {"mcpServers": {"n": {**ENTRY, "trust": "annotations"}}}
+UNTRUSTED = {"mcpServers": {"n": ENTRY}}
 
 
 def _calls() -> ReplayChatModel:
@@ -27,8 +31,9 @@ def _calls() -> ReplayChatModel:
     return ReplayChatModel([{"content": "", "tool_calls": calls}, "done"])
 
 
-async def test_calls_of_tools_that_may_write_ask_first_reads_do_not():
-    async with MCPToolkit.from_config(CONFIG) as toolkit:
+@pytest.mark.parametrize("trusted", [True, False], ids=["trusted", "untrusted"])
+async def test_calls_of_tools_that_may_write_ask_first_reads_do_not(trusted: bool):
+    async with MCPToolkit.from_config(TRUSTED if trusted else UNTRUSTED) as toolkit:
         graph = create_fncall_graph(
             _calls(),
             toolkit.tools,
@@ -40,6 +45,9 @@ async def test_calls_of_tools_that_may_write_ask_first_reads_do_not():
         paused = await graph.ainvoke({"messages": [("user", "tidy up")]}, cfg)
         [review] = paused["__interrupt__"]
         asked = [r["name"] for r in review.value["action_requests"]]
+        if not trusted:  # its word that `look` only reads is not believed
+            assert asked == ["n-look", "n-erase", "n-note"]
+            return
         assert asked == ["n-erase", "n-note"]  # the read-only tool does not ask
         answer = bind_decisions(review.value, [{"type": "approve"}, {"type": "reject"}])
         done = await graph.ainvoke(Command(resume=answer), cfg)

@@ -894,9 +894,11 @@ async def test_resource_tools_only_where_the_server_lists_resources() -> None:
     config = {"mcpServers": {"plain": {"command": SERVER_PYTHON, "args": [str(server)]}}}
     async with MCPToolkit.from_config(config) as toolkit:
         assert [t.name for t in toolkit.tools] == ["plain-echo"]
-        # the server's annotations, as metadata (read by the at-most-once rule)
+        # the server's annotations, as metadata apart from the tool's own, with the
+        # user's trust in the server (none: the at-most-once rule does not believe them)
         echo = toolkit.get_tool("plain-echo").metadata
-        assert echo["readOnlyHint"] is True and echo["idempotentHint"] is True
+        assert echo["mcp_annotations"] == {"readOnlyHint": True, "idempotentHint": True}
+        assert echo["mcp_trust"] is None and "readOnlyHint" not in echo
         assert (echo["mcp_server"], echo["mcp_tool"]) == ("plain", "echo")
     async with MCPToolkit.from_config(weather_stdio_config()) as toolkit:
         assert "weather-list_resources" in [t.name for t in toolkit.tools]
@@ -1100,16 +1102,20 @@ async def test_with_plain_arguments_an_unknown_outcome_is_said_too(tmp_path: Pat
     assert issubclass(MCPCallOutcomeUnknown, ToolException)
 
 
-@pytest.mark.parametrize("declared", ["annotation", "idempotent_tools", "metadata"])
+@pytest.mark.parametrize(
+    "declared", ["annotation of a trusted server", "idempotent_tools", "metadata"]
+)
 async def test_a_call_of_an_idempotent_tool_the_server_died_in_is_retried(
     tmp_path: Path, declared: str
 ) -> None:
     effects = tmp_path / "effects.txt"
-    name = "faulty-write_idempotent" if declared == "annotation" else "faulty-write"
+    trusted = declared == "annotation of a trusted server"
+    name = "faulty-write_idempotent" if trusted else "faulty-write"
     idempotent = [name] if declared == "idempotent_tools" else []
-    async with MCPToolkit.from_config(
-        faulty_config(effects), idempotent_tools=idempotent
-    ) as toolkit:
+    config = faulty_config(effects)
+    if trusted:  # a server's annotations count only when the user trusts it
+        config["mcpServers"]["faulty"]["trust"] = "annotations"
+    async with MCPToolkit.from_config(config, idempotent_tools=idempotent) as toolkit:
         tool = toolkit.get_tool(name)
         if declared == "metadata":
             tool.metadata = {**(tool.metadata or {}), "idempotent": True}

@@ -126,7 +126,7 @@ async def test_tools_are_listed_and_called(server: str, transport: str, urls) ->
         weather = toolkit.get_tool("w-get_weather")
         assert weather.metadata is not None and weather.metadata["mcp_tool"] == "get_weather"
         if server == "mcp2":  # the one that declares it
-            assert weather.metadata["readOnlyHint"] is True
+            assert weather.metadata["mcp_annotations"]["readOnlyHint"] is True
         # a parameter the server fills by asking the person is not the model's to give
         assert list(toolkit.get_tool("w-book_hotel").args) == ["city"]
         message = await weather.ainvoke(tool_call("w-get_weather", {"city": "北京"}))
@@ -212,8 +212,8 @@ FAULT_TESTS = [
 if GENERATION == 1:
 
     def test_the_mcp_tests_pass_on_the_mcp2_stack() -> None:
-        """This module, the server-everything suite, the OAuth tests, the session and
-        fault tests, on mcp 2.x."""
+        """This module, the server-everything suite, the OAuth and trust tests, the
+        session and fault tests, on mcp 2.x."""
         python = python_for("mcp2")
         tests = Path(__file__).parent
         done = subprocess.run(
@@ -227,6 +227,7 @@ if GENERATION == 1:
                 str(Path(__file__)),
                 str(tests / "test_server_everything.py"),
                 str(tests / "test_mcp_oauth.py"),
+                str(tests / "test_mcp_trust.py"),
                 *(f"{tests / 'test_mcp.py'}::{name}" for name in SESSION_TESTS),
                 *(f"{tests / 'test_mcp_faults.py'}::{name}" for name in FAULT_TESTS),
             ],

@@ -220,7 +220,8 @@ def _url_connection(spec: Mapping[str, Any], where: str, transport: str) -> dict
 
 
 # Every key an `mcpServers` entry may have: the connection's, and this client's own
-# settings (read by `sampling_settings`, `root_settings` and `oauth_settings`).
+# settings (read by `sampling_settings`, `root_settings`, `oauth_settings` and
+# `trust_settings`).
 _ENTRY_KEYS = (
     "command",
     "args",
@@ -235,6 +236,7 @@ _ENTRY_KEYS = (
     "sampling",
     "roots",
     "oauth",
+    "trust",
 )
 
 
@@ -297,6 +299,13 @@ def _parse_connection(spec: Mapping[str, Any], where: str) -> dict[str, Any]:
         )
     allowed = _CONNECTION_FIELDS[transport]
     for key in spec:
+        if key == "trust":  # this client's setting, not the adapters': it has its own place
+            raise MCPConfigError(
+                f"{where}.{key}",
+                "is not a field of the adapters' connection dicts; trust a server with "
+                f'MCPToolkit(..., trust={{"{where}": "annotations"}}), or in its '
+                '"mcpServers" entry',
+            )
         if key not in allowed:
             raise MCPConfigError(f"{where}.{key}", f"unknown field for the {transport} transport")
     if transport == "stdio":
@@ -375,8 +384,9 @@ def parse_mcp_config(config: ConfigSource) -> dict[str, Connection]:
       `command` / `args` / `env` / `cwd` for a stdio server; `url` with optional
       `type` (`"sse"`, `"streamable-http"`, `"streamable_http"`, `"http"`,
       `"websocket"`; default: SSE when the URL path ends in `/sse`, streamable
-      HTTP otherwise) and `headers` for a remote one; `sampling` and `roots` (see
-      `sampling_settings`, `root_settings`). Any other key is an error.
+      HTTP otherwise) and `headers` for a remote one; `sampling`, `roots`, `oauth`
+      and `trust` (see `sampling_settings`, `root_settings`, `oauth_settings`,
+      `trust_settings`). Any other key is an error.
       Qwen-Agent's list form `[{"mcpServers": {...}}]` is accepted too.
     - langchain-mcp-adapters' own `{name: {"transport": "stdio", ...}}` dicts,
       checked field by field (unknown fields are refused).
@@ -570,3 +580,42 @@ def root_settings(config: ConfigSource) -> dict[str, list[dict[str, str]]]:
             checked.append(item)
         out[name] = checked
     return out
+
+
+TRUST = ("annotations",)
+"""What a server may be trusted with: ``"annotations"``, its tools' annotations."""
+
+
+def checked_trust(value: Any, where: str) -> str:
+    """``value`` as a server's trust setting, or an error naming ``where``."""
+    if not isinstance(value, str) or value not in TRUST:
+        raise MCPConfigError(
+            where,
+            'must be "annotations" (believe the server\'s tool annotations; leave the key '
+            f"out to believe none), got {value!r}",
+        )
+    return value
+
+
+def trust_settings(config: ConfigSource) -> dict[str, str]:
+    """The servers of an ``mcpServers`` config that the user trusts, and with what:
+    ``"trust": "annotations"`` in a server's entry has its tools' MCP annotations believed
+    (``readOnlyHint``: the call runs without a question under
+    ``interrupt_on="annotations"``; ``readOnlyHint``/``idempotentHint``: a call the
+    server died in is sent again). Without it a server's annotations count for nothing,
+    as the MCP spec has clients treat them: untrusted unless the server is trusted.
+
+    Example:
+        >>> trust_settings({"mcpServers": {
+        ...     "weather": {"command": "weather-server", "trust": "annotations"},
+        ...     "sqlite": {"command": "mcp-server-sqlite"},
+        ... }})
+        {'weather': 'annotations'}
+
+    Raises:
+        MCPConfigError: a ``trust`` entry other than ``"annotations"``.
+    """
+    return {
+        name: checked_trust(trust, where)
+        for name, trust, where, _ in _entries_with(config, "trust")
+    }

@@ -20,6 +20,9 @@ needs:
 - **faults handled**: per-call timeout (300 s by default), a dead server restarted
   (the call retried once if the tool is read-only or idempotent, else answered as of
   unknown outcome), a server that cannot start reported at once with its cause;
+- **annotations as the server's word**: a server's tool annotations (`readOnlyHint`,
+  `idempotentHint`, ...) count only for a server the user trusts (`"trust":
+  "annotations"`); see :mod:`..tool_effects`;
 - **resources** as two more tools per server: `server-list_resources` and
   `server-read_resource`.
 
@@ -64,11 +67,13 @@ from mcp.types import InitializeResult
 from .config import (
     ConfigSource,
     SamplingSettings,
+    checked_trust,
     oauth_settings,
     parse_mcp_config,
     read_config,
     root_settings,
     sampling_settings,
+    trust_settings,
 )
 from .connections import Connection
 from .errors import MCPConfigError, MCPServerError
@@ -124,15 +129,25 @@ class MCPToolkit:
       plain arguments, the error text is returned);
     - if the server died (process killed, connection dropped), it is restarted.
       A server that died in the middle of a call may have done the work already,
-      so the call is retried once only for tools that may run twice: those the
-      server annotates `readOnlyHint` or `idempotentHint`, those named in
-      `idempotent_tools`, and those whose `metadata["idempotent"]` is `True`
+      so the call is retried once only for tools that may run twice: those named in
+      `idempotent_tools`, those whose `metadata["idempotent"]` is `True`, and those a
+      trusted server (`trust`) annotates `readOnlyHint` or `idempotentHint`
       (if the retry fails too, `MCPServerError` is raised). Any other call raises
       `MCPCallOutcomeUnknown` (a `ToolException`: the model is told the call may
       or may not have happened, and not to repeat it unchecked), unless its request
       never left the client;
     - a server that cannot start raises `MCPServerError` from `__aenter__` /
       `start_sync()`, naming the server and the cause; the others are closed.
+
+    Trust: a server's tool annotations are its own word about its tools, and the MCP
+    spec has clients treat them as untrusted unless the server is trusted. They are
+    kept on each tool as `metadata["mcp_annotations"]`, with `metadata["mcp_trust"]`,
+    and count only for a server named in `trust` (in a config file: `"trust":
+    "annotations"` in its `mcpServers` entry): then a tool it annotates `readOnlyHint`
+    runs without a question under `interrupt_on="annotations"`, and one it annotates
+    `readOnlyHint` or `idempotentHint` is retried as above. An untrusted server's
+    annotations change nothing (its tools ask first and are not sent twice); the user's
+    own word (`idempotent_tools`, a tool's `metadata`) counts whatever the server.
 
     Resources: for every server that lists resources or resource templates (and
     `include_resources=True`), two more tools: `server-list_resources` (resources
@@ -171,7 +186,7 @@ class MCPToolkit:
             `from_config` reads the config's `roots` entries); a server without any is
             not offered roots.
         idempotent_tools: tool names (`f"{server}{separator}{tool}"`) whose calls may
-            run again after the server died during them, besides those the server
+            run again after the server died during them, besides those a trusted server
             annotates read-only or idempotent.
         oauth: per remote server, `OAuthSettings` (`from_config` reads the config's
             `oauth` entries): the server's tokens are got by the MCP SDK's OAuth
@@ -182,6 +197,11 @@ class MCPToolkit:
             the server's name and the page's URL (default `open_in_browser`: printed on
             stderr and opened in the system's browser); the browser is sent back to a
             listener on 127.0.0.1 (`oauth.callback_port`).
+        trust: per server, what of its word is believed: `"annotations"`, its tools'
+            MCP annotations (`from_config` reads the config's `trust` entries). The
+            one way for servers given as the adapters' connection dicts, which have no
+            place for it: `MCPToolkit(parse_mcp_config(connections),
+            trust={"weather": "annotations"})`.
     """
 
     def __init__(
@@ -198,6 +218,7 @@ class MCPToolkit:
         idempotent_tools: Sequence[str] = (),
         oauth: Mapping[str, OAuthSettings] | None = None,
         authorize: AuthorizePage = open_in_browser,
+        trust: Mapping[str, str] | None = None,
     ) -> None:
         if not isinstance(separator, str) or not separator:
             raise MCPConfigError("separator", "must be a non-empty string")
@@ -217,6 +238,15 @@ class MCPToolkit:
                 )
             auth = oauth_for(name, str(conn["url"]), settings, authorize)
             self._connections[name] = {**conn, "auth": auth}  # type: ignore[typeddict-item]
+        self.trust = {
+            name: checked_trust(value, f"trust.{name}") for name, value in (trust or {}).items()
+        }
+        for name in self.trust:
+            if name not in self._connections:
+                raise MCPConfigError(
+                    f"trust.{name}",
+                    f"names no configured server; configured: {', '.join(self._connections)}",
+                )
         self.separator = separator
         self.call_timeout = call_timeout
         self.idempotent_tools = frozenset(idempotent_tools)
@@ -298,6 +328,7 @@ class MCPToolkit:
             idempotent_tools=idempotent_tools,
             oauth=oauth_settings(data),
             authorize=authorize,
+            trust=trust_settings(data),
         )
 
     # -- introspection
@@ -515,8 +546,9 @@ class MCPToolkit:
         # Not the adapters' tools (even through `tool_interceptors`): an interceptor can skip
         # their conversion only by returning a whole ToolMessage, whose call id it is not given.
         make = functools.partial(make_tool, run_sync=self._run_sync)
+        trust = self.trust.get(server.name)
         made = [
-            listed_tool(server, t, self.separator, lambda: self.idempotent_tools, make)
+            listed_tool(server, t, self.separator, lambda: self.idempotent_tools, make, trust)
             for t in await server.list_tools()
         ]
         tools: list[BaseTool] = [t for t in made if t is not None]

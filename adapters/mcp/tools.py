@@ -102,14 +102,20 @@ def listed_tool(
     separator: str,
     idempotent_tools: Callable[[], Collection[str]],
     make: Callable[..., StructuredTool],
+    trust: str | None = None,
 ) -> StructuredTool | None:
     """The LangChain tool for ``tool`` as ``server`` lists it (``None``: its input schema
     cannot be used, logged). A call is retried after the server died during it only if
     the tool may run twice (:func:`~..tool_effects.is_idempotent`, ``idempotent_tools()``
-    read at call time)."""
-    # metadata as the adapters give it: the annotations' fields (readOnlyHint, ...)
-    # and the tool's `_meta`
-    metadata = dict(tool.get("annotations") or {})
+    read at call time).
+
+    The server's annotations are its word, kept apart from the tool's own metadata (the
+    user's): ``metadata["mcp_annotations"]``, with ``metadata["mcp_trust"]`` = ``trust``
+    (``"annotations"``: the user trusts this server's annotations; ``None``: they count
+    for nothing, see :mod:`~..tool_effects`)."""
+    metadata: dict[str, Any] = {"mcp_trust": trust}
+    if tool.get("annotations"):
+        metadata["mcp_annotations"] = dict(tool["annotations"])
     if tool.get("_meta") is not None:
         metadata["_meta"] = tool["_meta"]
 
