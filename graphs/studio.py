@@ -33,9 +33,9 @@ they are not given):
                                   created in ``$XDG_STATE_HOME/fncall-graph/`` if missing)
 ``FNCALL_APPROVE``                tools that wait for a person's decision, comma
                                   separated, e.g. ``sqlite-write_query``; ``none``:
-                                  no tool waits. Unset: every tool its MCP server does
-                                  not annotate read-only (the sqlite server's writes,
-                                  no weather tool) (server only)
+                                  no tool waits. Unset: every tool not known to only
+                                  read (the sqlite server's writes; no weather tool,
+                                  whose server is trusted) (server only)
 ``FNCALL_KEEP_MODEL_INPUT``       ``1``: threads keep each model call's exact input
                                   in their state, for Studio (server only)
 ================================  ===================================================
@@ -132,12 +132,16 @@ def _create_once(path: Path) -> None:
 
 
 def weather_config() -> dict[str, Any]:
-    """MCP config running the example weather server over stdio with this Python."""
+    """MCP config running the example weather server over stdio with this Python.
+
+    The server is this package's own, so its annotations are trusted: its read-only
+    ``get_weather`` runs without a question."""
     return {
         "mcpServers": {
             "weather": {
                 "command": sys.executable,
                 "args": ["-m", "fncall_graph.examples.weather_server"],
+                "trust": "annotations",
             }
         }
     }
@@ -323,7 +327,8 @@ NO_APPROVALS = "none"
 def _server_approvals(graph_id: str, tools: Sequence[BaseTool]) -> dict[str, bool]:
     """``interrupt_on`` of a server graph: the tools ``$FNCALL_APPROVE`` names (it names
     tools of every graph; each graph takes its own), ``none`` for none; unset, every tool
-    whose annotations do not say it only reads, as ``fncall-graph chat`` and ``demo`` do."""
+    not known to only read (its trusted server's annotations, or the example's own word),
+    as ``fncall-graph chat`` and ``demo`` do."""
     named = environment.approved_tools()
     if named == [NO_APPROVALS]:
         return {}

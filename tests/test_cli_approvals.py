@@ -1,8 +1,9 @@
 """Approvals in the ``fncall-graph`` command, followed at a terminal (pexpect) as a user
-meets them: with no flag, a tool whose MCP server does not annotate it read-only asks
-first in ``chat`` (as in ``demo`` and the Studio graphs); ``--approve`` still chooses.
-The MCP server is the real ``mcp-server-sqlite`` (it annotates none of its tools) or the
-example weather server (its tool is annotated read-only); the model is a replay."""
+meets them: with no flag, a tool not annotated read-only by a server the config trusts
+(``"trust": "annotations"``) asks first in ``chat`` (as in ``demo`` and the Studio
+graphs); ``--approve`` still chooses. The MCP server is the real ``mcp-server-sqlite``
+(it annotates none of its tools) or the example weather server (its tool is annotated
+read-only); the model is a replay."""
 
 from __future__ import annotations
 
@@ -89,17 +90,30 @@ def test_chat_asks_only_where_approve_or_annotations_say(tmp_path: Path) -> None
         bad.expect_exact("--approve none cannot be given with tool names")
         bad.expect_exact("you> ")
 
-    # a tool its server annotates read-only runs without a question, flag or not
+    # a tool its trusted server annotates read-only runs without a question, flag or not
     weather = {"command": sys.executable, "args": ["-m", "fncall_graph.examples.weather_server"]}
     (tmp_path / "w").mkdir()
     model = _replay(tmp_path / "w", _call("weather-get_weather", {"city": "北京"}), "晴天")
-    child = _chat(tmp_path / "w", model, {"mcpServers": {"weather": weather}})
+    trusted = {**weather, "trust": "annotations"}
+    child = _chat(tmp_path / "w", model, {"mcpServers": {"weather": trusted}})
     child.expect_exact("you> ")
     asked = child.before
     child.sendline("北京天气")
     assert child.expect_exact(["[y/e/n]", "晴天"]) == 1
     _leave(child)
     assert "asks before" not in asked
+
+    # the same server untrusted: its word that the tool only reads is not believed
+    (tmp_path / "u").mkdir()
+    model = _replay(tmp_path / "u", _call("weather-get_weather", {"city": "北京"}), "晴天")
+    child = _chat(tmp_path / "u", model, {"mcpServers": {"weather": weather}})
+    child.expect_exact("asks before: weather-get_weather")
+    child.expect_exact("you> ")
+    child.sendline("北京天气")
+    child.expect_exact('run weather-get_weather {"city": "北京"}? [y/e/n]')
+    child.sendline("y")
+    child.expect_exact("晴天")
+    _leave(child)
 
 
 def test_the_edit_flow_shows_the_arguments_and_asks_until_they_are_json(tmp_path: Path) -> None:

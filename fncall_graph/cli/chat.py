@@ -65,8 +65,9 @@ def _build_graph(
         ui.note(call_format_note(model, dialect, call_format))
         if args.command == "chat" and not args.approve and gated:
             ui.note(
-                f"asks before: {', '.join(gated)} (their servers do not mark them read-only; "
-                "--approve TOOL chooses, --approve none asks before nothing)"
+                f"asks before: {', '.join(gated)} (not marked read-only by a server trusted "
+                'with "trust": "annotations"; --approve TOOL chooses, --approve none asks '
+                "before nothing)"
             )
     return create_fncall_graph(
         model,
@@ -86,7 +87,8 @@ NO_APPROVALS = "none"
 
 def _gated_tools(args: argparse.Namespace, tools: Sequence[BaseTool]) -> list[str]:
     """The tools whose calls ask first: those ``--approve`` names; else, in ``chat``, every
-    tool whose annotations do not say it only reads (MCP's default is "may write")."""
+    tool not known to only read (MCP's default is "may write", and a server's annotations
+    count only where its entry says ``"trust": "annotations"``)."""
     from fncall_graph.nodes.approve import unknown_tool
     from fncall_graph.nodes.tools import writes_by_annotation
 

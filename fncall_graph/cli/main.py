@@ -120,8 +120,9 @@ def _thread_options(p: argparse.ArgumentParser) -> None:
         metavar="TOOL",
         action="append",
         help="ask before TOOL runs: y (run), e (edit arguments), n (reject, with a reason); "
-        "repeatable. 'none': nothing asks. Default in chat: every tool whose MCP server "
-        "does not annotate it read-only (readOnlyHint); in run: nothing asks",
+        "repeatable. 'none': nothing asks. Default in chat: every tool not annotated "
+        "read-only (readOnlyHint) by an MCP server trusted in its entry "
+        '("trust": "annotations"); in run: nothing asks',
     )
 
 

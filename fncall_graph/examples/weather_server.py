@@ -31,7 +31,8 @@ mcp = FastMCP(name="weather")
 CITIES = ("北京", "上海", "广州", "深圳")
 
 
-# it reads canned data: a client may run it without asking, and retry it
+# it reads canned data: a client that trusts this server ("trust": "annotations", as the
+# ready-made weather graph does) may run it without asking, and retry it
 @mcp.tool(annotations=ToolAnnotations(readOnlyHint=True))
 def get_weather(city: str) -> str:
     """获取指定城市的天气信息"""
