@@ -9,7 +9,8 @@ The public face:
 * :class:`ToolCallClaimed` and its kinds — what a run is told when another run of the
   same thread already holds a tool call (each call runs at most once per id);
 * :class:`StaleApproval` and :func:`bind_decisions` — approval answers bound to the
-  review they answer;
+  review they answer; :class:`ApprovalPending` — a new input refused while a review
+  waits;
 * :class:`AtMostOnceMiddleware`, :class:`BoundApprovalMiddleware`,
   :class:`DialectMiddleware` — the same guarantees as LangChain agent middleware, for
   ``create_agent``.
@@ -42,6 +43,7 @@ _EXPORTS = {
     "ToolCallTakenOver": "fncall_graph.adapters.checkpoint.claims",
     "ThreadBusy": "fncall_graph.adapters.checkpoint.thread_runs",
     "StaleApproval": "fncall_graph.nodes.approve",
+    "ApprovalPending": "fncall_graph.nodes.approve",
     "bind_decisions": "fncall_graph.nodes.approve",
     "AtMostOnceMiddleware": "fncall_graph.middleware",
     "BoundApprovalMiddleware": "fncall_graph.middleware",

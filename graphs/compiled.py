@@ -25,7 +25,7 @@ from fncall_graph.adapters.checkpoint.thread_runs import (
     athread_run,
     thread_run,
 )
-from fncall_graph.nodes._answers import no_check, resume_guard
+from fncall_graph.nodes._answers import new_turn_guard, no_check, resume_guard
 
 from .state import check_input
 
@@ -77,6 +77,14 @@ class FncallGraph(CompiledStateGraph):
                 "postgres_saver), or add the graph as a node of a graph that has one."
             )
         return isinstance(input, Command) and input.resume is not None
+
+    def _new_turn(self, input: Any, merged: RunnableConfig, owns: bool) -> bool:
+        """Whether this outermost run brings new input (not an answer, not ``None``) to
+        a saved thread of a graph that pauses: it is refused while a review waits
+        (:func:`~fncall_graph.nodes._answers.new_turn_guard`), inside the thread's hold."""
+        saved = self.checkpointer not in (None, True, False)
+        thread = (merged.get("configurable") or {}).get("thread_id") is not None
+        return self.pauses and owns and saved and thread and input is not None
 
     def _run_starts(
         self, config: RunnableConfig | None
@@ -145,6 +153,8 @@ class FncallGraph(CompiledStateGraph):
         try:
             with self._holding(merged, owns):
                 if not self._resumes(input, merged):
+                    if self._new_turn(input, merged, owns):
+                        new_turn_guard(self.get_state(merged), config)
                     yield from super().stream(input, config, **kwargs)
                     return
                 try:
@@ -168,6 +178,8 @@ class FncallGraph(CompiledStateGraph):
         try:
             async with self._aholding(merged, owns):
                 if not self._resumes(input, merged):
+                    if self._new_turn(input, merged, owns):
+                        new_turn_guard(await self.aget_state(merged), config)
                     async for chunk in super().astream(input, config, **kwargs):
                         yield chunk
                     return

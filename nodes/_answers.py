@@ -1,7 +1,8 @@
 """A run's answers to reviews, checked before and after the run that brings them.
 
 An approval answer (``Command(resume=...)``) is checked against the thread's pending
-reviews before its run starts (:func:`resume_guard`): an answer that answers nothing, or
+reviews before its run starts (:func:`resume_guard`), and so is a new input, which is
+refused while a review waits (:func:`new_turn_guard`, raising :class:`ApprovalPending`): an answer that answers nothing, or
 a review no longer pending, raises :class:`StaleApproval` and nothing runs. The answer
 rides with the run; the ``approve`` node notes when a review takes it
 (:func:`note_answer`), and a run whose answer no review took (another run's answer
@@ -21,7 +22,14 @@ from pydantic import TypeAdapter
 
 from fncall_graph._compat import resumed_by_id
 
-__all__ = ["no_check", "note_answer", "own_answer_taken", "resume_guard"]
+__all__ = [
+    "ApprovalPending",
+    "new_turn_guard",
+    "no_check",
+    "note_answer",
+    "own_answer_taken",
+    "resume_guard",
+]
 
 
 class StaleApproval(RuntimeError):
@@ -49,6 +57,69 @@ class StaleApproval(RuntimeError):
         super().__init__(message)
         self.thread_id = thread_id
         self.pending, self.answered = tuple(pending), tuple(answered)
+
+
+class ApprovalPending(RuntimeError):
+    """A new input sent to a thread while an approval review waits; nothing ran and
+    nothing was saved.
+
+    A new message is no answer to the review, and taking it would leave the reviewed
+    calls without a result in the history (which native providers refuse). Answer the
+    review first, with ``Command(resume=...)`` (:func:`~fncall_graph.bind_decisions`
+    writes one: approve, edit or reject each call), then send the message again.
+
+    Attributes:
+        thread_id: the thread (``None`` when unknown).
+        pending: the ``tool_call_id`` s of the calls the pending review asks about.
+        names: their tool names, in the same order.
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        thread_id: str | None = None,
+        pending: Sequence[str] = (),
+        names: Sequence[str] = (),
+    ) -> None:
+        super().__init__(message)
+        self.thread_id = thread_id
+        self.pending, self.names = tuple(pending), tuple(names)
+
+
+def _pending_reviews(state: Any) -> tuple[list[Any], list[Any], list[Mapping[str, Any]]]:
+    """The thread's pending interrupts, those that are approval reviews, and the calls
+    those ask about (``action_requests``; a ``per_call`` review is one call itself)."""
+    pending = list(getattr(state, "interrupts", ()) or ())
+    reviews = [i for i in pending if isinstance(i.value, Mapping) and i.value.get("review_token")]
+    asked = [a for i in reviews for a in i.value.get("action_requests", [i.value])]
+    return pending, reviews, asked
+
+
+def new_turn_guard(state: Any, config: RunnableConfig | None) -> None:
+    """Refuse a new input (not an answer) to a thread whose approval review is pending:
+    raise :class:`ApprovalPending`, naming the calls asked about and how to answer.
+
+    ``state`` is the thread's ``StateSnapshot`` (``None``: nothing saved, nothing
+    pending).
+    """
+    _, _, asked = _pending_reviews(state)
+    if not asked:
+        return
+    thread_id = ((config or {}).get("configurable") or {}).get("thread_id")
+    ids = [a.get("tool_call_id", "") for a in asked]
+    names = [a.get("name", "") for a in asked]
+    listed = ", ".join(f"{n} ({i})" for n, i in zip(names, ids, strict=True))
+    raise ApprovalPending(
+        f"thread {thread_id!r} is waiting for an approval of {listed}: a new input is "
+        "refused until it is answered, and nothing was run or saved. Answer it with "
+        "Command(resume=bind_decisions(interrupt.value, [...])), a decision for each call "
+        "(approve, edit or reject; read the interrupt with get_state(config).interrupts), "
+        "then send the new input again",
+        thread_id=thread_id,
+        pending=ids,
+        names=names,
+    )
 
 
 # -- answers that reach no review: checked around the run (see ``resume_guard``)
@@ -136,13 +207,8 @@ def resume_guard(
     checkpoint (the one its client read) is tied to the review pending there.
     """
     thread_id = ((config or {}).get("configurable") or {}).get("thread_id")
-    pending = list(getattr(state, "interrupts", ()) or ())
-    reviews = [i for i in pending if isinstance(i.value, Mapping) and i.value.get("review_token")]
-    ids = [
-        a.get("tool_call_id", "")
-        for i in reviews
-        for a in i.value.get("action_requests", [i.value])  # per_call: the value itself
-    ]
+    pending, reviews, asked = _pending_reviews(state)
+    ids = [a.get("tool_call_id", "") for a in asked]
     if not pending and getattr(state, "next", ()):
         # the last run stopped mid-way after its answer was taken (a replica killed, a
         # run cancelled by another; a server retries the same run): go on from there,

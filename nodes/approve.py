@@ -61,6 +61,7 @@ from fncall_graph._compat import pause, resumed_by_id, resumes_by_id
 from fncall_graph.adapters.checkpoint.claims import TaskClaim, claim_in_task
 
 from ._answers import (
+    ApprovalPending,
     StaleApproval,
     _answer_tied,
     note_answer,
@@ -82,6 +83,7 @@ from ._repeats import calls_that_run
 from ._review import InterruptMode, normalize_interrupt_on, unanswered_calls, unknown_tool
 
 __all__ = [
+    "ApprovalPending",
     "ApproveNode",
     "InterruptMode",
     "InterruptOnConfig",
