@@ -175,9 +175,12 @@ def create_fncall_graph(
             decision per call, in order; an answer for another review raises
             :class:`~fncall_graph.StaleApproval`. Needs a checkpointer. A config's
             ``when`` (LangChain's ``(ToolCallRequest) -> bool``) reviews only the calls it
-            returns ``True`` for. ``"annotations"``: every tool whose annotations do not
-            say it only reads (MCP's ``readOnlyHint``; a tool that says nothing may write,
-            as MCP's defaults have it) asks first; its servers' own word decides.
+            returns ``True`` for. ``"annotations"``: every tool not known to only read
+            asks first: known from its own metadata (``readOnlyHint``) or from the MCP
+            annotations of a server the user trusts (``"trust": "annotations"``); an
+            untrusted server's word counts for nothing, and a tool that says nothing may
+            write, as MCP's defaults have it (see
+            :mod:`~fncall_graph.adapters.tool_effects`).
         interrupt_mode: ``"batched"`` (default): one interrupt per reply, as above;
             ``"per_call"``: one interrupt per gated call, in order, shaped like
             LangChain's ``HumanInTheLoopMiddleware(interrupt_mode="per_call")``
@@ -232,7 +235,7 @@ def create_fncall_graph(
             at most once per call id, across processes: a resumed thread answers it
             "outcome unknown" instead (see docs/pause-and-resume.md). Tools marked
             ``metadata={"idempotent": True}``, and MCP tools annotated ``readOnlyHint``
-            or ``idempotentHint``, count as listed.
+            or ``idempotentHint`` by a server the user trusts, count as listed.
         lease: seconds a running tool call's claim counts as held after its process last
             renewed it (default 60, ``DEFAULT_LEASE``); the process renews it four times
             as often while the call runs, from a thread of its own (a tool blocking the

@@ -48,8 +48,10 @@ class AtMostOnceMiddleware(AgentMiddleware):
     Args:
         idempotent_tools: names of tools that may run again when a run died during their
             call (so its outcome is unknown). Tools marked
-            ``metadata={"idempotent": True}``, and MCP tools their server annotates as
-            read-only or idempotent, count as such too; any other call is answered with
+            ``metadata={"idempotent": True}`` (or ``{"readOnlyHint": True}``), and MCP
+            tools a server the user trusts annotates as read-only or idempotent, count as
+            such too (an untrusted server's annotations do not: see
+            :mod:`~fncall_graph.adapters.tool_effects`); any other call is answered with
             an error ``ToolMessage`` saying its outcome is unknown and what to check.
         lease: seconds a running call's claim counts as held after its process last
             renewed it (the process renews it every ``lease / 4`` seconds while the call

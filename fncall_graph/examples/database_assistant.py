@@ -64,11 +64,12 @@ READ_TOOLS: tuple[str, ...] = ("read_query", "list_tables", "describe_table")
 
 
 def mark_read_only(tools: Sequence[BaseTool]) -> list[BaseTool]:
-    """``tools`` with ``mcp-server-sqlite``'s reads annotated ``readOnlyHint``, as the
-    server would if it annotated its tools (it annotates none, and MCP's default is "may
-    write"), so that ``interrupt_on="annotations"`` asks before its writes only. Meant
-    for the tools of :func:`sqlite_config`'s server. Changes the tools in place and
-    returns them.
+    """``tools`` with ``mcp-server-sqlite``'s reads marked ``readOnlyHint`` in their own
+    metadata, so that ``interrupt_on="annotations"`` asks before its writes only. The
+    server annotates none of its tools (and MCP's default is "may write"); this is the
+    program's own word, which it can give because it knows that server's tools (a
+    server's annotations would count only if its entry trusted it). Meant for the tools
+    of :func:`sqlite_config`'s server. Changes the tools in place and returns them.
 
     Example:
         >>> from langchain_core.tools import StructuredTool
