@@ -7,7 +7,7 @@ from typing import Any, Literal, get_type_hints
 
 from langchain.agents.middleware import AgentMiddleware
 from langchain_core.language_models import BaseChatModel
-from langchain_core.messages import AIMessage
+from langchain_core.messages import AIMessage, AnyMessage, InvalidToolCall, ToolCall, ToolMessage
 from langchain_core.tools import BaseTool
 from langchain_core.tools import tool as as_tool
 from langgraph.graph import END, START, StateGraph
@@ -30,18 +30,18 @@ from fncall_graph.adapters.models.call_format import check_call_format
 from fncall_graph.nodes._boundary import ModelBoundary
 from fncall_graph.nodes._plan import DialectPlan
 from fncall_graph.nodes._repeats import DEFAULT_MAX_REPEATS
+from fncall_graph.nodes._review import last_ai_message
 from fncall_graph.nodes.adapter import AdapterNode
 from fncall_graph.nodes.approve import (
     ApproveNode,
     InterruptMode,
     InterruptOnConfig,
-    unanswered_calls,
     unknown_tool,
 )
 from fncall_graph.nodes.hooks import HOOKS, HookNode, hook_name
 from fncall_graph.nodes.model import DEFAULT_MAX_CALLS_PER_REPLY, STOP_REASON_KEY, ModelNode
 from fncall_graph.nodes.react_fallback import ReactFallbackNode
-from fncall_graph.nodes.structured_response import StructuredResponseNode
+from fncall_graph.nodes.structured_response import ResponseStrategy, StructuredResponseNode
 from fncall_graph.nodes.tools import (
     DEFAULT_MAX_STORED_RESULT_CHARS,
     DEFAULT_TOOL_TIMEOUT,
@@ -91,6 +91,22 @@ def _as_tools(tools: Sequence[BaseTool | Callable[..., Any]]) -> list[BaseTool]:
     if dupes:
         raise ValueError(f"two tools share the name(s) {dupes}; tool names must be unique")
     return out
+
+
+def _open_calls(
+    ai: AIMessage, messages: Sequence[AnyMessage], schema_tools: frozenset[str]
+) -> tuple[list[ToolCall], list[InvalidToolCall]]:
+    """``ai``'s calls (readable, unreadable) that no ``ToolMessage`` after it answers, as
+    create_agent's edges find them (a schema tool's call is the model step's own)."""
+    index = max(i for i, m in enumerate(messages) if m is ai)
+    answered = {m.tool_call_id for m in messages[index + 1 :] if isinstance(m, ToolMessage)}
+    calls = [
+        c
+        for c in ai.tool_calls
+        if (c.get("id") or "") not in answered and c["name"] not in schema_tools
+    ]
+    invalid = [c for c in ai.invalid_tool_calls if (c.get("id") or "") not in answered]
+    return calls, invalid
 
 
 def create_fncall_graph(
@@ -379,10 +395,15 @@ def create_fncall_graph(
         raise ValueError("fallback must be a prompt dialect (hermes, qwen or react), not native")
     initial = initial_dialect(chat_model, dialect, fallback_dialect)
 
+    # create_agent's ToolStrategy/ProviderStrategy, on the model step (else None's)
+    strategy = ResponseStrategy(response_format)
+    clash = sorted(strategy.names & {t.name for t in tool_list})
+    if clash:
+        raise ValueError(f"response_format's schema tool(s) {clash} share a tool's name")
     plan = DialectPlan(
         initial=initial,
         fallback=fallback_dialect,
-        tools=tool_list,
+        tools=[*tool_list, *strategy.tools],
         system_prompt=system_prompt,
         unparsed_limit=unparsed_limit,
     )
@@ -390,7 +411,13 @@ def create_fncall_graph(
         constrained = "first_call" if accepts_grammar(chat_model) else False
     if call_format is not None:
         call_format = check_call_format(call_format)
-    boundary = ModelBoundary(chat_model, plan, constrained=constrained, call_format=call_format)
+    boundary = ModelBoundary(
+        chat_model,
+        plan,
+        constrained=constrained,
+        call_format=call_format,
+        call_kwargs=strategy.call_kwargs if strategy.active else None,
+    )
     # middleware hooks, each a node, in create_agent's order: before_agent at the start,
     # before_model before each model call, after_model after it, after_agent at the end
     chains = {hook: [hook_name(m, hook) for m in hooks.with_hook(hook)] for hook in HOOKS}
@@ -411,10 +438,13 @@ def create_fncall_graph(
         wrap_model_call=hooks.wrap_model_call,
         awrap_model_call=hooks.awrap_model_call,
         max_calls_per_reply=max_calls_per_reply,
+        strategy=strategy if strategy.active else None,
     )
     fallback_node = ReactFallbackNode(plan)
     structured_node = (
-        StructuredResponseNode(boundary, response_format) if response_format is not None else None
+        StructuredResponseNode(boundary, response_format)
+        if response_format is not None and not strategy.active
+        else None
     )
     problem = unknown_tool(idempotent_tools, [t.name for t in tool_list])
     if problem:
@@ -448,28 +478,43 @@ def create_fncall_graph(
     def leave(state: dict[str, Any]) -> str:
         return after_agent[0] if after_agent else END
 
-    def calls_of(last: AIMessage, state: dict[str, Any]) -> str | list[Send]:
+    def to_tools(ai: AIMessage, state: dict[str, Any]) -> str | list[Send]:
+        # the reply's calls no answer has yet, each to the tools; none: the model again
+        calls, invalid = _open_calls(ai, state["messages"], strategy.names)
+        pending = ai.model_copy(update={"tool_calls": calls, "invalid_tool_calls": invalid})
+        return tools_node.dispatch(pending, state["messages"]) or enter_model(state)
+
+    def calls_of(ai: AIMessage, state: dict[str, Any]) -> str | list[Send]:
         if approve_node is not None and approve_node.needs_review(state):
             return APPROVE
-        return tools_node.dispatch(last, state["messages"])
+        return to_tools(ai, state)
 
     def route_after_model(state: dict[str, Any]) -> str | list[Send]:
-        # calls, readable or not, go to approval or straight to the tools; the rest ends
-        last = state["messages"][-1]
-        if isinstance(last, AIMessage) and (last.tool_calls or last.invalid_tool_calls):
-            return calls_of(last, state)
-        if structured_node is not None and not last.additional_kwargs.get(STOP_REASON_KEY):
-            return STRUCTURED  # the model's answer, in the shape asked for
-        return leave(state)
+        # as create_agent's model-to-tools edge: the latest reply's calls that no answer
+        # (a hook's, a structured answer's) has yet go on; all answered: the model again,
+        # unless a structured answer ended the run; no calls: the end
+        messages = state["messages"]
+        ai = last_ai_message(messages)
+        if ai is None:
+            return leave(state)
+        if not (ai.tool_calls or ai.invalid_tool_calls):
+            if (
+                structured_node is not None
+                and ai is messages[-1]
+                and not ai.additional_kwargs.get(STOP_REASON_KEY)
+            ):
+                return STRUCTURED  # the model's answer, in the shape asked for
+            return leave(state)
+        if any(_open_calls(ai, messages, strategy.names)):
+            return calls_of(ai, state)
+        if strategy.answered(state):
+            return leave(state)  # the schema tool's call, taken: the structured answer
+        return enter_model(state)
 
     def route_after_approve(state: dict[str, Any]) -> str | list[Send]:
         # run every call not answered by a rejection; all rejected: back to the model
-        pending = unanswered_calls(state["messages"])
-        if pending is None:
-            return enter_model(state)
-        ai, calls = pending
-        sends = tools_node.dispatch(ai.model_copy(update={"tool_calls": calls}), state["messages"])
-        return sends or enter_model(state)
+        ai = last_ai_message(state["messages"])
+        return enter_model(state) if ai is None else to_tools(ai, state)
 
     def after_hook(
         then: Callable[[dict[str, Any]], Any], *, ending: bool = False
@@ -482,8 +527,8 @@ def create_fncall_graph(
             if jump == "model":
                 return enter_model(state)
             if jump == "tools":
-                last = next(m for m in reversed(state["messages"]) if isinstance(m, AIMessage))
-                return calls_of(last, state)
+                ai = last_ai_message(state["messages"])
+                return calls_of(ai, state) if ai is not None else enter_model(state)
             return then(state)
 
         return route
@@ -504,13 +549,22 @@ def create_fncall_graph(
     # drawn: the hand-over when native calling fails; in a native graph, a call of a
     # thread that switched to a prompt dialect, to be rendered first
     handovers = [REACT_FALLBACK, ADAPTER] if model_node.render_node else [REACT_FALLBACK]
+    # where a model call starts: where an edge chooses (it reads the state anyway), the
+    # adapter for a prompt dialect's thread, else the model
+    if before_model:
+        entries = [before_model[0]]
+    else:
+        entries = [ADAPTER, MODEL] if initial.native else [ADAPTER]
     if after_model:
         model: Step = Step(MODEL, model_node.invoke, model_node.ainvoke)
     else:
         # the model's reply says where the run goes: its calls (to approval or the
-        # tools), the structured answer, or the end
+        # tools), the structured answer, the end, or the model again (its calls all
+        # answered in the step: a schema tool's, a wrap_model_call's answers)
         model = RoutedStep(MODEL, model_node.invoke, model_node.ainvoke, route_after_model)
         handovers += [*calls, *ends, *([STRUCTURED] if structured_node is not None else [])]
+        if strategy.names or hooks.wrap_model_call is not None:
+            handovers += entries  # as create_agent draws it
     builder.add_node(ADAPTER, Step(ADAPTER, adapter_node.invoke, adapter_node.ainvoke))
     builder.add_node(MODEL, model, destinations=tuple(dict.fromkeys(handovers)))
     builder.add_node(
@@ -519,12 +573,6 @@ def create_fncall_graph(
     builder.add_node(TOOLS, Step(TOOLS, tools_node.invoke, tools_node.ainvoke))
     builder.add_edge(ADAPTER, MODEL)
     builder.add_edge(REACT_FALLBACK, ADAPTER)
-    # where a model call starts: where an edge chooses (it reads the state anyway), the
-    # adapter for a prompt dialect's thread, else the model
-    if before_model:
-        entries = [before_model[0]]
-    else:
-        entries = [ADAPTER, MODEL] if initial.native else [ADAPTER]
     everywhere = [*entries, ADAPTER, MODEL, *calls, *ends]
     for hook, chain in chains.items():
         for i, node in enumerate(chain):
@@ -558,7 +606,14 @@ def create_fncall_graph(
         builder.add_conditional_edges(APPROVE, Route(route_after_approve), [TOOLS, *entries])
     if after_model:
         builder.add_edge(MODEL, after_model[0])
-    builder.add_edge(TOOLS, first)
+    if strategy.names:
+        # a reply's schema call gave the answer: the run ends once its tools ran
+        def after_tools(state: dict[str, Any]) -> str:
+            return leave(state) if strategy.answered(state) else first
+
+        builder.add_conditional_edges(TOOLS, Route(after_tools), [first, *ends])
+    else:
+        builder.add_edge(TOOLS, first)
 
     graph = builder.compile(checkpointer=checkpointer, store=store, name=name, debug=debug)
     run_config: dict[str, Any] = {

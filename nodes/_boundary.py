@@ -7,6 +7,7 @@ same system prompt, the same call format.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -18,6 +19,7 @@ from fncall_graph.adapters import Dialect
 from fncall_graph.adapters.formats.grammar import grammar_max_bytes
 from fncall_graph.adapters.models.call_format import CallFormat, resolve_call_format
 from fncall_graph.adapters.models.chat_model import DialectChatModel, with_dialect
+from fncall_graph.adapters.models.structured_output import requested_json
 
 from ._plan import DialectPlan, model_calls_this_turn
 
@@ -73,6 +75,10 @@ class ModelBoundary:
             call of each user turn held to tool calls only.
         call_format: the format the model writes calls into a native reply's text in, as
             declared; ``None``: resolved for the model, else learned in each thread.
+        call_kwargs: what every call is bound with besides the tools, for a dialect's
+            ``native`` (``response_format``'s strategy: the provider's
+            ``response_format``, a ``tool_choice``); a JSON answer it asks for is held
+            to its schema by a prompt dialect's grammar with the rest.
     """
 
     def __init__(
@@ -82,8 +88,10 @@ class ModelBoundary:
         *,
         constrained: bool | Literal["first_call"] = False,
         call_format: str | None = None,
+        call_kwargs: Callable[[bool], Mapping[str, Any]] | None = None,
     ) -> None:
         self.model = model
+        self.call_kwargs = call_kwargs
         self.plan = plan
         self.constrained = constrained
         self.call_format = call_format
@@ -102,20 +110,22 @@ class ModelBoundary:
         key = (dialect.name, require_call, name)
         if key not in self._bindings:
             tools = list(self.plan.tools)
+            given = dict(self.call_kwargs(dialect.native)) if self.call_kwargs else {}
             options: dict[str, Any] = {}
             grammar = None
             if self.constrained and not dialect.native:
-                # the keyword only when needed: a custom dialect may predate it
-                grammar = (
-                    dialect.grammar(tools, require_call=True)
-                    if require_call
-                    else dialect.grammar(tools)
-                )
+                # the keywords only when needed: a custom dialect may predate them
+                more: dict[str, Any] = {"require_call": True} if require_call else {}
+                if (asked := requested_json(given.get("response_format"))) is not None:
+                    more["answer_json"] = asked["schema"] or {"type": "object"}
+                grammar = dialect.grammar(tools, **more)
             if grammar is not None:
                 # passed on to the model's request; the model's own extra_body (if any) kept
                 extra = {**(getattr(self.model, "extra_body", None) or {}), "grammar": grammar}
                 options = {"extra_body": extra, **_room_for(grammar, self.model)}
-            bound = with_dialect(self.model, dialect, call_format=name).bind_tools(tools, **options)
+            bound = with_dialect(self.model, dialect, call_format=name).bind_tools(
+                tools, **given, **options
+            )
             assert isinstance(bound, RunnableBinding)
             self._bindings[key] = bound
         return self._bindings[key]

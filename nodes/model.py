@@ -73,6 +73,7 @@ from ._plan import model_calls_this_turn, unparsed_streak
 from ._repeats import repeat_stop
 from .adapter import RENDERED_KEY
 from .react_fallback import REASON_KEY
+from .structured_response import STRUCTURED_RESPONSE_KEY, ResponseStrategy
 
 __all__ = ["DEFAULT_MAX_CALLS_PER_REPLY", "STOP_REASON_KEY", "ModelNode"]
 
@@ -263,6 +264,10 @@ class ModelNode:
             when the request is the thread's as it stands, else the request's model,
             messages, system message, tools and settings rendered for the dialect.
         awrap_model_call: the same, async.
+        strategy: ``response_format``'s ``ToolStrategy``/``ProviderStrategy``, as
+            ``create_agent``'s model step applies it: its schema tools bound beside the
+            graph's (not in a middleware's ``request.tools``, as there), a reply's
+            schema call answered here, ``structured_response`` written on every call.
         max_calls_per_reply: calls of one reply that go on to be run (or reviewed);
             those past it become unreadable calls saying why (:func:`bounded_calls`).
             ``None``: no bound.
@@ -277,6 +282,7 @@ class ModelNode:
         render_node: str | None = None,
         wrap_model_call: Callable[..., Any] | None = None,
         awrap_model_call: Callable[..., Any] | None = None,
+        strategy: ResponseStrategy | None = None,
         max_calls_per_reply: int | None = DEFAULT_MAX_CALLS_PER_REPLY,
     ) -> None:
         self.boundary = boundary
@@ -288,6 +294,7 @@ class ModelNode:
         self.render_node = render_node
         self.wrap = wrap_model_call
         self.awrap = awrap_model_call
+        self.strategy = strategy
 
     # -- node
 
@@ -375,10 +382,16 @@ class ModelNode:
             model=self.model,
             messages=messages,
             system_message=system,
-            tools=list(self.plan.tools),
+            tools=self._tools(),
+            response_format=self.strategy.response_format if self.strategy else None,
             state=state,  # type: ignore[arg-type]
             runtime=get_runtime(),
         )
+
+    def _tools(self) -> list[Any]:
+        """The graph's tools, as a middleware's request shows them (no schema tools)."""
+        names = self.strategy.names if self.strategy else frozenset()
+        return [t for t in self.plan.tools if t.name not in names]
 
     def _prepared(
         self,
@@ -394,6 +407,8 @@ class ModelNode:
         boundary, history, extra = self.boundary, None, {}
         if request is not None:
             tools = list(request.tools)
+            if self.strategy is not None:  # the schema tools, bound as the graph's are
+                tools += self.strategy.tools
             if request.model is not self.model or tools != list(self.plan.tools):
                 plan = replace(self.plan, tools=tools)
                 boundary = ModelBoundary(
@@ -478,7 +493,12 @@ class ModelNode:
         if _says_nothing(message):
             message = empty_reply_message(message)
         message = bounded_calls(message, self.max_calls_per_reply)
-        update: dict[str, Any] = {"messages": [*result[:at], message, *result[at + 1 :]]}
+        answers, structured = [], None
+        if self.strategy is not None and not message.additional_kwargs.get(STOP_REASON_KEY):
+            answers, structured = self.strategy.answer(message)
+        update: dict[str, Any] = {"messages": [*result[:at], message, *answers, *result[at + 1 :]]}
+        if self.strategy is not None:  # as create_agent: this call's, or None
+            update[STRUCTURED_RESPONSE_KEY] = structured
         if asked.raw is not None:
             # the reply as the model wrote it, beside the canonical one (shown, not saved)
             update["model_output"] = convert_to_openai_messages(asked.raw)
