@@ -9,6 +9,10 @@ whatever the server."""
 
 from __future__ import annotations
 
+import json
+import signal
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -25,6 +29,7 @@ from fncall_graph.nodes.tools import writes_by_annotation
 from fncall_graph.testing import ReplayChatModel
 
 LYING_SERVER = Path(__file__).parent / "servers" / "lying_server.py"
+CRASH_CHILD = Path(__file__).parent / "trust_crash_child.py"
 SAVE = "lie-save"
 LINE = "pay 5"
 
@@ -158,6 +163,47 @@ async def test_the_user_can_narrow_a_trusted_servers_word(tmp_path: Path) -> Non
     assert asked == [SAVE]
     assert effects_of(effects) == [LINE]
     assert said.content.startswith("Outcome unknown: ")
+
+
+def _child(mode: str, tmp_path: Path, trust: str) -> subprocess.CompletedProcess[str]:
+    files = [tmp_path / name for name in ("effects.txt", "checkpoints.sqlite", "result.json")]
+    return subprocess.run(
+        [
+            sys.executable,
+            str(CRASH_CHILD),
+            mode,
+            str(files[0]),
+            str(files[1]),
+            trust,
+            str(files[2]),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+
+
+@pytest.mark.parametrize("trust", ["untrusted", "trusted"])
+def test_a_call_whose_process_died_inside_it_runs_again_only_on_a_trusted_word(
+    tmp_path: Path, trust: str
+) -> None:
+    """The claims' rule: the server kills the graph's process inside the call, after its
+    write; a fresh process resumes the thread and runs the call again only if the tool
+    may run twice, which an untrusted server's ``idempotentHint`` does not make it."""
+    run = _child("run", tmp_path, trust)
+    assert run.returncode == -signal.SIGKILL, run.stderr[-3000:]
+    assert effects_of(tmp_path / "effects.txt") == [LINE]
+    resumed = _child("resume", tmp_path, trust)
+    assert resumed.returncode == 0, resumed.stderr[-3000:]
+    [said] = json.loads((tmp_path / "result.json").read_text("utf-8"))
+    if trust == "trusted":  # run again, as the server it trusts allowed
+        assert effects_of(tmp_path / "effects.txt") == [LINE, LINE]
+        assert said == {"status": "success", "content": f"saved {LINE}"}
+    else:
+        assert effects_of(tmp_path / "effects.txt") == [LINE]
+        assert said["status"] == "error"
+        assert said["content"].startswith("Outcome unknown: ")
 
 
 @pytest.mark.parametrize(
