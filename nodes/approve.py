@@ -91,7 +91,6 @@ __all__ = [
     "bind_decisions",
     "normalize_interrupt_on",
     "review_token",
-    "unanswered_calls",
     "unknown_tool",
 ]
 
@@ -335,7 +334,8 @@ class ApproveNode:
                 self.configs[call["name"]]["allowed_decisions"],
                 token=value["review_token"],
                 # an unbound answer to a later call could be a retried answer to an earlier one
-                first_review=(first and i == 0)
+                # decisions alone: for a reply's first gated call, none decided before
+                first_review=i == 0
                 or _answer_tied(config, i)
                 or (named is not None and i <= named),
             )
