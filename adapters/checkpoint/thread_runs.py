@@ -13,7 +13,10 @@ multitask strategies say:
 
 A hold whose process is gone, or that was not renewed for the lease, is taken over; the
 run that lost it (frozen past the lease) writes nothing more: the savers refuse it, as
-for a lost tool call claim (:class:`~.claims.ToolCallTakenOver`).
+for a lost tool call claim (:class:`~.claims.ToolCallTakenOver`). A hold counts from the
+moment it is taken, however long its run waited for it: stamped with the time the run
+began waiting, a hold taken after a wait longer than the lease looked lapsed to the
+next waiting run until its first renewal, and two runs went on at once.
 """
 
 from __future__ import annotations
@@ -43,6 +46,11 @@ Multitask = Literal["enqueue", "reject"]
 MULTITASK_KEY, LEASE_KEY = "fncall_multitask", "fncall_lease"
 
 _FIRST_WAIT, _LONGEST_WAIT = 0.02, 1.0  # a waiting run looks again, backing off
+
+# the run tokens of this process's runs taking or holding a thread: a hold row of this
+# process is known exactly, from the moment its insert may have landed
+_HOLDING: set[str] = set()
+_HOLDING_LOCK = threading.Lock()
 
 
 class ThreadBusy(ToolCallClaimed):
@@ -84,9 +92,16 @@ class _Hold:
         self.claims: CallClaims = claims_for(saver, stale_after=lease)
         self.me = Owner(*_this_process(), token)
         self.token, self.multitask, self.lease, self.wait = token, multitask, lease, wait
-        self.row = ClaimRow(self.key, "run", str(self.me), "", "running", time.time())
         self.started = time.monotonic()
         self.pause = _FIRST_WAIT
+        self.waiting = False
+        with _HOLDING_LOCK:
+            _HOLDING.add(self.me.token)
+
+    def row(self) -> ClaimRow:
+        """The hold's row as of now: it counts from when it is taken, not from when this
+        run began waiting for it."""
+        return ClaimRow(self.key, "run", str(self.me), "", "running", time.time())
 
     def decide(self, inserted: bool, held: ClaimRow | None) -> str:
         """``"held"`` (ours), ``"take"`` (swap a lost hold), ``"look"`` (again now) or
@@ -97,14 +112,30 @@ class _Hold:
             return "look"
         if held.owner == str(self.me):  # our own (an earlier attempt of this very run)
             return "held"
-        if not self.claims.held(held):
+        if not self._held(held):
             return "take"
         waited = time.monotonic() - self.started
         if self.multitask == "reject":
             raise _busy(self.key, held, None)
         if self.wait is not None and waited >= self.wait:
             raise _busy(self.key, held, round(waited, 1))
+        if not self.waiting:
+            self.waiting = True
+            log.debug(
+                "thread %r has a run in progress (%s): this run waits for it",
+                self.key.thread_id,
+                held.holder.describe(),
+            )
         return "wait"
+
+    def _held(self, held: ClaimRow) -> bool:
+        # a run of this process between its insert and its first heartbeat is not yet
+        # among the claims' running ones: it holds the thread all the same
+        if held.holder.is_this_process():
+            with _HOLDING_LOCK:
+                if held.holder.token in _HOLDING:
+                    return True
+        return self.claims.held(held)
 
     def next_pause(self) -> float:
         pause, self.pause = self.pause, min(self.pause * 2, _LONGEST_WAIT)
@@ -112,6 +143,12 @@ class _Hold:
 
     def beat(self) -> None:
         _beat(self.claims.store, self.me, self.key, tool="run", run=self.token, lease=self.lease)
+
+    def done(self) -> None:
+        """The run holds the thread no more (or never took it)."""
+        _forget(self.me)
+        with _HOLDING_LOCK:
+            _HOLDING.discard(self.me.token)
 
 
 @contextmanager
@@ -139,19 +176,19 @@ def thread_run(
     hold = _Hold(saver, config, token, multitask, lease, wait)
     store = hold.claims.store
     pausing = threading.Event()
-    while True:
-        inserted = store.run(_Insert(hold.row))
-        held = None if inserted else store.run(_Get(hold.key))
-        step = hold.decide(inserted, held)
-        if step == "held" or (step == "take" and store.run(_Swap(hold.row, held.owner))):
-            break
-        if step == "wait":
-            pausing.wait(hold.next_pause())  # another process's run: nothing to wait on
-    hold.beat()
     try:
+        while True:
+            inserted = store.run(_Insert(hold.row()))
+            held = None if inserted else store.run(_Get(hold.key))
+            step = hold.decide(inserted, held)
+            if step == "held" or (step == "take" and store.run(_Swap(hold.row(), held.owner))):
+                break
+            if step == "wait":
+                pausing.wait(hold.next_pause())  # another process's run: nothing to wait on
+        hold.beat()
         yield
     finally:
-        _forget(hold.me)
+        hold.done()
         try:
             store.run(_Release(hold.key, str(hold.me)))
         except Exception as exc:  # it lapses with the lease; the run's own error matters
@@ -171,19 +208,21 @@ async def athread_run(
     """:func:`thread_run` for ``ainvoke``/``astream``: waits without blocking the loop."""
     hold = _Hold(saver, config, token, multitask, lease, wait)
     store = hold.claims.store
-    while True:
-        inserted = await _arun(store, _Insert(hold.row))
-        held = None if inserted else await _arun(store, _Get(hold.key))
-        step = hold.decide(inserted, held)
-        if step == "held" or (step == "take" and await _arun(store, _Swap(hold.row, held.owner))):
-            break
-        if step == "wait":
-            await asyncio.sleep(hold.next_pause())
-    hold.beat()
     try:
+        while True:
+            inserted = await _arun(store, _Insert(hold.row()))
+            held = None if inserted else await _arun(store, _Get(hold.key))
+            step = hold.decide(inserted, held)
+            if step == "held" or (
+                step == "take" and await _arun(store, _Swap(hold.row(), held.owner))
+            ):
+                break
+            if step == "wait":
+                await asyncio.sleep(hold.next_pause())
+        hold.beat()
         yield
     finally:
-        _forget(hold.me)
+        hold.done()
         try:
             await asyncio.shield(_arun(store, _Release(hold.key, str(hold.me))))
         except Exception as exc:
