@@ -1,7 +1,16 @@
 """SQLite savers that ride out a locked file (:class:`DurableSqliteSaver`,
 :class:`DurableAsyncSqliteSaver`): each write is tried again while another connection
 holds the lock, and a step whose writes could not be saved stops the run before its next
-step (:class:`CheckpointWriteError`) instead of running on and failing at the end."""
+step (:class:`CheckpointWriteError`) instead of running on and failing at the end.
+
+The async saver never holds the file's write lock across an ``await``: LangGraph's
+``AsyncSqliteSaver`` runs a write's statements and its commit as separate calls on
+``aiosqlite``'s thread, so a process frozen (SIGSTOP, a paused VM) or an event loop held
+up (a tool that blocks it) between them kept every other process's writes waiting until
+they failed with ``database is locked``. Its checkpoint writes run on a ``sqlite3``
+connection of their own to the file instead, each whole transaction in one call on a
+worker thread.
+"""
 
 from __future__ import annotations
 
@@ -9,6 +18,7 @@ import asyncio
 import logging
 import sqlite3
 import threading
+import weakref
 from collections.abc import Awaitable, Callable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any, TypeVar
@@ -20,6 +30,7 @@ from langgraph.checkpoint.sqlite import SqliteSaver
 from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
 
 from .claim_aware import ClaimAware
+from .claims.store import _aiosqlite_file
 from .retries import Retries
 
 __all__ = ["CheckpointWriteError", "DurableAsyncSqliteSaver", "DurableSqliteSaver"]
@@ -209,8 +220,75 @@ class DurableSqliteSaver(ClaimAware, SqliteSaver):
             )
 
 
-class DurableAsyncSqliteSaver(ClaimAware, AsyncSqliteSaver):
-    """:class:`DurableSqliteSaver` for ``ainvoke``/``astream``."""
+class _WritesInOneCall(AsyncSqliteSaver):
+    """An ``AsyncSqliteSaver`` whose writes run each whole transaction in one call on a
+    worker thread, on a ``sqlite3`` connection of their own to the file (LangGraph's
+    sync ``SqliteSaver`` methods, with this saver's serializer); reads stay on the
+    ``aiosqlite`` connection. A database in memory has no second connection (and no
+    other process to keep waiting): its writes stay on the saver's."""
+
+    _writer: SqliteSaver | None = None
+    _writer_looked = False
+
+    async def _writes(self) -> SqliteSaver | None:
+        if not self._writer_looked:
+            await self.setup()
+            file, timeout = await _aiosqlite_file(self.conn, self.lock)
+            if file and not self._writer_looked:
+                conn = sqlite3.connect(file, timeout=timeout, check_same_thread=False)
+                self._writer = SqliteSaver(conn, serde=self.serde)
+                weakref.finalize(self, _close, self._writer)
+            self._writer_looked = True
+        return self._writer
+
+    def close_writes(self) -> None:
+        """Close the writes' connection (the saver's own ``aiosqlite`` connection is its
+        opener's to close); the next write opens it again."""
+        writer, self._writer, self._writer_looked = self._writer, None, False
+        if writer is not None:
+            _close(writer)
+
+    async def aput(
+        self,
+        config: RunnableConfig,
+        checkpoint: Checkpoint,
+        metadata: CheckpointMetadata,
+        new_versions: ChannelVersions,
+    ) -> RunnableConfig:
+        writer = await self._writes()
+        if writer is None:
+            return await super().aput(config, checkpoint, metadata, new_versions)
+        return await asyncio.to_thread(writer.put, config, checkpoint, metadata, new_versions)
+
+    async def aput_writes(
+        self,
+        config: RunnableConfig,
+        writes: Sequence[tuple[str, Any]],
+        task_id: str,
+        task_path: str = "",
+    ) -> None:
+        writer = await self._writes()
+        if writer is None:
+            return await super().aput_writes(config, writes, task_id, task_path)
+        await asyncio.to_thread(writer.put_writes, config, writes, task_id, task_path)
+
+    async def adelete_thread(self, thread_id: str) -> None:
+        writer = await self._writes()
+        if writer is None:
+            return await super().adelete_thread(thread_id)
+        await asyncio.to_thread(writer.delete_thread, thread_id)
+
+
+def _close(writer: SqliteSaver) -> None:
+    with writer.lock:  # never under a write still running on a worker thread
+        writer.conn.close()
+
+
+class DurableAsyncSqliteSaver(ClaimAware, _WritesInOneCall):
+    """:class:`DurableSqliteSaver` for ``ainvoke``/``astream``; its checkpoint writes
+    never hold the file's write lock across an ``await`` (each runs in one call on a
+    worker thread, on a connection of its own to the file): a process frozen or an
+    event loop held up mid-run keeps no other process from writing."""
 
     def __init__(self, conn: aiosqlite.Connection, **kwargs: Any) -> None:
         super().__init__(conn, **kwargs)

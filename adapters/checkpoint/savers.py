@@ -170,7 +170,9 @@ async def async_sqlite_saver(
 ) -> AsyncIterator[AsyncSqliteSaver]:
     """An ``AsyncSqliteSaver`` on the file ``path``, for ``ainvoke``/``astream``; durable
     as :func:`sqlite_saver` says (:class:`DurableAsyncSqliteSaver`), and with
-    ``store_messages_once`` and ``keep_checkpoints`` as it says.
+    ``store_messages_once`` and ``keep_checkpoints`` as it says. Its checkpoint writes
+    run each whole transaction in one call off the event loop: a process frozen
+    mid-run never keeps the file locked for the others.
 
     Example:
         ```python
@@ -182,8 +184,11 @@ async def async_sqlite_saver(
     saver_cls = _saver_class(DurableAsyncSqliteSaver, store_messages_once, keep_checkpoints)
     async with aiosqlite.connect(_file(path), timeout=busy_timeout) as conn:
         saver = _made(saver_cls(conn), keep_checkpoints)
-        await saver.setup()
-        yield saver
+        try:
+            await saver.setup()
+            yield saver
+        finally:
+            saver.close_writes()
 
 
 def _postgres_modules() -> tuple[type[PostgresSaver], type[AsyncPostgresSaver]]:

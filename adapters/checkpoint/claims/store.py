@@ -298,12 +298,11 @@ class _AioSqliteStore(_AsyncStore):
     processes. (A database in memory has no second connection: the saver's is used.)"""
 
     file: str | None = None
+    timeout: float = DEFAULT_BUSY_TIMEOUT
 
     async def arun(self, op: _Op) -> Any:
         if self.file is None:
-            async with self.lock, self.conn.execute("PRAGMA database_list") as cur:
-                rows = list(await cur.fetchall())
-            self.file = next((str(r[2] or "") for r in rows if r[1] == "main"), "")
+            self.file, self.timeout = await _aiosqlite_file(self.conn, self.lock)
         own = self.own or self.open_own()
         if own is not None:
             return await asyncio.to_thread(own.run, op)
@@ -325,11 +324,22 @@ class _AioSqliteStore(_AsyncStore):
             return None
         with self.own_lock:
             if self.own is None:
-                conn = sqlite3.connect(
-                    self.file, timeout=DEFAULT_BUSY_TIMEOUT, check_same_thread=False
-                )
+                conn = sqlite3.connect(self.file, timeout=self.timeout, check_same_thread=False)
                 self.own = _SqliteStore(conn, threading.Lock(), postgres=False)
         return self.own
+
+
+async def _aiosqlite_file(conn: Any, lock: Any) -> tuple[str, float]:
+    """The file an ``aiosqlite`` connection is on (``""``: a database in memory, which no
+    other connection reaches) and its busy timeout in seconds, for a ``sqlite3``
+    connection of one's own to it that writes in one call, off the event loop."""
+    async with lock:
+        async with conn.execute("PRAGMA database_list") as cur:
+            rows = list(await cur.fetchall())
+        async with conn.execute("PRAGMA busy_timeout") as cur:
+            found = await cur.fetchone()
+    file = next((str(r[2] or "") for r in rows if r[1] == "main"), "")
+    return file, (found[0] / 1000 if found else DEFAULT_BUSY_TIMEOUT)
 
 
 class _PostgresStore(_SqlStore):
