@@ -13,6 +13,8 @@ from typing import Any
 from langchain_core.messages import ToolMessage
 from langchain_core.messages.tool import InvalidToolCall, ToolCall
 
+from fncall_graph.adapters.secrets import redact
+
 __all__ = ["error_answer"]
 
 
@@ -24,11 +26,12 @@ def error_answer(
     Args:
         call: the call answered; one the parser could not read may lack a name or an
             id (the answer is then named ``"unknown"``, with an empty call id).
-        content: what the model is told.
+        content: what the model is told; secrets in it (a key a server quoted in its
+            refusal, a URL's token) are masked, as the history is saved and shown.
         artifact: kept beside the message, not shown to the model.
     """
     return ToolMessage(
-        content=content,
+        content=redact(content),
         name=call.get("name") or "unknown",
         tool_call_id=call.get("id") or "",
         status="error",

@@ -11,6 +11,7 @@ from langchain_core.tools import BaseTool
 
 from fncall_graph.adapters import Dialect, get_dialect
 from fncall_graph.adapters.models import is_tools_unsupported_error, unreachable_server
+from fncall_graph.adapters.secrets import redact_exception, secrets_of
 
 __all__ = ["DialectPlan"]
 
@@ -49,7 +50,10 @@ class DialectPlan:
     def fallback_for(self, dialect: Dialect, exc: Exception, model: Any) -> tuple[Dialect, str]:
         """The dialect to call ``model`` again in, and why, when it refused native calling
         in ``dialect`` (``exc``); any other failure is raised (a server that cannot be
-        reached as :class:`~fncall_graph.adapters.models.ModelServerUnreachable`)."""
+        reached as :class:`~fncall_graph.adapters.models.ModelServerUnreachable`).
+        Its message is redacted first: what LangGraph saves of a failed step (the
+        checkpoint's ``__error__`` write) is its ``repr``, and a server may quote a key."""
+        redact_exception(exc, secrets_of(model))
         unreachable = unreachable_server(exc, model)
         if unreachable is not None:
             raise unreachable from exc

@@ -2,7 +2,8 @@
 
 adapters/ (formats → models, mcp, checkpoint) knows nothing of nodes/ or graphs/; nodes/
 knows nothing of graphs/; within adapters/, formats/ knows nothing of the other rooms, and
-tool_effects (whether a tool only reads, whether a call may run twice) nothing of any.
+tool_effects (whether a tool only reads, whether a call may run twice) and secrets (what
+error lines mask, files only their owner reads) nothing of any.
 ``fncall_graph._compat`` (the one shim over library internals) may be used anywhere.
 A function's own (lazy) import counts too: a circle closed at call time is still one.
 """
@@ -27,11 +28,17 @@ SHIM = "fncall_graph._compat"
 # what each room may import from the product, besides itself and the shim
 ALLOWED = {
     "fncall_graph.adapters.formats": (),
-    "fncall_graph.adapters.models": ("fncall_graph.adapters.formats",),
+    "fncall_graph.adapters.models": (
+        "fncall_graph.adapters.formats",
+        "fncall_graph.adapters.secrets",
+    ),
     "fncall_graph.adapters.tool_effects": (),
+    # what is redacted in error lines, and files only their owner reads
+    "fncall_graph.adapters.secrets": (),
     "fncall_graph.adapters.mcp": (
         "fncall_graph.adapters.formats",
         "fncall_graph.adapters.models",
+        "fncall_graph.adapters.secrets",
         "fncall_graph.adapters.tool_effects",
     ),
     "fncall_graph.adapters.checkpoint": (),

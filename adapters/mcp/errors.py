@@ -7,6 +7,8 @@ from typing import Any
 
 from langchain_core.tools import ToolException
 
+from ..secrets import redact
+
 __all__ = ["MCPAuthError", "MCPCallOutcomeUnknown", "MCPConfigError", "MCPServerError"]
 
 
@@ -22,6 +24,7 @@ class MCPConfigError(ValueError):
     """
 
     def __init__(self, where: str, problem: str) -> None:
+        problem = redact(problem)  # a URL with its token, say
         super().__init__(f"{where}: {problem}")
         self.where = where
         self.problem = problem
@@ -38,6 +41,7 @@ class MCPServerError(RuntimeError):
     """
 
     def __init__(self, server: str, reason: str) -> None:
+        reason = redact(reason)  # the server's URL and words: its tokens masked
         super().__init__(f"MCP server {server!r}: {reason}")
         self.server = server
         self.reason = reason
@@ -80,7 +84,7 @@ class MCPCallOutcomeUnknown(ToolException):
     def __init__(self, server: str, what: str, cause: object) -> None:
         super().__init__(
             f"Outcome unknown: MCP server {server!r} stopped answering during {what} "
-            f"({cause}). The call may or may not have taken effect and it was not run "
+            f"({redact(str(cause))}). The call may or may not have taken effect and it was not run "
             "again. Check its effect (for example with a read) before repeating it, or "
             "tell the user"
         )

@@ -29,6 +29,7 @@ from urllib.parse import parse_qs, urlsplit
 
 from pydantic import AliasChoices, AnyUrl, BaseModel, ConfigDict, Field
 
+from ..secrets import private_folder
 from .errors import MCPAuthError
 
 __all__ = ["OAuthSettings", "TokenCache", "default_token_dir"]
@@ -218,7 +219,7 @@ class TokenCache:
     def _save(self) -> None:
         if self.path is None:
             return
-        self.path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+        private_folder(self.path.parent)  # each folder made 0700, whatever the umask
         self._check_folder(self.path.parent)  # one that was there already
         fd, tmp = tempfile.mkstemp(dir=self.path.parent, prefix=".tokens-")  # mode 0600
         try:

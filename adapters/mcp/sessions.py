@@ -27,6 +27,7 @@ from mcp.types import (
     Root,
 )
 
+from ..secrets import redact, remember_secrets, secrets_of
 from .call_hooks import CallHooks
 from .connections import Connection
 from .errors import (
@@ -37,7 +38,7 @@ from .errors import (
     MCPToolTimeoutError,
 )
 from .failures import DISCONNECT_ERRORS, UNSENT_ERRORS, auth_refusal, leaf_errors, startup_cause
-from .listing import callable_tools, paginate
+from .listing import callable_tools, check_tool_names, paginate
 from .server_logs import log_server_message
 from .stack import Handlers, MCPError, http_refusal, open_session
 
@@ -100,6 +101,8 @@ class Server:
         # calls whose thread paused on a server's question, by (thread, tool call id)
         self.kept: dict[tuple[str, str], _KeptCall] = {}
         self.connection = connection
+        # its URL's token, its headers' keys: masked wherever a line might quote them
+        remember_secrets(*secrets_of(connection))
         self.call_timeout = call_timeout
         self.startup_timeout = startup_timeout
         self.loop: asyncio.AbstractEventLoop | None = None
@@ -185,9 +188,10 @@ class Server:
         except Exception as exc:
             if not ready.done():
                 error = MCPAuthError if auth_refusal(exc) is not None else MCPServerError
-                ready.set_exception(error(self.name, startup_cause(exc, self.connection)))
+                cause = redact(startup_cause(exc, self.connection), secrets_of(self.connection))
+                ready.set_exception(error(self.name, cause))
             else:
-                logger.debug("MCP server %r: session ended with %r", self.name, exc)
+                logger.debug("MCP server %r: session ended with %s", self.name, redact(repr(exc)))
                 if link is not None:
                     link.ended = exc
         finally:
@@ -227,7 +231,9 @@ class Server:
                 return current  # another call restarted it already
             if self._closed:
                 raise MCPServerError(self.name, "the toolkit is closed")
-            logger.warning("MCP server %r: connection lost (%s); restarting", self.name, cause)
+            logger.warning(
+                "MCP server %r: connection lost (%s); restarting", self.name, redact(str(cause))
+            )
             self.link = None
             await self._close_link(failed, timeout=5.0)
             try:
@@ -290,6 +296,7 @@ class Server:
                 f"its tools/list answer does not follow the MCP schema, and this MCP SDK "
                 f"refuses it whole: {where}: {first['msg']}",
             ) from exc
+        check_tool_names(self.name, listed)
         return callable_tools(self.name, listed)
 
     async def call_tool(

@@ -40,6 +40,7 @@ from typing import TYPE_CHECKING, Any
 
 from langchain_core.language_models import BaseChatModel
 
+from ..secrets import redact, remember_secrets, secrets_of, url_secrets
 from .call_format import CALL_FORMAT_KEY, check_call_format
 
 if TYPE_CHECKING:
@@ -82,7 +83,8 @@ class ModelSpecError(ValueError):
         self.spec = spec
         self.problem = problem
         self.remedy = remedy
-        super().__init__(f"model spec {spec!r}: {problem}; {remedy}")
+        # a URL's password, an API key given in it: masked in the one line said
+        super().__init__(redact(f"model spec {spec!r}: {problem}; {remedy}"))
 
 
 def resolve_model(spec: str | BaseChatModel | None = None, **kwargs: Any) -> BaseChatModel:
@@ -104,6 +106,13 @@ def resolve_model(spec: str | BaseChatModel | None = None, **kwargs: Any) -> Bas
         >>> resolve_model("http://127.0.0.1:8000/v1").model_name
         'default'
     """
+    model = _resolved(spec, **kwargs)
+    # its keys and its URL's password: masked in every line said of it from now on
+    remember_secrets(*secrets_of(model), *url_secrets(spec))
+    return model
+
+
+def _resolved(spec: str | BaseChatModel | None, **kwargs: Any) -> BaseChatModel:
     if isinstance(spec, BaseChatModel):
         if kwargs:
             raise ModelSpecError(
@@ -187,7 +196,8 @@ def _local_model(spec: str, **kwargs: Any) -> BaseChatModel:
 def _url_model(spec: str, **kwargs: Any) -> BaseChatModel:
     url, _, name = spec.partition("#")
     url = url.rstrip("/")
-    if not re.match(r"(?i)https?://[^/\s:]+(:\d+)?(/\S*)?$", url):
+    # userinfo (user:password@) is the server's basic authentication, sent as such
+    if not re.match(r"(?i)https?://([^/\s@]+@)?[^/\s:@]+(:\d+)?(/\S*)?$", url):
         raise ModelSpecError(
             spec, "not a valid base URL", "write e.g. 'http://127.0.0.1:8000/v1#model-name'"
         )
@@ -454,7 +464,10 @@ def unreachable_server(exc: BaseException, model: object = None) -> ModelServerU
             url = _request_url(error) or _model_url(model)
             where = f"the model server at {url}" if url else "the model server"
             return ModelServerUnreachable(
-                f"cannot reach {where} ({kind}: {_first_line(error)}); {_what_to_start(model)}"
+                redact(
+                    f"cannot reach {where} ({kind}: {_first_line(error)}); {_what_to_start(model)}",
+                    secrets_of(model),
+                )
             )
     return None
 

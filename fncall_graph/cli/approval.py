@@ -9,7 +9,7 @@ from typing import Any
 from fncall_graph.nodes.approve import bind_decisions
 
 from .resources import CLIError
-from .terminal import UI
+from .terminal import UI, shown
 
 __all__ = ["TerminalReview"]
 
@@ -76,13 +76,15 @@ class TerminalReview:
         keys = {"y": "approve", "e": "edit", "n": "reject"}
         offered = "/".join(k for k, v in keys.items() if v in allowed)
         name, args = action["name"], action.get("args") or {}
+        # what will run, as it is: a name's or an argument's controls written out, so
+        # neither can rewrite the question
+        call = f"{shown(name)} {shown(json.dumps(args, ensure_ascii=False))}"
         if self.unattended and "reject" in allowed:
             self.ui.heading(
-                f"(needs approval, no one at the terminal: would have run {name} "
-                f"{json.dumps(args, ensure_ascii=False)}; rejected)"
+                f"(needs approval, no one at the terminal: would have run {call}; rejected)"
             )
             return {"type": "reject", "message": self.UNATTENDED}
-        question = f"run {name} {json.dumps(args, ensure_ascii=False)}? [{offered}] "
+        question = f"run {call}? [{offered}] "
         meanings = {"y": "run it", "e": "edit its arguments", "n": "do not run it"}
         said = ", ".join(f"{k} ({meanings[k]})" for k in offered.split("/"))
         try:
@@ -106,7 +108,7 @@ class TerminalReview:
                 }
         except EOFError as exc:
             raise CLIError(
-                f"{name} needs approval and input has ended; the thread is saved: "
+                f"{shown(name)} needs approval and input has ended; the thread is saved: "
                 f"answer later with --resume {self.thread_id}"
             ) from exc
 
@@ -118,10 +120,11 @@ class TerminalReview:
         fields = schema.get("properties") or {}
         defaults = dict(question.get("defaults") or {})
         required = schema.get("required") or []
-        self.ui.note(f"{question.get('tool')} asks: {question.get('message')}")
+        tool = shown(str(question.get("tool")))
+        self.ui.note(f"{tool} asks: {question.get('message')}")
         try:
             if question.get("mode") == "url":
-                self.ui.note(f"  open {question.get('url')}")
+                self.ui.note(f"  open {shown(str(question.get('url')))}")
                 done = self.ui.ask("done there? [y/n] ").strip().lower()[:1] == "y"
                 return {"action": "accept"} if done else {"action": "decline"}
             if self.ui.ask("answer? [y/n] ").strip().lower()[:1] != "y":
@@ -130,11 +133,13 @@ class TerminalReview:
             for name, spec in fields.items():
                 kind = spec.get("type", "string")
                 choices = list(spec.get("enum") or [])
-                shown = "/".join(map(str, choices)) if choices else kind
+                said = "/".join(map(str, choices)) if choices else str(kind)
                 if name in defaults:
-                    shown += f", default {json.dumps(defaults[name], ensure_ascii=False)}"
+                    said += f", default {json.dumps(defaults[name], ensure_ascii=False)}"
+                said = shown(said)  # the server's words, in the one line of the question
+                title = shown(str(spec.get("title") or name))
                 while True:
-                    text = self.ui.ask(f"  {spec.get('title') or name} ({shown}): ").strip()
+                    text = self.ui.ask(f"  {title} ({said}): ").strip()
                     if not text and name in defaults:
                         content[name] = defaults[name]
                         break
@@ -144,18 +149,18 @@ class TerminalReview:
                     if value is not None and (not choices or value in choices):
                         content[name] = value
                         break
-                    self.ui.note(f"not {'one of ' + shown if choices else 'a ' + kind}; try again")
+                    self.ui.note(f"not {'one of ' + said if choices else 'a ' + kind}; try again")
             return {"action": "accept", "content": content}
         except EOFError as exc:
             raise CLIError(
-                f"{question.get('tool')} asks a question and input has ended; the thread is "
+                f"{tool} asks a question and input has ended; the thread is "
                 f"saved: answer later with --resume {self.thread_id}"
             ) from exc
 
     def _edited_args(self, current: Any) -> dict[str, Any]:
         """New arguments typed as a JSON object, asked until they are one; the current
         ones are shown to start from."""
-        self.ui.note(f"current arguments: {json.dumps(current, ensure_ascii=False)}")
+        self.ui.note(f"current arguments: {shown(json.dumps(current, ensure_ascii=False))}")
         while True:
             text = self.ui.ask("new arguments as a JSON object (empty: keep them): ").strip()
             if not text:

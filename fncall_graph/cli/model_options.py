@@ -10,6 +10,8 @@ from typing import IO, Any
 
 from langchain_core.language_models import BaseChatModel
 
+from fncall_graph.adapters.secrets import open_private
+
 from .resources import GRAMMAR_MODES, GRAMMAR_OFF, CLIError
 
 __all__ = []
@@ -22,7 +24,7 @@ def trace_output(path: str | None) -> Iterator[IO[str] | None]:
         yield None
         return
     try:
-        handle = open(path, "w", encoding="utf-8")  # noqa: SIM115 - closed below
+        handle = open_private(path, "w")  # prompts and results: this user's only
     except OSError as exc:
         raise CLIError(f"trace file {path}: {exc.strerror or exc}") from exc
     with handle:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import logging
 import os
 import re
 import sqlite3
@@ -15,9 +16,10 @@ from langchain_core.language_models import BaseChatModel
 from langchain_core.tools import BaseTool
 
 from fncall_graph.adapters.formats.registry import DIALECT_NAMES
+from fncall_graph.adapters.secrets import open_private, private_folder, redact
 from fncall_graph.graphs import environment
 
-from .terminal import UI, _first_line
+from .terminal import UI, _first_line, shown
 
 __all__ = ["MCP_LOG", "URL_MAX_TOKENS", "default_db_path", "load_model", "stderr_into"]
 
@@ -28,7 +30,13 @@ DEBUG_ENV = "FNCALL_DEBUG"
 
 
 class CLIError(Exception):
-    """A failure the user can act on: reported as one line, exit status 1."""
+    """A failure the user can act on: reported as one line, exit status 1.
+
+    Its message often quotes a server (a URL, what it answered): secrets in it are
+    masked and what a terminal would obey is written out."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(shown(redact(message), lines=True))
 
 
 def default_db_path() -> Path:
@@ -125,8 +133,7 @@ def stderr_into(log: Path) -> Iterator[None]:
     import datetime
 
     try:
-        log.parent.mkdir(parents=True, exist_ok=True)
-        handle = open(log, "a", encoding="utf-8")  # noqa: SIM115 - closed below
+        handle = open_private(log, "a")  # the servers' words may hold what is theirs only
     except OSError as exc:
         raise CLIError(f"MCP server log {log}: {exc.strerror or exc}") from exc
     with handle:
@@ -143,6 +150,27 @@ def stderr_into(log: Path) -> Iterator[None]:
             sys.stderr.flush()
             os.dup2(saved, 2)
             os.close(saved)
+
+
+class _Warnings(logging.Handler):
+    """The toolkit's warnings while its servers start, kept to be said on the terminal
+    once the servers' stderr (where Python's logging would write them) is the log's."""
+
+    def __init__(self) -> None:
+        super().__init__(logging.WARNING)
+        self.lines: list[str] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.lines.append(_first_line(record.getMessage()))
+
+    @contextlib.contextmanager
+    def kept(self) -> Iterator[None]:
+        logger = logging.getLogger("fncall_graph.adapters.mcp")
+        logger.addHandler(self)
+        try:
+            yield
+        finally:
+            logger.removeHandler(self)
 
 
 @contextlib.contextmanager
@@ -168,14 +196,20 @@ def mcp_toolkit(
         raise CLIError(
             f"MCP config {exc}" if exc.where == str(config) else f"{where}: {exc}"
         ) from exc
+    said = _Warnings()
     try:
-        with stderr_into(log) if log is not None else contextlib.nullcontext():
+        with (
+            stderr_into(log) if log is not None else contextlib.nullcontext(),
+            said.kept() if ui is not None else contextlib.nullcontext(),
+        ):
             toolkit.start_sync()
     except MCPServerError as exc:
         where = f" (its stderr is in {log})" if log is not None else ""
         raise CLIError(_first_line(str(exc)) + where) from exc
     if ui is not None and log is not None:
         ui.note(f"MCP servers' stderr goes to {log}")
+    for line in said.lines:  # a tool name that breaks MCP's rule, say: on the terminal
+        ui.note(f"{PROG}: warning: {line}")  # type: ignore[union-attr]
     try:
         yield toolkit
     finally:
@@ -198,6 +232,9 @@ def sqlite_checkpointer(path: Path) -> Iterator[Any]:
 
     manager = sqlite_saver(path)
     try:
+        # created here, only its owner's (SQLite gives its journals the file's mode)
+        private_folder(path.parent)
+        open_private(path, "a").close()
         saver = manager.__enter__()
     except (OSError, sqlite3.Error) as exc:
         raise CLIError(f"checkpoint database {path}: {exc}") from exc
@@ -208,7 +245,12 @@ def sqlite_checkpointer(path: Path) -> Iterator[Any]:
 
 
 def describe_error(exc: BaseException) -> str:
-    """One line saying what went wrong, for errors raised while a graph runs."""
+    """One line saying what went wrong, for errors raised while a graph runs (secrets
+    masked, what a terminal would obey written out)."""
+    return shown(redact(_described(exc)), lines=True)
+
+
+def _described(exc: BaseException) -> str:
     chain: list[BaseException] = []
     current: BaseException | None = exc
     while current is not None and current not in chain:

@@ -13,7 +13,50 @@ from typing import Any, ClassVar, TextIO
 
 from fncall_graph.trace import ModelCallRecord
 
-__all__ = ["UI"]
+__all__ = ["UI", "shown"]
+
+
+# What stays as it is in text of many lines (``lines=True``): its line breaks and tabs,
+# spaces of other scripts (U+3000), and the joiners of emoji and of some scripts.
+_LINE_TEXT = frozenset("\n\t\u200c\u200d")
+# white space a terminal takes as a move, not a space: written out in any text
+_BREAKS = frozenset("\r\x0b\x0c\x1c\x1d\x1e\x1f\x85\u2028\u2029")
+
+
+def shown(text: str, *, lines: bool = False) -> str:
+    r"""``text`` from outside (a tool's name, arguments or result, a server's words) as
+    the terminal may show it: every character a terminal would obey rather than show is
+    written out as Python writes it in a string (``\x1b``, ``\r``, ``\u202e``), so it
+    cannot move the cursor, erase or recolour a line, or reorder what follows.
+
+    Written out: C0 and C1 controls and DEL, bidi controls (U+202A-U+202E, U+2066-U+2069,
+    U+200E, U+200F, U+061C) and every other format character, line and paragraph
+    separators, lone surrogates, unassigned and private-use characters, and spaces other
+    than U+0020: what :meth:`str.isprintable` calls not printable. ``lines=True`` (text of
+    many lines: an answer, a note) keeps line breaks, tabs, other spaces and the zero-width
+    joiners. Rich's markup is not this function's job (see :func:`_escape`).
+
+    Args:
+        text: what to show.
+        lines: keep its line breaks (and tabs, spaces, joiners).
+
+    Example:
+        >>> shown("drop_all\x1b[2K\rread_query \u202etxt")
+        'drop_all\\x1b[2K\\rread_query \\u202etxt'
+        >>> print(shown("line 1\nline\r2", lines=True))
+        line 1
+        line\r2
+    """
+    if text.isprintable():
+        return text
+    kept = _LINE_TEXT if lines else frozenset()
+    out = []
+    for c in text:
+        if c.isprintable() or c in kept or (lines and c.isspace() and c not in _BREAKS):
+            out.append(c)
+        else:
+            out.append(repr(c)[1:-1])  # a lone character's escape, quotes cut off
+    return "".join(out)
 
 
 def _first_line(text: str) -> str:
@@ -132,13 +175,15 @@ class _Call:
         return (self.ended or time.monotonic()) - self.started
 
     def line(self) -> str:
-        text = f"{self.name} {_short(self.args)} {self.state}"
+        # the name, arguments and words of a server, each in one line with its controls
+        # written out: a name cannot rewrite the line it is on
+        text = f"{shown(self.name)} {shown(_short(self.args))} {self.state}"
         if self.state == "running" and self.progress:
-            text += f" {self.progress}"
+            text += f" {shown(self.progress)}"
         if self.state != "waiting":
             text += f" {self.elapsed():.2f}s"
         if self.detail:
-            text += f": {_short(self.detail, 120)}"
+            text += f": {shown(_short(self.detail, 120))}"
         return text
 
 
@@ -193,7 +238,7 @@ class UI:
 
     def note(self, text: str) -> None:
         """A status line (on stderr, so it never mixes with output)."""
-        print(text, file=sys.stderr, flush=True)
+        print(shown(text, lines=True), file=sys.stderr, flush=True)
 
     @contextlib.contextmanager
     def working(self, text: str) -> Iterator[None]:
@@ -204,7 +249,7 @@ class UI:
             return
         self.end_answer()
         self._stop_live()
-        with self.console.status(_escape(text)):
+        with self.console.status(_escape(shown(text))):
             yield
 
     def thinking(self) -> None:
@@ -219,6 +264,7 @@ class UI:
             self._status = None
 
     def heading(self, text: str) -> None:
+        text = shown(text, lines=True)
         self.end_answer()
         self._stop_live()
         if self.tty:
@@ -243,7 +289,8 @@ class UI:
                 self.console.print("[bold green]assistant>[/] ", end="")
             else:
                 self._write("assistant> ")
-        self._write(text)
+        # the model may repeat what a tool's result holds: shown, not obeyed
+        self._write(shown(text, lines=True))
 
     def end_answer(self) -> None:
         if self._in_answer:
@@ -339,7 +386,7 @@ class UI:
         title = f"model call {record.index} · round {record.round} · {record.question}"
         if record.call_format is not None:  # how calls in the reply's text were read
             title += f" · call format {record.call_format} ({record.call_format_source})"
-        text = trace_text(record)
+        title, text = shown(title, lines=True), shown(trace_text(record), lines=True)
         if self.tty:
             self.console.rule(_escape(title))
             self.console.print(text, markup=False)
@@ -357,6 +404,7 @@ class UI:
         """
         self.end_answer()
         self._stop_live()
+        prompt = shown(prompt, lines=True)
         try:
             if self.stream is sys.stdout:
                 return input(prompt)
