@@ -4,7 +4,8 @@ A dialect sits at the model boundary. The graph keeps the canonical history
 (``AIMessage.tool_calls`` plus one ``ToolMessage`` per call); a dialect
 
 * ``render(messages, tools)`` turns that history into the exact model input,
-* ``parse(text)`` turns the model's text back into a canonical ``AIMessage`` (never raises),
+* ``parse(text)`` turns the model's text back into a canonical ``AIMessage``, as the graph
+  reads it (never raises),
 * ``stream_parser()`` does the same chunk by chunk, and
 * ``stop`` lists the stop sequences the dialect needs.
 
@@ -74,7 +75,12 @@ class Dialect(ABC):
         """The exact model input for the canonical ``messages`` and ``tools``."""
 
     def parse(self, text: str) -> AIMessage:
-        """The canonical ``AIMessage`` for a whole reply; never raises."""
+        """The canonical ``AIMessage`` for a whole reply; never raises.
+
+        Here: what the markup alone says (the stream parser fed once), as the call-format
+        readers read it. Each dialect of the registry reads a reply as the graph does
+        (``normalize`` with that dialect), so its ``parse`` cannot drift from what runs.
+        """
         parser = self.stream_parser()
         parser.feed(text)
         parser.close()

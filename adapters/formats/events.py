@@ -15,6 +15,7 @@ from langchain_core.messages import AIMessage
 from langchain_core.messages.tool import InvalidToolCall, ToolCall
 
 __all__ = [
+    "MARKUP_FORMAT_KEY",
     "CallEvent",
     "ContentDelta",
     "InvalidCallEvent",
@@ -23,6 +24,11 @@ __all__ = [
     "ShownMarkup",
     "StreamParser",
 ]
+
+
+#: ``response_metadata`` key of a native reply whose calls were read from markup in its
+#: content (its server had no tool parser): the format they were written in.
+MARKUP_FORMAT_KEY = "fncall_markup_format"
 
 
 @dataclass(frozen=True, slots=True)

@@ -45,6 +45,7 @@ from .base import PromptDialect
 from .events import ParseEvent
 from .markup import THINK, TOOL_CALL, Block
 from .messages import dumps, group_tool_results, reasoning_of, text_of
+from .normalize import normalize
 from .readers import KNOWN_MARKUP
 from .readers.tool_call_tag import read_tool_call, tool_call_may_close
 from .schema import ToolLike, to_tool_specs
@@ -247,6 +248,11 @@ class HermesDialect(PromptDialect):
         return _joined(text_of(message.content), "\n".join(blocks))
 
     # ----------------------------------------------------------------- read
+
+    def parse(self, text: str) -> AIMessage:
+        """A whole reply as the graph and ``with_dialect`` read it (:func:`~.normalize.normalize`
+        with this dialect: the one reading, whole or streamed); never raises."""
+        return normalize(AIMessage(content=text), self)
 
     def read_call(self, text: str, *, closed: bool) -> Iterable[ParseEvent]:
         """Read one ``<tool_call>`` block: JSON call objects (``arguments`` or

@@ -3,10 +3,9 @@
 The canonical history already is what an OpenAI-compatible API takes, so rendering
 is the identity (but for call markup in results and user text, broken so that a model
 echoing it forges no call), and tools travel through the chat model's ``bind_tools`` rather than
-the prompt. Replies carry their calls in ``AIMessage.tool_calls``; what ``parse`` sees
-is only the plain text of a reply. Markup a provider leaves in ``content`` anyway (a
-server without a tool parser, ``<think>`` blocks) is the job of
-:func:`fncall_graph.adapters.formats.normalize.normalize`.
+the prompt. Replies carry their calls in ``AIMessage.tool_calls``; markup a provider leaves in
+``content`` anyway (a server without a tool parser, ``<think>`` blocks) is read by
+:func:`fncall_graph.adapters.formats.normalize.normalize`, which ``parse`` is.
 """
 
 from __future__ import annotations
@@ -19,6 +18,7 @@ from langchain_core.messages import AIMessage, BaseMessage
 from .base import Dialect
 from .events import ContentDelta, ParseEvent, StreamParser
 from .neutralise import neutralise
+from .normalize import normalize
 from .readers import KNOWN_MARKUP
 from .readers.qwen import QWEN_MARKERS
 from .schema import ToolLike
@@ -78,8 +78,10 @@ class NativeDialect(Dialect):
         return [_neutralised(m) if m.type in ("human", "tool") else m for m in messages]
 
     def parse(self, text: str) -> AIMessage:
-        """A plain text reply as an ``AIMessage`` with no calls."""
-        return AIMessage(content=text)
+        """A reply's text as the graph and ``with_dialect`` read a native reply
+        (:func:`~.normalize.normalize`): plain text stays the answer; call markup a
+        server without a tool parser left in it is read in the format it is written in."""
+        return normalize(AIMessage(content=text), self)
 
     def stream_parser(self) -> StreamParser:
         """A parser that streams each chunk back as content."""

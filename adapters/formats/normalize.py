@@ -14,15 +14,17 @@ unreadable calls in ``invalid_tool_calls``, reasoning in
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 from langchain_core.messages import AIMessage, BaseMessage
-from langchain_core.messages.tool import ToolCall
+from langchain_core.messages.tool import InvalidToolCall, ToolCall
 
 from .arg_types import tool_schemas, typed_call
 from .base import Dialect
 from .call_ids import CallIds, merge_calls, unparsed_calls, used_call_ids
-from .detection import auto_read, opened_thought, quotes_its_calls, quoting_answer, read_text
+from .detection import auto_read, opened_thought, quoting_answer, read_text
+from .events import MARKUP_FORMAT_KEY
 from .messages import split_content
 from .placement import explains_its_calls
 from .readers import get_reader
@@ -30,12 +32,9 @@ from .reading import Echoes
 from .reading import echo_sources as _echo_texts
 from .registry import get_dialect
 from .schema import ToolLike
+from .stream_reading import StreamReading, fitted_call
 
 __all__ = ["MARKUP_FORMAT_KEY", "CallIds", "normalize", "used_call_ids"]
-
-#: ``response_metadata`` key of a native reply whose calls were read from markup in its
-#: content (its server had no tool parser): the format they were written in.
-MARKUP_FORMAT_KEY = "fncall_markup_format"
 
 
 def normalize(
@@ -54,8 +53,10 @@ def normalize(
     from markup in ``content``:
 
     * with a prompt dialect (``"hermes"``, ``"qwen"``, ``"react"`` or an instance), the
-      text is read with that dialect's ``parse``, unless the reply only quotes the
-      dialect's call syntax (:func:`quotes_its_calls`): then it is left as it is;
+      reply is read exactly as the graph and ``with_dialect`` read it: by
+      :meth:`~.stream_reading.StreamReading.whole`, the one reading a stream's chunks
+      add up to (a reply that only quotes the dialect's call syntax calls nothing, and
+      keeps it as its answer; ReAct's fenced action blob without ``Action:`` is a call);
     * with ``None`` or ``"native"``, the text is read only if prompt-dialect markup
       appears in it (``<tool_call>`` → Hermes, ``✿FUNCTION✿`` → Qwen), or a ``<think>``
       block (also one whose ``<think>`` was in the prompt, so only ``</think>``
@@ -138,17 +139,20 @@ def normalize(
     text, block_reasoning, others, was_list = split_content(message.content)
 
     d = None if dialect is None else get_dialect(dialect)
+    echoes = _echoes(echo_sources)
+    if d is not None and not d.native:
+        # a prompt dialect's reply: the graph's own reading, one implementation
+        plan = _Plan(d, list(tools) if tools else None, set(taken_ids), call_format, echoes)
+        read = StreamReading(plan).whole(message)
+        return read if tool_names is None else _known_only(read, set(tool_names))
     markup_format: str | None = None
     texts: dict[str, Mapping[str, str]] = {}
-    if call_format is not None or (d is not None and not d.native):
-        # the model's format is known (or the dialect's own): read as its engine reads it
-        reader = get_reader(call_format) if call_format is not None else d
-        assert reader is not None
-        parsed, texts, after = read_text(reader, opened_thought(text) if call_format else text)
+    if call_format is not None:
+        # the model's format is known: read as its engine reads it
+        reader = get_reader(call_format)
+        parsed, texts, after = read_text(reader, opened_thought(text))
         markup_format = call_format
-        if (parsed.tool_calls or parsed.invalid_tool_calls) and (
-            explains_its_calls(after) or (call_format is None and quotes_its_calls(reader, text))
-        ):
+        if (parsed.tool_calls or parsed.invalid_tool_calls) and explains_its_calls(after):
             # the reply shows the syntax: it calls nothing, and keeps what it shows
             parsed = AIMessage(
                 content=quoting_answer(text), additional_kwargs=dict(parsed.additional_kwargs)
@@ -187,7 +191,7 @@ def normalize(
         field_invalid = unparsed_calls(kwargs.get("tool_calls"))
     # A native reply whose calls the provider's parser found has no calls of its own in
     # its text: markup there is quoted or echoed (a tool result's), never run.
-    from_text = parsed is not None and not (field and (d is None or d.native))
+    from_text = parsed is not None and not field
     calls, invalid = merge_calls(
         field,
         field_invalid,
@@ -196,17 +200,14 @@ def normalize(
         None if tool_names is None else set(tool_names),
         CallIds(taken_ids),
     )
-    if echo_sources:
-        echoes = (
-            echo_sources if isinstance(echo_sources, Echoes) else Echoes(_sources(echo_sources))
-        )
+    if echoes is not None:
         calls, echoed = echoes.split(calls)
         invalid.extend(echoed)
     # The provider's raw call list would now disagree with ``tool_calls``; the field wins.
     kwargs.pop("tool_calls", None)
     kwargs.pop("function_call", None)
     metadata = dict(message.response_metadata)
-    if markup_format is not None and calls and not field and (d is None or d.native):
+    if markup_format is not None and calls and not field:
         metadata[MARKUP_FORMAT_KEY] = markup_format
 
     return AIMessage(
@@ -219,6 +220,52 @@ def normalize(
         id=message.id,
         name=message.name,
     )
+
+
+@dataclass(slots=True)
+class _Plan:
+    """What reading a prompt dialect's reply outside a model call needs (a
+    :class:`~.stream_reading.ReadingPlan`, as the model call's own is)."""
+
+    dialect: Dialect
+    tools: list[Any] | None
+    taken: set[str]
+    call_format: str | None
+    echoes: Echoes | None
+    one_call: bool = False
+    json_answer: bool = False
+    schemas: dict[str, Any] | None = field(default=None)
+
+    @property
+    def reader(self) -> Dialect:
+        return self.dialect if self.call_format is None else get_reader(self.call_format)
+
+    def read(self, reply: BaseMessage) -> AIMessage:  # a native reply's: not read here
+        raise NotImplementedError("a prompt dialect's reply is read whole")
+
+    def fit(self, call: ToolCall, texts: Mapping[str, str] | None = None) -> ToolCall:
+        return fitted_call(self, call, texts)
+
+    def not_run(self, call: ToolCall) -> InvalidToolCall:  # one_call is never set here
+        raise NotImplementedError
+
+    def repaired_answer(self, text: str) -> str | None:  # json_answer is never set here
+        return None
+
+
+def _known_only(read: AIMessage, known: set[str]) -> AIMessage:
+    """``read`` with its calls of tools not in ``known`` made unreadable, with why."""
+    calls, unknown = merge_calls([], [], list(read.tool_calls), [], known, CallIds())
+    if not unknown:
+        return read
+    invalid = [*read.invalid_tool_calls, *unknown]
+    return read.model_copy(update={"tool_calls": calls, "invalid_tool_calls": invalid})
+
+
+def _echoes(given: Sequence[BaseMessage] | Sequence[str] | Echoes | None) -> Echoes | None:
+    if not given:
+        return None
+    return given if isinstance(given, Echoes) else Echoes(_sources(given))
 
 
 def _sources(given: Sequence[BaseMessage] | Sequence[str]) -> list[tuple[str, str]] | list[str]:

@@ -46,6 +46,7 @@ from .base import PromptDialect
 from .events import ParseEvent, StreamParser
 from .markup import THINK, Block
 from .messages import dumps, group_tool_results, text_of
+from .normalize import normalize
 from .readers import KNOWN_MARKUP
 from .readers.qwen import COLONS, FN_ARGS, FN_EXIT, FN_NAME, FN_RESULT, QWEN_MARKERS, read_calls
 from .scanner import MarkupStreamParser
@@ -386,6 +387,11 @@ class QwenDialect(PromptDialect):
             turns.append(["user", bot])
 
     # -- parsing
+
+    def parse(self, text: str) -> AIMessage:
+        """A whole reply as the graph and ``with_dialect`` read it (:func:`~.normalize.normalize`
+        with this dialect: the one reading, whole or streamed); never raises."""
+        return normalize(AIMessage(content=text), self)
 
     def read_call(self, text: str, *, closed: bool) -> Iterable[ParseEvent]:
         """Read ``: name\\n✿ARGS✿: {json}`` (``:`` or ``：``, any spacing)."""

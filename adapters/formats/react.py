@@ -82,6 +82,8 @@ from .events import CallEvent, ContentDelta, ParseEvent
 from .json_text import brackets_closed, find_unquoted
 from .markup import THINK, Block
 from .messages import dumps, group_tool_results, reasoning_of, text_of
+from .neutralise import ZERO_WIDTH_SPACE
+from .normalize import normalize
 from .placement import shown_as_example
 from .readers import KNOWN_MARKUP
 from .schema import ToolLike, ToolSpec, to_tool_specs
@@ -329,6 +331,11 @@ class ReActDialect(PromptDialect):
 
     # ----------------------------------------------------------------- read
 
+    def parse(self, text: str) -> AIMessage:
+        """A whole reply as the graph and ``with_dialect`` read it (:func:`~.normalize.normalize`
+        with this dialect: the one reading, whole or streamed); never raises."""
+        return normalize(AIMessage(content=text), self)
+
     def fit_to_tools(self, message: AIMessage, tools: Sequence[ToolLike] | None) -> AIMessage:
         return single_input(fenced_action(message), tools)
 
@@ -526,8 +533,9 @@ def fenced_action(message: AIMessage) -> AIMessage:
     if message.tool_calls or message.invalid_tool_calls:
         return message
     answer = text_of(message.content)
-    if ACTION.open in answer:
-        return message  # the format's own markup, left as text: the reply quotes it
+    if ACTION.open in answer.replace(ZERO_WIDTH_SPACE, ""):
+        # the format's own markup left as text (or as the prompt showed it, broken): quoted
+        return message
     where = answer if answer.strip() else reasoning_of(message)
     fence = _closing_blob(where)
     if fence is None:

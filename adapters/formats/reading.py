@@ -121,11 +121,14 @@ def _calls_written_in(text: str) -> frozenset[tuple[str, str]]:
         assert isinstance(d, PromptDialect)
         readers.append(d)
     for reader in readers:
-        try:
-            message = reader.parse(text)
+        try:  # the markup alone, wherever it stands: a source's quoted calls count too
+            parser = reader.stream_parser()
+            events = [*parser.feed(text), *parser.close()]
         except Exception:  # a source that no reader can take is no call
             continue
-        keys.update(_loose_key(c["name"], c["args"]) for c in message.tool_calls)
+        keys.update(
+            _loose_key(e.call["name"], e.call["args"]) for e in events if isinstance(e, CallEvent)
+        )
     for pythonic in (False, True):
         _, events = bare_calls(text, pythonic=pythonic)
         keys.update(

@@ -28,10 +28,12 @@ from langchain_core.messages.tool import (
 )
 from langchain_core.utils.json import parse_partial_json
 
+from .arg_types import tool_schemas, typed_call
 from .base import Dialect
 from .call_ids import CallIds, call_key, field_call, field_unreadable, unmatched
 from .detection import MARKUP_STARTS, quotes_its_calls, quoting_answer
 from .events import (
+    MARKUP_FORMAT_KEY,
     CallEvent,
     ContentDelta,
     InvalidCallEvent,
@@ -40,8 +42,7 @@ from .events import (
     StreamParser,
     text_after_calls,
 )
-from .messages import text_of
-from .normalize import MARKUP_FORMAT_KEY
+from .messages import split_content, text_of
 from .placement import explains_its_calls
 from .readers import get_reader
 from .readers.whole_reply import OPENERS, may_be_calls_only
@@ -52,6 +53,7 @@ __all__ = [
     "HeldMarkup",
     "ReadingPlan",
     "StreamReading",
+    "fitted_call",
     "read_reply",
     "restore_read_reply",
 ]
@@ -67,6 +69,7 @@ class ReadingPlan(Protocol):
     json_answer: bool
     call_format: str | None
     echoes: Echoes | None
+    schemas: dict[str, Any] | None  # the tools' parameter schemas, made when first needed
 
     @property
     def reader(self) -> Dialect: ...
@@ -80,6 +83,21 @@ class ReadingPlan(Protocol):
     def repaired_answer(self, text: str) -> str | None:
         """An answer asked for as JSON, repaired as the call's reading repairs it."""
         ...
+
+
+def fitted_call(plan: ReadingPlan, call: ToolCall, texts: Mapping[str, str] | None) -> ToolCall:
+    """One call read from a reply (``texts``: its arguments written as text), typed by
+    the plan's tool schemas and fitted to its tools by the reader's loose forms (ReAct's
+    bare ``action_input``): the one rule every reading of a call applies."""
+    if texts:
+        if plan.schemas is None:
+            plan.schemas = tool_schemas(plan.tools)
+        call = typed_call(call, texts, plan.schemas)
+    reader = plan.reader
+    if not reader.fits_loose_calls:
+        return call
+    fitted = reader.fit_to_tools(AIMessage(content="", tool_calls=[call]), plan.tools)
+    return fitted.tool_calls[0] if fitted.tool_calls else call
 
 
 # markup a native reply's stream stops showing at: every format's markers and tokens
@@ -258,12 +276,16 @@ class StreamReading:
             else:  # written by _call: its arguments are JSON
                 calls.append(tool_call(name=c["name"], args=json.loads(c["args"]), id=c["id"]))
         content, kwargs, bad = _put_back(kept, out["content"], out["additional_kwargs"], bad)
+        others = split_content(reply.content)[2]
+        if others:  # images and the like: kept after the answer's text (no chunk says them)
+            content = [*([{"type": "text", "text": content}] if content else []), *others]
         return AIMessage(
             content=content,
             additional_kwargs=kwargs,
             response_metadata=dict(reply.response_metadata),
             usage_metadata=getattr(reply, "usage_metadata", None),
             id=reply.id,
+            name=reply.name,
             tool_calls=calls,
             invalid_tool_calls=bad,
         )
@@ -280,10 +302,14 @@ class StreamReading:
                     id=piece.id,
                 )
             self.inner = piece if self.inner is None else self.inner + piece
-        text = text_of(piece.content)
-        reasoning = piece.additional_kwargs.get("reasoning_content")
-        if isinstance(reasoning, str) and reasoning:
-            self._reason(out, reasoning, provider=True)
+        text, blocks, _, _ = split_content(piece.content)
+        # the provider's reasoning: its field, then (a prompt dialect's reply) its reasoning
+        # blocks, joined as normalize joins them; a native reply's are its reading's
+        given = piece.additional_kwargs.get("reasoning_content")
+        blocks = blocks if self.parser is not None else []
+        parts = [p for p in (given if isinstance(given, str) else None, *blocks) if p]
+        if parts:
+            self._reason(out, "\n".join(parts), provider=True)
         if self.parser is None:
             # The provider's call chunks wait for the end: a call's arguments can be
             # checked only once complete, and a chunk once sent cannot be taken back.
@@ -314,13 +340,15 @@ class StreamReading:
                 out["additional_kwargs"].update(self.held["additional_kwargs"])
             field = list(self.inner.tool_calls) if self.inner is not None else []
             for c in unmatched(field, self.calls):  # the provider's own, checked as normalize does
-                checked = field_call(c, self.ids)
+                checked = field_call(c, _ids_for(c, self.ids))
                 if checked.get("type") == "tool_call":
                     self._call(out, checked)  # type: ignore[arg-type]
                 else:
                     self._invalid(out, checked)
             streamed = list(self.inner.invalid_tool_calls) if self.inner is not None else []
-            for bad in [*streamed, *unreadable]:  # kept unreadable, with why
+            for bad in streamed:  # kept unreadable, with why (their ids made unique as they came)
+                self._invalid(out, field_unreadable(bad, _ids_for(bad, self.ids)))
+            for bad in unreadable:
                 self._invalid(out, field_unreadable(bad, self.ids))
             if not self.calls and not self.unreadable:
                 self._fitted_late(out)
@@ -395,8 +423,17 @@ class StreamReading:
             return
         reasoning = {"reasoning_content": "".join(self.reasoning)}
         whole = AIMessage(content="".join(self.shown), additional_kwargs=reasoning)
-        for c in self.call.reader.fit_to_tools(whole, self.call.tools).tool_calls:
-            self._call(out, {**c, "id": self.ids.assign(c.get("id"))})
+        fitted = self.call.reader.fit_to_tools(whole, self.call.tools)
+        found = [{**c, "id": self.ids.assign(c.get("id"))} for c in fitted.tool_calls]
+        found, echoed = self.call.echoes.split(found) if self.call.echoes else (found, [])
+        for bad in echoed:  # as a call of the dialect's own form is refused
+            self._invalid(out, bad)
+        for c in found:
+            self._call(out, c)
+        if fitted.tool_calls and fitted.content != whole.content:
+            # the blob shown as text is the call: the answer is what stands before it
+            kept = out["additional_kwargs"].setdefault(READ_REPLY_KEY, {})
+            kept["content"] = fitted.content
 
     def _reason(self, out: dict[str, Any], text: str, *, provider: bool) -> None:
         # The same separator ``normalize`` puts between provider and <think> reasoning.
@@ -547,6 +584,13 @@ def _one_chunk(reply: BaseMessage) -> BaseMessage:
         tool_call_chunks=calls,
         id=reply.id,
     )
+
+
+def _ids_for(call: Any, ids: CallIds) -> CallIds:
+    """The id rule for a provider's call that came in the stream's chunks: its id was made
+    unique as its chunks came (:meth:`StreamReading._identified`), so it is kept; one
+    that came with none gets one by ``ids``."""
+    return CallIds() if call.get("id") else ids
 
 
 def _empty() -> dict[str, Any]:

@@ -31,12 +31,11 @@ from langchain_core.messages.tool import (
 from langchain_core.runnables import Runnable, RunnableConfig
 from langchain_core.runnables.config import merge_configs, var_child_runnable_config
 
-from ..formats.arg_types import tool_schemas, typed_call
 from ..formats.base import Dialect, text_of
 from ..formats.normalize import normalize
 from ..formats.readers import get_reader
 from ..formats.reading import Echoes
-from ..formats.stream_reading import StreamReading
+from ..formats.stream_reading import StreamReading, fitted_call
 from .structured_output import repaired_json
 
 __all__ = ["SEES_WRAPPED_RUN", "ModelCall"]
@@ -172,14 +171,7 @@ class ModelCall:
     def fit(self, call: ToolCall, texts: Mapping[str, str] | None = None) -> ToolCall:
         """One call read from a stream (``texts``: its arguments written as text), typed
         and fitted to the tools as :meth:`read` types and fits a reply's."""
-        if texts:
-            if self.schemas is None:
-                self.schemas = tool_schemas(self.tools)
-            call = typed_call(call, texts, self.schemas)
-        if not self.reader.fits_loose_calls:
-            return call
-        fitted = self.reader.fit_to_tools(AIMessage(content="", tool_calls=[call]), self.tools)
-        return fitted.tool_calls[0] if fitted.tool_calls else call
+        return fitted_call(self, call, texts)
 
 
 @contextmanager
