@@ -103,7 +103,8 @@ def still_running(call: ToolCall, timeout: float) -> ToolMessage:
 
 
 def writes_by_annotation(tools: Sequence[BaseTool]) -> dict[str, bool]:
-    """``interrupt_on`` for the tools whose annotations do not say they only read: each
+    """``interrupt_on`` for the tools not known to only read (by their own metadata, or
+    the annotations of an MCP server the user trusts: ``tool_effects.is_read_only``): each
     asks for a decision before it runs (``create_fncall_graph(interrupt_on="annotations")``)."""
     return {t.name: True for t in tools if not is_read_only(t)}
 
