@@ -724,8 +724,16 @@ def test_any_chunking_streams_the_same_message_and_no_markup(case, data):
     assert not any(m in shown for m in MARKERS), shown
 
 
-# raw code has no closer: code cut at a statement's end is whole code, as servers read it
-CUTTABLE = [c for c in CASES if not c.invalid and "python-code" not in c.tags]
+# raw code has no closer: code cut at a statement's end is whole code, as servers read it;
+# a GLM value cut right after a </tool_call> it holds is a value whose </arg_value> is
+# missing, which the servers repair (the reply ends where the call's closer came)
+CUTTABLE = [
+    c
+    for c in CASES
+    if not c.invalid
+    and "python-code" not in c.tags
+    and not (c.fmt == "glm" and "closer-inside-a-value" in c.tags)
+]
 
 
 @pytest.mark.parametrize("case", CUTTABLE, ids=str)

@@ -11,14 +11,15 @@ a format types itself (JSON) are left as the model wrote them.
 
 from __future__ import annotations
 
-import ast
 import json
 import math
+import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 from langchain_core.messages.tool import ToolCall
 
+from .call_args import nests_too_deep, python_literal
 from .schema import ToolLike, to_tool_specs
 
 __all__ = ["tool_schemas", "typed_args", "typed_call"]
@@ -75,17 +76,21 @@ def typed_args(
 
 
 def _typed(text: str, schema: Mapping[str, Any]) -> Any:
-    """``text`` as the first type ``schema`` allows that it spells, or ``_NO_VALUE``."""
+    """``text`` as a type ``schema`` allows that it spells, or ``_NO_VALUE``: the other
+    types first and ``string`` last, since any text is a string (``null`` under
+    ``anyOf[string, null]`` is null, as llama.cpp's and vLLM's Qwen3-Coder readers type it).
+    """
     alternatives = schema.get("anyOf") or schema.get("oneOf")
     if isinstance(alternatives, list) and alternatives:
-        for alt in alternatives:
-            if isinstance(alt, Mapping) and (value := _typed(text, alt)) is not _NO_VALUE:
+        alts = [a for a in alternatives if isinstance(a, Mapping)]
+        for alt in sorted(alts, key=lambda a: _types(a) == ["string"]):
+            if (value := _typed(text, alt)) is not _NO_VALUE:
                 return value
         return _NO_VALUE
     enum = schema.get("enum")
     if isinstance(enum, list):
         return next((c for c in (text, _from_text(text)) if c in enum), _NO_VALUE)
-    for kind in _types(schema):
+    for kind in sorted(_types(schema), key=lambda k: k == "string"):
         value = text if kind == "string" else _convert(text, kind)
         if value is not _NO_VALUE:
             return value
@@ -126,9 +131,16 @@ def _is(value: Any, kind: str) -> bool:
 def _convert(text: str, kind: str) -> Any:
     """``text`` as a ``kind``, or ``_NO_VALUE`` when it does not spell one."""
     value = _from_text(text)
+    if kind in ("integer", "number") and value is _NO_VALUE and _DECIMAL.fullmatch(text.strip()):
+        # ``007``: no JSON number, but the integer Python's int() reads, as vLLM's
+        # Qwen3-Coder reader types it (``_convert_param_value``)
+        value = int(text.strip())
     if kind == "integer" and isinstance(value, float) and value.is_integer():
         value = int(value)
     return value if value is not _NO_VALUE and _is(value, kind) else _NO_VALUE
+
+
+_DECIMAL = re.compile(r"[+-]?[0-9]+")
 
 
 def _from_text(value: Any) -> Any:
@@ -140,12 +152,14 @@ def _from_text(value: Any) -> Any:
         return _NO_VALUE
     if text in ("True", "False", "None"):
         return {"True": True, "False": False, "None": None}[text]
+    if nests_too_deep(text):
+        return _NO_VALUE
     try:
         parsed = json.loads(text)
     except (ValueError, RecursionError):
         try:
-            parsed = json.loads(json.dumps(ast.literal_eval(text), allow_nan=False))
-        except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
+            parsed = python_literal(text)  # {'check': True}, a set or tuple as a list
+        except ValueError:
             return _NO_VALUE
     if isinstance(parsed, float) and not math.isfinite(parsed):
         return _NO_VALUE

@@ -8,6 +8,7 @@ across turns and threads (:func:`new_call_id`).
 
 from __future__ import annotations
 
+import ast
 import json
 import math
 import uuid
@@ -20,7 +21,7 @@ from langchain_core.messages.tool import invalid_tool_call, tool_call
 from .events import CallEvent, InvalidCallEvent, ParseEvent
 from .json_text import bracket_depth
 
-__all__ = ["MAX_ARGS_DEPTH", "coerce_args", "loads_lenient"]
+__all__ = ["MAX_ARGS_DEPTH", "coerce_args", "literal_value", "loads_lenient", "python_literal"]
 
 
 def new_call_id() -> str:
@@ -57,6 +58,52 @@ def loads_lenient(text: str) -> Any:
     if value == "" or value is None:
         raise ValueError(f"unreadable JSON: {_clip(text)}")
     return value
+
+
+def python_literal(text: str) -> Any:
+    """The JSON value a Python literal spells (``{'check': True}``, ``('a', 'b')``,
+    ``{'x', 'y'}``): tuples and sets as lists of their items in the order written.
+
+    Raises:
+        ValueError: when ``text`` is no literal, or holds what JSON cannot carry (bytes).
+
+    >>> python_literal("{'tags': {'urgent', 'bug'}, 'on': True}")
+    {'tags': ['urgent', 'bug'], 'on': True}
+    """
+    try:
+        tree = ast.parse(text.strip(), mode="eval").body
+        return literal_value(tree)
+    except (SyntaxError, TypeError, MemoryError, RecursionError) as exc:
+        raise ValueError(f"not a Python literal: {exc}") from None
+
+
+def literal_value(node: ast.expr) -> Any:
+    """The JSON value of one parsed Python literal (see :func:`python_literal`)."""
+    if isinstance(node, ast.Dict):
+        out: dict[str, Any] = {}
+        for key, item in zip(node.keys, node.values, strict=True):
+            if key is None:
+                raise ValueError("a ** inside a literal")
+            name = literal_value(key)
+            if not isinstance(name, str):
+                raise ValueError(f"the key {name!r} is not a string")
+            out[name] = literal_value(item)
+        return out
+    if isinstance(node, ast.List | ast.Tuple | ast.Set):
+        return [literal_value(e) for e in node.elts]
+    if isinstance(node, ast.Name) and node.id in _NAMES:
+        return _NAMES[node.id]
+    value = ast.literal_eval(node)
+    if isinstance(value, float) and not math.isfinite(value):
+        raise ValueError(f"{value!r} is not a JSON number")
+    if value is not None and not isinstance(value, str | int | float):
+        raise ValueError(
+            f"{ast.unparse(node)} is a {type(value).__name__}, which JSON cannot carry"
+        )
+    return value
+
+
+_NAMES = {"true": True, "false": False, "null": None, "True": True, "False": False, "None": None}
 
 
 def coerce_args(value: Any) -> dict[str, Any]:
@@ -124,17 +171,23 @@ def argument_problem(args: Any) -> str | None:
 
 
 def _check_plain(value: Any, where: str, depth: int) -> None:
-    """Refuse what JSON cannot carry to a tool: NaN, infinities, absurd nesting."""
+    """Refuse what JSON cannot carry to a tool: NaN, infinities, absurd nesting, and any
+    value that is not JSON's (bytes, sets, objects a reader or provider let through), so
+    that no reply raises later where its arguments are written as JSON."""
     if depth > MAX_ARGS_DEPTH:
         raise ValueError(TOO_DEEP)
     if isinstance(value, float) and not math.isfinite(value):
         raise ValueError(f"{where} is {value!r}, which is not a JSON number")
     if isinstance(value, dict):
         for key, item in value.items():
+            if not isinstance(key, str):
+                raise ValueError(f"{where} has the key {key!r}, which is not a JSON string")
             _check_plain(item, f"{where}.{key}", depth + 1)
     elif isinstance(value, list):
         for i, item in enumerate(value):
             _check_plain(item, f"{where}[{i}]", depth + 1)
+    elif value is not None and not isinstance(value, str | int | float):  # bool is an int
+        raise ValueError(f"{where} is a {type(value).__name__}, which JSON cannot carry")
 
 
 def call_from_object(

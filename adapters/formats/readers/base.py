@@ -12,7 +12,6 @@ A new format is one file with one :class:`Reader` and one line in the registry
 
 from __future__ import annotations
 
-import ast
 import json
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Any, ClassVar
@@ -27,6 +26,7 @@ from ..call_args import (
     loads_lenient,
     nests_too_deep,
     new_call_id,
+    python_literal,
 )
 from ..events import CallEvent, ContentDelta, ParseEvent
 from ..json_text import brackets_closed, in_json_string
@@ -278,9 +278,9 @@ def _python_container(stripped: str, text: str) -> Any:
     """A dict or list written in Python (``{'check': True}``), as models trained on
     Python-rendered templates write them; anything else stays the text it was."""
     try:
-        # only what JSON can carry, as JSON would carry it (tuples as lists)
-        value = json.loads(json.dumps(ast.literal_eval(stripped), allow_nan=False))
-    except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
+        # only what JSON can carry, as JSON would carry it (tuples and sets as lists)
+        value = python_literal(stripped)
+    except ValueError:
         return text
     return value if isinstance(value, dict | list) else text
 

@@ -33,7 +33,7 @@ import re
 from collections.abc import Iterable, Mapping
 from typing import Any, ClassVar
 
-from ..call_args import TOO_DEEP, invalid, nests_too_deep
+from ..call_args import TOO_DEEP, invalid, literal_value, nests_too_deep
 from ..events import CallEvent, ParseEvent
 from ..json_text import brackets_closed, in_json_string
 from ..markup import Block
@@ -76,7 +76,7 @@ def read_whole_reply(text: str) -> list[ParseEvent] | None:
         return read_pythonic(body)
     if not body.startswith(("{", "[")):
         return None
-    values, rest = strict_prefix(body)
+    values, rest = strict_prefix(_list_mended(body))
     if rest or not values:
         if _JSON_CALL.match(body) and nests_too_deep(body):
             return [invalid(text, f"the reply's JSON tool call: {TOO_DEEP}; not run")]
@@ -94,6 +94,25 @@ def read_whole_reply(text: str) -> list[ParseEvent] | None:
     if not items or not all(_is_call(i) for i in items):
         return None
     return [call_event(i, text) for i in items]
+
+
+def _list_mended(body: str) -> str:
+    """A JSON call list one ``]`` short or with one ``]`` too many, mended (the repair
+    xLAM's and Llama's servers leave to a lenient JSON reader); other text as it is.
+
+    Only where the items are whole call objects: a list cut inside a call is not mended.
+    """
+    if not body.startswith("[") or nests_too_deep(body):
+        return body
+    values, rest = strict_prefix(body)
+    if values and rest == "]" and isinstance(values[0], list):
+        return body[: body.rstrip().rfind("]")]  # one ] too many
+    if values or not brackets_closed(body + "]", must_open=True):
+        return body
+    mended, more = strict_prefix(body + "]")
+    if len(mended) == 1 and not more and isinstance(mended[0], list) and mended[0]:
+        return body + "]" if all(_is_call(i) for i in mended[0]) else body
+    return body
 
 
 def whole_reply_format(text: str) -> str | None:
@@ -125,6 +144,12 @@ def read_pythonic(body: str) -> list[ParseEvent] | None:
     try:
         tree = ast.parse(body, mode="eval").body
     except SyntaxError:
+        repaired = _strings_repaired(body)
+        try:
+            tree = ast.parse(repaired, mode="eval").body if repaired != body else None
+        except SyntaxError:
+            tree = None
+    if tree is None:
         if not brackets_closed(body, quotes="\"'", must_open=True):
             return [
                 invalid(body, "the reply ended inside a pythonic tool call; the call was not run")
@@ -151,18 +176,47 @@ def read_pythonic(body: str) -> list[ParseEvent] | None:
     return events
 
 
-_NAMES = {"true": True, "false": False, "null": None, "True": True, "False": False, "None": None}
+#: what may follow a string's closing quote in a call list (white space aside)
+_AFTER_STRING = ",)]}:"
+
+
+def _strings_repaired(body: str) -> str:
+    """``body`` with the string breakage LFM2 writes mended, as llama.cpp's Python-style
+    call reader takes it: a raw newline inside a string is the newline it means, and a
+    quote of the string's own kind that no ``,`` ``)`` ``]`` ``}`` ``:`` follows is a
+    quote inside it (``'it's'``). Nothing else is changed."""
+    out: list[str] = []
+    quote, i, n = "", 0, len(body)
+    while i < n:
+        ch = body[i]
+        if not quote:
+            if ch in "\"'":
+                quote = ch
+            out.append(ch)
+        elif ch == "\\" and i + 1 < n:
+            out.append(body[i : i + 2])
+            i += 1
+        elif ch == "\n":
+            out.append("\\n")
+        elif ch == "\r":
+            out.append("\\r")
+        elif ch == quote:
+            rest = body[i + 1 :].lstrip(" \t")
+            if not rest or rest[0] in _AFTER_STRING:
+                quote = ""
+                out.append(ch)
+            else:
+                out.append("\\" + ch)
+        else:
+            out.append(ch)
+        i += 1
+    return "".join(out)
 
 
 def _literal(node: ast.expr) -> Any:
-    """A Python literal, with JSON's ``true``/``false``/``null`` taken as theirs."""
-    if isinstance(node, ast.Name) and node.id in _NAMES:
-        return _NAMES[node.id]
-    if isinstance(node, ast.Dict):
-        return {_literal(k): _literal(v) for k, v in zip(node.keys, node.values, strict=True) if k}
-    if isinstance(node, ast.List | ast.Tuple):
-        return [_literal(e) for e in node.elts]
-    return ast.literal_eval(node)
+    """A Python literal as JSON (:func:`~..call_args.python_literal`'s rules), with JSON's
+    ``true``/``false``/``null`` taken as theirs."""
+    return literal_value(node)
 
 
 def read_pythonic_calls(text: str, *, closed: bool, where: str) -> list[ParseEvent]:

@@ -211,6 +211,12 @@ def _value_end(text: str, at: int, *, closed: bool) -> tuple[int, int]:
         search = found + len(PARAM_END)  # a </parameter> inside the value's own text
     # a missing </parameter>: the next parameter on a line of its own, or </function>
     implicit = [i + 1 for i in (text.find("\n" + PARAM, at),) if i >= 0]
+    # or a next parameter inside the line (``Dallas<parameter=state>TX``), as vLLM's
+    # Qwen3-Coder reader ends a value at any ``<parameter=``; unless the value holds its
+    # own tags, each closed before the value's closer (source code quoting the format)
+    inline = _unclosed_param(text, at, close)
+    if inline >= 0:
+        implicit.append(inline)
     func_end = text.find(FUNCTION_END, at)
     while func_end >= 0 and not _structural_function_end(text, func_end, closed=closed):
         func_end = text.find(FUNCTION_END, func_end + 1)
@@ -224,6 +230,27 @@ def _value_end(text: str, at: int, *, closed: bool) -> tuple[int, int]:
     if closed:
         return len(text), len(text)
     return -1, -1
+
+
+def _unclosed_param(text: str, at: int, close: int) -> int:
+    """The first ``<parameter=NAME>`` after ``at`` (before ``close``, the value's closer,
+    when found) that no ``</parameter>`` of its own follows inside the value, or -1."""
+    stop = close if close >= 0 else len(text)
+    pos, opened = at, []
+    while True:
+        nxt = text.find(PARAM, pos, stop)
+        end = text.find(PARAM_END, pos, stop)
+        if nxt < 0 and end < 0:
+            return opened[0] if opened else -1
+        if nxt >= 0 and (end < 0 or nxt < end):
+            key, _ = _tag_name(text, nxt + len(PARAM))
+            if key and not _BAD_NAME.search(key):
+                opened.append(nxt)
+            pos = nxt + len(PARAM)
+        else:
+            if opened:
+                opened.pop()
+            pos = end + len(PARAM_END)
 
 
 def _structural_function_end(text: str, at: int, *, closed: bool) -> bool:
@@ -281,6 +308,15 @@ def read_arg_pairs(text: str, *, closed: bool) -> Iterator[ParseEvent]:
     if not name or (rest.strip() and not rest.lstrip().startswith("<arg_key>")):
         yield invalid(text, "a GLM tool call must start with the tool's name")
         return
+    if rest.rfind("<arg_value>") > rest.rfind("</arg_value>"):
+        # the last value's </arg_value> missing where the call's closer came: the value
+        # runs to it. A closer inside a value is the value's text (the block went on), so
+        # one that ends the reply is the call's own
+        tail = rest.rstrip()
+        if not closed and tail.endswith(TOOL_CALL.close[0]):
+            rest, closed = tail.removesuffix(TOOL_CALL.close[0]), True
+        if closed:
+            rest = rest + "</arg_value>"
     pairs = _ARG.findall(rest)
     if not closed:
         yield invalid(
@@ -317,8 +353,12 @@ def read_invokes(
     end = 0
     for match in invoke.finditer(text):
         name = next(g for g in match.groups()[:3] if g is not None)
+        # MiniMax's readers strip a value; Step-3's keep it as written (vLLM's step3
+        # parser: an edit tool's "    if x:" keeps its indentation)
         params = {
-            next(g for g in p.groups()[:3] if g is not None).strip(): p.group(4).strip()
+            next(g for g in p.groups()[:3] if g is not None).strip(): (
+                p.group(4) if prefix else p.group(4).strip()
+            )
             for p in param.finditer(match.group(4))
         }
         yield _text_call(name, params, match.group(0))
