@@ -334,8 +334,7 @@ class ApproveNode:
                 self.configs[call["name"]]["allowed_decisions"],
                 token=value["review_token"],
                 # an unbound answer to a later call could be a retried answer to an earlier one
-                # decisions alone: for a reply's first gated call, none decided before
-                first_review=i == 0
+                first_review=(first and i == 0)
                 or _answer_tied(config, i)
                 or (named is not None and i <= named),
             )
