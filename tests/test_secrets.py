@@ -26,7 +26,6 @@ from ports import free_port
 
 from fncall_graph import create_fncall_graph
 from fncall_graph.adapters.checkpoint import sqlite_saver
-from fncall_graph.adapters.secrets import redact
 from fncall_graph.testing import ReplayChatModel
 
 CLI = str(Path(sys.executable).parent / "fncall-graph")
@@ -232,4 +231,6 @@ def test_the_oauth_token_caches_folders_are_private_under_umask_000(tmp_path: Pa
     ],
 )
 def test_redact_masks_secrets_and_keeps_the_rest(text: str, expected: str) -> None:
+    from fncall_graph.adapters.secrets import redact
+
     assert redact(text) == expected
