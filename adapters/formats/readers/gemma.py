@@ -139,7 +139,11 @@ class _Args:
             try:
                 return json.JSONDecoder().raw_decode(text, i)
             except ValueError:
+                if text.find('"', i + 1) >= 0:
+                    return self._quoted(i)
                 raise _Cut from None
+        if text[i] == "'":  # a Python-quoted string, as Gemma 4 sometimes writes one
+            return self._quoted(i)
         end = i
         while end < self.n and text[end] not in ",}])":
             end += 1
@@ -148,6 +152,25 @@ class _Args:
         bare = text[i:end].strip()
         # some Gemma templates print a null argument as Python's None
         return (None if bare == "None" else json_value(bare)), end
+
+    def _quoted(self, i: int) -> tuple[str, int]:
+        """The string quoted by ``'`` (or ``"``) at ``i``: it ends at the first such quote
+        that a ``,`` ``}`` ``]`` ``)`` (or the end) follows; a delimiter token stuck to
+        either quote is the model's stray, not the string's."""
+        text, mark = self.text, self.text[i]
+        j = i + 1
+        while True:
+            end = text.find(mark, j)
+            if end < 0:
+                raise _Cut
+            after = end + 1
+            if text.startswith(self.quote, after):
+                after += len(self.quote)
+            rest = text[after:].lstrip()
+            if not rest or rest[0] in ",}])":
+                value = text[i + 1 : end].removeprefix(self.quote).removesuffix(self.quote)
+                return value, after
+            j = end + 1
 
 
 def read_gemma_calls(text: str, *, quote: str, where: str, closed: bool) -> Iterator[ParseEvent]:
@@ -202,10 +225,19 @@ class GemmaReader(FormatReader):
         super().__init__(fmt.name, (fmt.block,), drop_tokens=fmt.drop_tokens, examples=fmt.examples)
 
     def read_block(self, block: Block, text: str, *, closed: bool) -> Iterable[ParseEvent]:
+        tail = text.rstrip()
+        if not closed and text.count(self.fmt.quote) % 2 and tail.endswith(block.close):
+            # a string left open (its closing delimiter missing) kept the call's closer
+            # inside it; the closer that ends the reply is the call's own
+            closer = next(c for c in block.close if tail.endswith(c))
+            text, closed = tail.removesuffix(closer), True
         return read_gemma_calls(text, quote=self.fmt.quote, where=block.open, closed=closed)
 
     def block_may_close(self, block: Block, text: str, marker: str) -> bool:
-        return True  # strings are wrapped in the format's own quote token, not JSON's
+        # a value is opaque until its own closer: a call token inside a string (its
+        # quote tokens left open) is the string's text, as llama.cpp reads a string to
+        # its closing <|"|>
+        return text.count(self.fmt.quote) % 2 == 0
 
 
 class GemmaThoughtReader(Reader):

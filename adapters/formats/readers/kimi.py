@@ -23,6 +23,7 @@ import contextlib
 import json
 import re
 from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 from ..call_args import invalid
@@ -85,31 +86,14 @@ def _xtml(kind: str) -> tuple[str, str]:
 K3_TOOLS, K3_THINK, K3_RESPONSE = _xtml("tools"), _xtml("think"), _xtml("response")
 K3_MESSAGE_END = _xtml("message")[1]
 _SEP = re.escape(_SEP_TOKEN)
-_K3_CALL = re.compile(
-    re.escape(_OPEN)
-    + r"\s*call\s+((?:(?!"
-    + _SEP
-    + r").)*)"
-    + _SEP
-    + r"(.*?)("
-    + re.escape(_CLOSE)
-    + r"\s*call\s*"
-    + _SEP
-    + r"|\Z)",
-    re.DOTALL,
+_K3_CALL_HEAD = re.compile(
+    re.escape(_OPEN) + r"\s*call\s+((?:(?!" + _SEP + r").)*)" + _SEP, re.DOTALL
 )
-_K3_ARG = re.compile(
-    re.escape(_OPEN)
-    + r"\s*argument\s+((?:(?!"
-    + _SEP
-    + r").)*)"
-    + _SEP
-    + r"(.*?)"
-    + re.escape(_CLOSE)
-    + r"\s*argument\s*"
-    + _SEP,
-    re.DOTALL,
+_K3_CALL_END = re.compile(re.escape(_CLOSE) + r"\s*call\s*" + _SEP)
+_K3_ARG_HEAD = re.compile(
+    re.escape(_OPEN) + r"\s*argument\s+((?:(?!" + _SEP + r").)*)" + _SEP, re.DOTALL
 )
+_K3_ARG_END = re.compile(re.escape(_CLOSE) + r"\s*argument\s*" + _SEP)
 _ATTR = re.compile(r'(\w+)="([^"]*)"')
 
 
@@ -140,34 +124,65 @@ class KimiK3Reader(Reader):
         return _read_k3(text)
 
     def block_may_close(self, block: Block, text: str, marker: str) -> bool:
-        return True  # values are text between tags, not JSON strings: a closer closes
+        # a value is opaque until its own closer (llama.cpp reads it to the first
+        # <|close|>argument<|sep|>): the tools closer inside one is the value's text
+        return not _k3_scan(text)[1]
+
+
+@dataclass
+class _K3Call:
+    head: re.Match[str]
+    args: list[tuple[dict[str, str], str]] = field(default_factory=list)
+    end: int = -1  # where its <|close|>call<|sep|> ends; -1: not come
+
+
+def _k3_scan(text: str) -> tuple[list[_K3Call], bool]:
+    """The calls in a ``tools`` block, read in order: each argument's value runs to the
+    first ``<|close|>argument<|sep|>`` after it, whatever markup it holds; and whether
+    the text ends inside a value."""
+    calls: list[_K3Call] = []
+    pos = 0
+    while (head := _K3_CALL_HEAD.search(text, pos)) is not None:
+        call = _K3Call(head)
+        calls.append(call)
+        pos = head.end()
+        while True:
+            arg = _K3_ARG_HEAD.search(text, pos)
+            stop = _K3_CALL_END.search(text, pos)
+            if stop is not None and (arg is None or stop.start() < arg.start()):
+                call.end = pos = stop.end()
+                break
+            if arg is None:
+                return calls, False  # the reply ended inside the call
+            value_end = _K3_ARG_END.search(text, arg.end())
+            if value_end is None:
+                return calls, True
+            call.args.append((_attrs(arg.group(1)), text[arg.end() : value_end.start()]))
+            pos = value_end.end()
+    return calls, False
 
 
 def _read_k3(text: str) -> Iterator[ParseEvent]:
-    found = False
-    for call in _K3_CALL.finditer(text):
-        found = True
-        attrs = _attrs(call.group(1))
-        name = attrs.get("tool", "")
-        if not call.group(3):
-            yield invalid(
-                call.group(0), f"the reply ended inside the call of {name!r}; not run", name=name
-            )
+    calls, _ = _k3_scan(text)
+    for call in calls:
+        name = _attrs(call.head.group(1)).get("tool", "")
+        raw = text[call.head.start() : call.end if call.end >= 0 else len(text)]
+        if call.end < 0:
+            yield invalid(raw, f"the reply ended inside the call of {name!r}; not run", name=name)
             return
         args: dict[str, Any] = {}
         texts: dict[str, str] = {}  # values whose type the call does not give
-        for arg in _K3_ARG.finditer(call.group(2)):
-            arg_attrs = _attrs(arg.group(1))
-            value: Any = arg.group(2)
+        for arg_attrs, value in call.args:
             key = arg_attrs.get("key", "")
+            typed: Any = value
             if "type" not in arg_attrs:
                 texts[key] = value
             if arg_attrs.get("type", "string") != "string":
-                with contextlib.suppress(ValueError):  # kept as written, as servers keep it
-                    value = json.loads(value)
-            args[key] = value
-        yield named_call(name, args, call.group(0), texts=texts)
-    if not found and text.strip():
+                with contextlib.suppress(ValueError, RecursionError):  # kept as written
+                    typed = json.loads(value)
+            args[key] = typed
+        yield named_call(name, args, raw, texts=texts)
+    if not calls and text.strip():
         yield invalid(text, f"no call inside {K3_TOOLS[0]}")
 
 
