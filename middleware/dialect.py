@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import threading
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable
@@ -15,6 +16,7 @@ from langchain.agents.middleware.types import (
     ModelResponse,
 )
 from langchain_core.language_models import BaseChatModel
+from langchain_core.messages import AIMessage
 from langgraph.types import Command
 
 from fncall_graph.adapters import Dialect, get_dialect
@@ -23,7 +25,9 @@ from fncall_graph.adapters.models import initial_dialect
 from fncall_graph.adapters.models.call_format import check_call_format
 from fncall_graph.adapters.models.chat_model import DialectChatModel, with_dialect
 from fncall_graph.nodes._plan import DialectPlan
+from fncall_graph.nodes.model import DEFAULT_MAX_CALLS_PER_REPLY, bounded_calls
 from fncall_graph.nodes.react_fallback import REASON_KEY, ReactFallbackNode
+from fncall_graph.nodes.tools import invalid_call_message
 
 __all__ = ["DialectMiddleware"]
 
@@ -80,6 +84,10 @@ class DialectMiddleware(AgentMiddleware[DialectState, Any, Any]):
             text in (``"hermes"``, ``"mistral"``, a family such as ``"qwen3-coder"``;
             see :func:`~fncall_graph.adapters.with_dialect`); ``None``: the model's own,
             asked of its server or told by its name.
+        max_calls_per_reply: calls of one reply that go on to run (default 32, as in
+            ``create_fncall_graph``); those past it become ``invalid_tool_calls`` saying
+            why, which the agent never runs and answers for the model as it answers
+            every unreadable call. ``None``: no bound.
 
     Raises:
         ValueError: an unknown dialect or call format, or a ``fallback`` that is not a
@@ -124,8 +132,14 @@ class DialectMiddleware(AgentMiddleware[DialectState, Any, Any]):
         *,
         fallback: PromptDialectName | Dialect = "react",
         call_format: str | None = None,
+        max_calls_per_reply: int | None = DEFAULT_MAX_CALLS_PER_REPLY,
     ) -> None:
         super().__init__()
+        if max_calls_per_reply is not None and max_calls_per_reply < 1:
+            raise ValueError(
+                f"max_calls_per_reply must be at least 1 or None, got {max_calls_per_reply}"
+            )
+        self.max_calls_per_reply = max_calls_per_reply
         auto = isinstance(dialect, str) and dialect == "auto"
         self.dialect: Dialect | None = None if auto else get_dialect(dialect)
         self.fallback = get_dialect(fallback)
@@ -185,11 +199,13 @@ class DialectMiddleware(AgentMiddleware[DialectState, Any, Any]):
         plan = self._plan(request.model)
         dialect = plan.current(request.state)
         try:
-            return handler(request.override(model=self._speaking(request.model, dialect)))
+            response = handler(request.override(model=self._speaking(request.model, dialect)))
         except Exception as exc:
             dialect, reason = plan.fallback_for(dialect, exc, request.model)
+        else:
+            return self._bounded(response)
         response = handler(request.override(model=self._speaking(request.model, dialect)))
-        return _switched(response, plan, reason)
+        return _switched(self._bounded(response), plan, reason)
 
     async def awrap_model_call(
         self,
@@ -200,11 +216,37 @@ class DialectMiddleware(AgentMiddleware[DialectState, Any, Any]):
         plan = self._plan(request.model)
         dialect = plan.current(request.state)
         try:
-            return await handler(request.override(model=self._speaking(request.model, dialect)))
+            speaking = self._speaking(request.model, dialect)
+            response = await handler(request.override(model=speaking))
         except Exception as exc:
             dialect, reason = plan.fallback_for(dialect, exc, request.model)
+        else:
+            return self._bounded(response)
         response = await handler(request.override(model=self._speaking(request.model, dialect)))
-        return _switched(response, plan, reason)
+        return _switched(self._bounded(response), plan, reason)
+
+    def _bounded(self, response: Any) -> Any:
+        """``response`` with its reply's calls past ``max_calls_per_reply`` made
+        unreadable calls that say why (:func:`~fncall_graph.nodes.model.bounded_calls`),
+        each answered in the reply's result as the graph answers it (the agent would
+        tell the model its arguments were malformed)."""
+        if isinstance(response, AIMessage):
+            response = ModelResponse(result=[response])
+        if isinstance(response, ExtendedModelResponse):
+            return dataclasses.replace(
+                response, model_response=self._bounded(response.model_response)
+            )
+        if not isinstance(response, ModelResponse):
+            return response
+        result: list[Any] = []
+        for message in response.result:
+            if not isinstance(message, AIMessage):
+                result.append(message)
+                continue
+            bounded = bounded_calls(message, self.max_calls_per_reply)
+            over = bounded.invalid_tool_calls[len(message.invalid_tool_calls) :]
+            result += [bounded, *(invalid_call_message(c) for c in over)]
+        return dataclasses.replace(response, result=result)
 
 
 def _switched(

@@ -75,7 +75,7 @@ from .adapter import RENDERED_KEY
 from .react_fallback import REASON_KEY
 from .structured_response import STRUCTURED_RESPONSE_KEY, ResponseStrategy
 
-__all__ = ["DEFAULT_MAX_CALLS_PER_REPLY", "STOP_REASON_KEY", "ModelNode"]
+__all__ = ["DEFAULT_MAX_CALLS_PER_REPLY", "STOP_REASON_KEY", "ModelNode", "bounded_calls"]
 
 STOP_REASON_KEY = "fncall_stop_reason"
 

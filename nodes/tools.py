@@ -47,6 +47,7 @@ __all__ = [
     "DEFAULT_TOOL_TIMEOUT",
     "ToolDispatchNode",
     "astored_result",
+    "invalid_call_message",
     "stored_result",
     "tool_error_message",
     "writes_by_annotation",

@@ -114,3 +114,24 @@ def test_the_bound_is_a_parameter_and_is_checked() -> None:
     assert len(written) == CALLS
     with pytest.raises(ValueError, match="max_calls_per_reply must be at least 1 or None, got 0"):
         create_fncall_graph(model, [append_row], max_calls_per_reply=0)
+
+
+@pytest.mark.parametrize("mode", ["sync", "async"])
+async def test_create_agent_with_the_dialect_middleware_runs_thirty_two(mode: str) -> None:
+    from langchain.agents import create_agent
+
+    from fncall_graph import DialectMiddleware
+
+    (model, append_row), written = thousand_writes()
+    agent = create_agent(model, [append_row], middleware=[DialectMiddleware("native")])
+    question = {"messages": [("user", "append a thousand rows")]}
+    out = agent.invoke(question) if mode == "sync" else await agent.ainvoke(question)
+    assert sorted(written) == sorted(f"v{i}" for i in range(DEFAULT_MAX_CALLS_PER_REPLY))
+    reply = next(m for m in out["messages"] if isinstance(m, AIMessage) and m.tool_calls)
+    assert len(reply.invalid_tool_calls) == CALLS - DEFAULT_MAX_CALLS_PER_REPLY
+    # the history holds an answer for every call, and the model was told why
+    every_call_answered_once(out["messages"])
+    every_call_answered_once(model.inputs[1])
+    told = [m for m in model.inputs[1] if isinstance(m, ToolMessage) and "Not run" in m.content]
+    assert len(told) == CALLS - DEFAULT_MAX_CALLS_PER_REPLY
+    assert out["messages"][-1].content == "done"
