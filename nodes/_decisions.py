@@ -110,7 +110,14 @@ def _check_bound(
     *,
     first_review: bool,
 ) -> None:
-    """Raise :class:`StaleApproval` unless the answer is for exactly ``calls``."""
+    """Raise :class:`StaleApproval` unless the answer is for exactly ``calls``.
+
+    ``first_review``: whether an answer tied to nothing (decisions alone, LangChain's
+    plain ``{"decisions": [...]}``) can be for this review only: it is the first review
+    of the user's turn (no answer was taken since the user's last message, so the
+    answer cannot be another review's, sent again), and the first call of it in
+    ``per_call``; the answer then needs one decision per pending call.
+    """
     ids = [c.get("id") or "" for c in calls]
     shown = ", ".join(f"{c['name']} ({i})" for c, i in zip(calls, ids, strict=True))
     if answer_token is not None and answer_token != token:
@@ -135,8 +142,9 @@ def _check_bound(
     if answer_token is None and not any(named) and not first_review:
         raise StaleApproval(
             "an answer naming neither its calls nor its review (decisions alone) is taken "
-            "only for a thread's first review, where it cannot be meant for another, or "
-            "when it names the pending interrupt: "
+            "for the first review of a user's turn, where it cannot be another review's "
+            "answer sent again; this review comes after an answer taken in this turn, so it "
+            "could be. Name the pending interrupt: "
             "Command(resume={interrupt.id: {'decisions': [...]}}), as LangChain's clients "
             f"can send it; pending now: {shown}. Or answer with the review's token and call "
             "ids (fncall_graph.bind_decisions(interrupt.value, decisions)); nothing was run",

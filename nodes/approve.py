@@ -42,7 +42,7 @@ the decisions, their binding and the response schema that checks them, :mod:`._d
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 from langchain.agents.middleware.human_in_the_loop import (
@@ -79,6 +79,7 @@ from ._decisions import (
     review_token,
 )
 from ._error_answer import error_answer
+from ._plan import current_turn
 from ._repeats import calls_that_run
 from ._review import InterruptMode, normalize_interrupt_on, unanswered_calls, unknown_tool
 
@@ -118,6 +119,8 @@ class ApproveNode:
             names count as ``tool_names``).
         interrupt_mode: ``"batched"``: one interrupt per reply; ``"per_call"``: one per
             gated call, in LangChain's ``ToolApprovalRequest`` shape.
+        rejection: the ``ToolMessage`` answering a rejected call, from the call and the
+            reviewer's message (default: the product's words, the message as it is).
         max_repeats: the graph's repeat guard (``None``: none): a call the guard will
             answer instead of running is not asked about (see
             :func:`~fncall_graph.nodes._repeats.repeat_answers`, which the tools node's
@@ -151,7 +154,9 @@ class ApproveNode:
         tools: Iterable[BaseTool] = (),
         interrupt_mode: InterruptMode = "batched",
         max_repeats: int | None = None,
+        rejection: Callable[[ToolCall, str | None], ToolMessage] | None = None,
     ) -> None:
+        self.rejection = rejection or _rejection
         self.configs = normalize_interrupt_on(interrupt_on)
         self.max_repeats = max_repeats
         self.tools = {t.name: t for t in tools}
@@ -246,8 +251,9 @@ class ApproveNode:
         return request
 
     def first_review(self, state: Mapping[str, Any], ai: AIMessage) -> bool:
-        """Whether no reply before ``ai`` had gated calls (so no earlier review)."""
-        for m in state["messages"]:
+        """Whether no reply of this user turn before ``ai`` had gated calls (so no answer
+        was taken since the user's last message: a plain answer is for this review)."""
+        for m in current_turn(state["messages"]):
             if m is ai:
                 return True
             if isinstance(m, AIMessage) and self.gated(m.tool_calls, state):
@@ -304,6 +310,22 @@ class ApproveNode:
         own_answer_taken(config)
         return ai, calls, response.decisions  # type: ignore[attr-defined]
 
+    def decide(
+        self, call: ToolCall, state: Mapping[str, Any], config: RunnableConfig
+    ) -> _Decision | None:
+        """``per_call`` inside the call's own task (a tool call's, as LangChain's
+        middleware reviews it): the decision on ``call``, asked in the task's interrupt,
+        so every gated call of a reply waits at once; ``None``: not gated."""
+        ai = next((m for m in reversed(state["messages"]) if isinstance(m, AIMessage)), None)
+        if ai is None or not self.gated([call], state):
+            return None
+        gated = self.gated(ai.tool_calls, state)
+        first = (
+            self.first_review(state, ai) and bool(gated) and gated[0].get("id") == call.get("id")
+        )
+        [decision] = self._ask_each([call], state, config, first=first, alone=True)
+        return decision
+
     def _ask_each(
         self,
         calls: Sequence[ToolCall],
@@ -311,6 +333,7 @@ class ApproveNode:
         config: RunnableConfig,
         *,
         first: bool,
+        alone: bool = False,
     ) -> list[_Decision]:
         """``per_call``: one interrupt per gated call, in order, as LangChain's
         ``HumanInTheLoopMiddleware(interrupt_mode="per_call")`` raises them; on resume,
@@ -338,7 +361,10 @@ class ApproveNode:
                 or _answer_tied(config, i)
                 or (named is not None and i <= named),
             )
-            if named is not None and i > named and not resumed_by_id(config, i):
+            if (named is not None and i > named and not resumed_by_id(config, i)) or (
+                alone and named is None and resumes_by_id(config)
+            ):
+                # (alone: the task's one call; the run answers other tasks' interrupts)
                 pause(config, value, i, schema)
             answers.append(interrupt(value, response_schema=schema))
             note_answer(config, schema, answers[-1])
@@ -359,7 +385,7 @@ class ApproveNode:
             if isinstance(decision, EditDecision):
                 edits[call["id"] or ""] = decision.edited_action
             elif isinstance(decision, RejectDecision):
-                answers.append(_rejection(call, decision.message))
+                answers.append(self.rejection(call, decision.message))
             elif isinstance(decision, RespondDecision):
                 answers.append(
                     ToolMessage(

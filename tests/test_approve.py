@@ -432,7 +432,8 @@ def paused_on_second_write(tmp_path, saver):
     return graph, tools, first, second
 
 
-@pytest.mark.parametrize("form", ["bound", "unbound", "interrupt_id", "call_ids"])
+# decisions alone, sent again on the next turn's first review: test_plain_answers.py
+@pytest.mark.parametrize("form", ["bound", "interrupt_id", "call_ids"])
 def test_a_retried_approve_does_not_approve_the_next_write(tmp_path, saver, form):
     graph, tools, first, second = paused_on_second_write(tmp_path, saver)
     retry = {

@@ -31,6 +31,16 @@ def log_tool(written: list[str]):
     return log
 
 
+def peek_tool(written: list[str]):
+    @tool
+    def peek(entry: str) -> str:
+        """Read an entry."""
+        written.append(f"peek:{entry}")
+        return "seen"
+
+    return peek
+
+
 def one_call_per_turn(turns: int) -> ReplayChatModel:
     outputs: list = []
     for n in range(turns):
@@ -69,11 +79,7 @@ def test_a_stale_answer_runs_nothing(saver):
     # the first review's answer again (a retried request): refused, the new review kept
     with pytest.raises(StaleApproval, match="review pending now"):
         agent.invoke(Command(resume=bound), CFG)
-    # decisions tied to nothing, on a thread's second review: refused, saying how to answer
-    with pytest.raises(StaleApproval, match=r"Command\(resume=\{interrupt.id"):
-        agent.invoke(Command(resume=APPROVE), CFG)
-    # that refused answer stays written to the checkpoint (LangGraph saves an answer
-    # without an id before the run): a later run by another review's id does not take it
+    # keyed by the first review's id again: still nothing takes it
     again = agent.invoke(Command(resume={first.id: APPROVE}), CFG)
     assert [i.id for i in again["__interrupt__"]] == [second.id]
     assert written == ["e0"]
@@ -101,9 +107,8 @@ def test_a_plain_decisions_client_answers_every_review_of_a_thread(saver, mode):
         if mode == "per_call":
             assert pending.value["type"] == "tool_approval"
             assert pending.value["tool_call_id"] == f"c{n}"
-        # LangChain's own answer; a thread's first review takes it even unkeyed
-        answer = plain if n == 0 else {pending.id: plain}
-        done = agent.invoke(Command(resume=answer), CFG)
+        # LangChain's own answer, unkeyed: the first review of each turn takes it
+        done = agent.invoke(Command(resume=plain), CFG)
         assert done["messages"][-1].content == f"logged {n}"
     assert written == [f"e{n}" for n in range(REVIEWS)]
 
@@ -148,10 +153,18 @@ def test_edit_reject_and_respond_apply_to_their_calls(saver):
     out = agent.invoke(Command(resume=bind_decisions(review.value, decisions)), CFG)
     assert written == ["E0"]
     [ai] = [m for m in out["messages"] if isinstance(m, AIMessage) and m.tool_calls]
-    assert ai.tool_calls[0]["args"] == {"entry": "E0"}  # the history shows the call that ran
+    # as LangChain's middleware: the model's call stays as it wrote it, the result says
+    # which call ran instead
+    assert ai.tool_calls[0]["args"] == {"entry": "e0"}
     answers = {m.tool_call_id: m for m in out["messages"] if isinstance(m, ToolMessage)}
-    assert answers["c0"].content == "logged"
-    assert (answers["c1"].status, answers["c1"].content) == ("error", "not this one")
+    assert answers["c0"].content.startswith("Note: a human reviewer replaced this tool call")
+    assert answers["c0"].content.endswith(
+        'Executed instead: log with arguments {"entry": "E0"}.\n\nTool response:\nlogged'
+    )
+    assert (answers["c1"].status, answers["c1"].content) == (
+        "error",
+        "User rejected the tool call for `log` with reason: not this one",
+    )
     assert (answers["c2"].status, answers["c2"].content) == ("success", "already logged")
 
 
@@ -194,8 +207,9 @@ def test_langchain_configs_are_taken_and_bad_ones_refused():
 
 
 def test_per_call_reviews_of_a_later_turn_are_answered_by_their_ids(saver):
-    """Two gated calls in a thread's second turn: one interrupt at a time, each taken
-    when keyed by its own id; nothing runs before both are decided."""
+    """Two gated calls in a thread's second turn wait at once, each in its own tool
+    call (as LangChain's middleware asks them); each answer keyed by its id runs its
+    call only; an answer naming neither waits for the one it could be for."""
     written: list[str] = []
     two = [{"name": "log", "args": {"entry": e}, "id": e} for e in ("b1", "b2")]
     model = ReplayChatModel(
@@ -209,13 +223,105 @@ def test_per_call_reviews_of_a_later_turn_are_answered_by_their_ids(saver):
     agent = agent_on(saver, written, model, interrupt_mode="per_call")
     agent.invoke({"messages": [("user", "log a")]}, CFG)
     agent.invoke(Command(resume={"type": "approve"}), CFG)
-    [first] = agent.invoke({"messages": [("user", "log b")]}, CFG)["__interrupt__"]
-    assert first.value["tool_call_id"] == "b1"
-    with pytest.raises(StaleApproval):  # tied to nothing, on a later review
-        agent.invoke(Command(resume={"type": "approve"}), CFG)
-    [second] = agent.invoke(Command(resume={first.id: {"type": "approve"}}), CFG)["__interrupt__"]
-    assert second.value["tool_call_id"] == "b2" and second.id != first.id
-    assert written == ["a"]
-    done = agent.invoke(Command(resume={second.id: {"type": "reject"}}), CFG)
+    pending = agent.invoke({"messages": [("user", "log b")]}, CFG)["__interrupt__"]
+    by_call = {i.value["tool_call_id"]: i for i in pending}
+    assert sorted(by_call) == ["b1", "b2"]
+    out = agent.invoke(Command(resume={by_call["b1"].id: {"type": "approve"}}), CFG)
+    assert [i.id for i in out["__interrupt__"]] == [by_call["b2"].id]
+    assert written == ["a", "b1"]
+    done = agent.invoke(Command(resume={by_call["b2"].id: {"type": "reject"}}), CFG)
     assert done["messages"][-1].content == "done b"
     assert written == ["a", "b1"]
+
+
+# --------------------------------------------------------------- a drop-in for LangChain's
+
+EDITED = {"type": "edit", "edited_action": {"name": "log", "args": {"entry": "E"}}}
+
+
+def _history(agent) -> list[tuple]:
+    out = []
+    for m in agent.get_state(CFG).values["messages"]:
+        if isinstance(m, AIMessage):
+            out.append(("ai", m.text, [(c["name"], c["args"], c["id"]) for c in m.tool_calls]))
+        elif isinstance(m, ToolMessage):
+            out.append(("tool", m.tool_call_id, m.text, m.status, m.response_metadata))
+        else:
+            out.append((m.type, m.text))
+    return out
+
+
+@pytest.mark.parametrize(
+    "decision",
+    [
+        {"type": "approve"},
+        {"type": "reject"},
+        {"type": "reject", "message": "no"},
+        EDITED,
+        {"type": "respond", "message": "done by hand"},
+    ],
+    ids=["approve", "reject", "reject-reason", "edit", "respond"],
+)
+@pytest.mark.parametrize("mode", ["batched", "per_call"])
+def test_the_same_history_as_human_in_the_loop_middleware(decision, mode):
+    """One gated call beside an ungated one, decided; LangChain's middleware and this one
+    leave the same history (the model's call as it wrote it, an edited call's result
+    with LangChain's notice, a rejection in LangChain's words)."""
+    from langchain.agents.middleware import HumanInTheLoopMiddleware
+    from langgraph.checkpoint.memory import InMemorySaver
+
+    histories, ran = [], []
+    for cls in (HumanInTheLoopMiddleware, BoundApprovalMiddleware):
+        written: list[str] = []
+
+        two = [
+            {"name": "log", "args": {"entry": "e"}, "id": "c0"},
+            {"name": "peek", "args": {"entry": "p"}, "id": "c1"},
+        ]
+        model = ReplayChatModel([{"content": "", "tool_calls": two}, "done"])
+        agent = create_agent(
+            model,
+            [log_tool(written), peek_tool(written)],
+            middleware=[cls(interrupt_on={"log": True}, interrupt_mode=mode)],
+            checkpointer=InMemorySaver(),
+        )
+        [pending] = agent.invoke({"messages": [("user", "go")]}, CFG)["__interrupt__"]
+        answer = {"decisions": [decision]} if mode == "batched" else decision
+        agent.invoke(Command(resume={pending.id: answer}), CFG)
+        histories.append(_history(agent))
+        ran.append(sorted(written))
+    assert histories[1] == histories[0]
+    assert ran[1] == ran[0]
+
+
+def test_edit_notice_as_langchain_takes_it(saver):
+    written: list[str] = []
+    model = ReplayChatModel(
+        [{"content": "", "tool_calls": [{"name": "log", "args": {"entry": "e"}, "id": "c0"}]}, "ok"]
+    )
+    agent = agent_on(saver, written, model, edit_notice=None)
+    agent.invoke({"messages": [("user", "log")]}, CFG)
+    agent.invoke(Command(resume={"decisions": [EDITED]}), CFG)
+    assert written == ["E"]
+    [result] = [m for m in agent.get_state(CFG).values["messages"] if isinstance(m, ToolMessage)]
+    assert result.content == "logged"  # no notice asked for: the result as it is
+
+
+def test_langchains_per_call_client_loop_answers_every_call(saver):
+    """LangChain's per-call client: every pending interrupt listed at once, each answered
+    by its own resume, in turn."""
+    written: list[str] = []
+    three = [{"name": "log", "args": {"entry": f"e{n}"}, "id": f"c{n}"} for n in range(3)]
+    model = ReplayChatModel([{"content": "", "tool_calls": three}, "done"])
+    agent = agent_on(saver, written, model, interrupt_mode="per_call")
+    pending = agent.invoke({"messages": [("user", "log three")]}, CFG)["__interrupt__"]
+    assert sorted(i.value["tool_call_id"] for i in pending) == ["c0", "c1", "c2"]
+    for interrupt in pending:
+        decision = {"type": "reject"} if interrupt.value["tool_call_id"] == "c1" else APPROVE_ONE
+        out = agent.invoke(Command(resume={interrupt.id: decision}), CFG)
+    assert out["messages"][-1].content == "done"
+    assert sorted(written) == ["e0", "e2"]
+    assert not agent.get_state(CFG).interrupts
+
+
+APPROVE_ONE = {"type": "approve"}

@@ -1,8 +1,16 @@
-"""LangChain's plain HITL answer, ``{"decisions": [...]}``, on every review of a thread
-when it is tied to the pending review by the ecosystem's own means: LangGraph's
-interrupt id (``Command(resume={interrupt.id: ...})``) or the checkpoint the client read.
-Stale answers stay refused: an answer to an interrupt that is no longer pending runs
-nothing, and decisions alone, tied to nothing, are taken only for a first review."""
+"""LangChain's plain HITL answer, ``{"decisions": [...]}`` without an interrupt id, as
+agent-chat-ui and Studio's resume box send it.
+
+It is taken where it can be tied to the pending review: the review is the first of the
+user's turn (no answer was taken since the user's last message, so it cannot be another
+review's answer sent again) and the answer has one decision per pending call. Both sides
+are measured: a plain client answers every review of a thread (10/10, one review a
+turn), and an answer sent again runs nothing: after its review is done (nothing
+pending), and while a later review of the same turn is pending. What the rule cannot
+tell apart (an earlier turn's answer sent again while the next turn's first review is
+pending, with as many decisions) is shown too; bound answers and answers keyed by the
+interrupt id are tied always.
+"""
 
 from __future__ import annotations
 
@@ -15,9 +23,10 @@ from fncall_graph import StaleApproval, create_fncall_graph
 from fncall_graph.testing import ReplayChatModel
 
 REVIEWS = 10
+PLAIN = {"batched": {"decisions": [{"type": "approve"}]}, "per_call": {"type": "approve"}}
 
 
-def _graph(interrupt_mode: str = "batched"):
+def _graph(outputs=None, interrupt_mode: str = "batched"):
     written: list[str] = []
 
     @tool
@@ -26,10 +35,11 @@ def _graph(interrupt_mode: str = "batched"):
         written.append(entry)
         return "logged"
 
-    outputs = []
-    for n in range(REVIEWS):
-        call = {"name": "log", "args": {"entry": f"e{n}"}, "id": f"c{n}"}
-        outputs += [{"content": "", "tool_calls": [call]}, f"logged {n}"]
+    if outputs is None:
+        outputs = []
+        for n in range(REVIEWS):
+            call = {"name": "log", "args": {"entry": f"e{n}"}, "id": f"c{n}"}
+            outputs += [{"content": "", "tool_calls": [call]}, f"logged {n}"]
     graph = create_fncall_graph(
         ReplayChatModel(outputs),
         [log],
@@ -41,53 +51,91 @@ def _graph(interrupt_mode: str = "batched"):
     return graph, written
 
 
+def one_call(entry: str) -> dict:
+    return {"content": "", "tool_calls": [{"name": "log", "args": {"entry": entry}, "id": entry}]}
+
+
 @pytest.mark.parametrize("mode", ["batched", "per_call"])
-def test_a_plain_decisions_client_answers_every_review_of_a_thread(mode):
-    graph, written = _graph(mode)
+def test_a_plain_client_answers_every_review_of_a_thread_and_a_resent_answer_runs_nothing(mode):
+    graph, written = _graph(interrupt_mode=mode)
     cfg = {"configurable": {"thread_id": "t"}}
-    plain = {"decisions": [{"type": "approve"}]} if mode == "batched" else {"type": "approve"}
+    taken = refused = 0
     for n in range(REVIEWS):
-        [pending] = graph.invoke({"messages": [("user", f"log e{n}")]}, cfg)["__interrupt__"]
-        done = graph.invoke(Command(resume={pending.id: plain}), cfg)
-        assert done["messages"][-1].content == f"logged {n}"
-        # the same answer again (a client's retry) answers nothing: refused, runs nothing
+        graph.invoke({"messages": [("user", f"log e{n}")]}, cfg)
+        done = graph.invoke(Command(resume=PLAIN[mode]), cfg)  # no interrupt id
+        taken += done["messages"][-1].content == f"logged {n}"
+        # the same answer again (a client's retry): it answers nothing and runs nothing
         with pytest.raises(StaleApproval):
-            graph.invoke(Command(resume={pending.id: plain}), cfg)
+            graph.invoke(Command(resume=PLAIN[mode]), cfg)
+        refused += 1
+    assert (taken, refused) == (REVIEWS, REVIEWS)
     assert written == [f"e{n}" for n in range(REVIEWS)]
 
 
-def test_plain_decisions_tied_by_the_checkpoint_the_client_read():
-    graph, written = _graph()
+@pytest.mark.parametrize("mode", ["batched", "per_call"])
+def test_a_plain_answer_sent_again_on_a_later_review_of_the_turn_runs_nothing(mode):
+    """The first write approved, the model makes a second in the same turn: the first
+    answer, sent again, is refused there (it could be that retry); the second review is
+    still pending and taken by its id."""
+    graph, written = _graph([one_call("a"), one_call("b"), "done"], interrupt_mode=mode)
     cfg = {"configurable": {"thread_id": "t"}}
-    for n in range(3):
-        graph.invoke({"messages": [("user", f"log e{n}")]}, cfg)
-        read = graph.get_state(cfg).config  # what a client read before answering
-        graph.invoke(Command(resume={"decisions": [{"type": "approve"}]}), read)
-    assert written == ["e0", "e1", "e2"]
+    graph.invoke({"messages": [("user", "log a, then b")]}, cfg)
+    [second] = graph.invoke(Command(resume=PLAIN[mode]), cfg)["__interrupt__"]
+    assert written == ["a"]
+    with pytest.raises(StaleApproval, match="first review of a user's turn"):
+        graph.invoke(Command(resume=PLAIN[mode]), cfg)
+    assert written == ["a"]
+    [pending] = graph.get_state(cfg).interrupts
+    assert pending.id == second.id
+    done = graph.invoke(Command(resume={second.id: PLAIN[mode]}), cfg)
+    assert done["messages"][-1].content == "done"
+    assert written == ["a", "b"]
 
 
-def test_plain_decisions_tied_to_nothing_are_refused_after_the_first_review():
+def test_a_plain_answer_with_another_count_is_not_taken():
+    two = {
+        "content": "",
+        "tool_calls": [{"name": "log", "args": {"entry": e}, "id": e} for e in ("a", "b")],
+    }
+    graph, written = _graph([two, "done"])
+    cfg = {"configurable": {"thread_id": "t"}}
+    graph.invoke({"messages": [("user", "log a and b")]}, cfg)
+    from pydantic import ValidationError
+
+    with pytest.raises(ValidationError, match="1 decision"):
+        graph.invoke(Command(resume=PLAIN["batched"]), cfg)
+    assert written == []
+    graph.invoke(Command(resume={"decisions": [{"type": "approve"}] * 2}), cfg)
+    assert sorted(written) == ["a", "b"]
+
+
+def test_what_plain_answers_cannot_tell_apart():
+    """An earlier turn's answer sent again after the user asked something new, while
+    that turn's first review is pending with as many calls, is taken for it: nothing in
+    it says otherwise. Bound answers (``bind_decisions``) are refused there."""
+    from fncall_graph import bind_decisions
+
     graph, written = _graph()
     cfg = {"configurable": {"thread_id": "t"}}
-    graph.invoke({"messages": [("user", "log e0")]}, cfg)
-    graph.invoke(Command(resume={"decisions": [{"type": "approve"}]}), cfg)
+    [first] = graph.invoke({"messages": [("user", "log e0")]}, cfg)["__interrupt__"]
+    bound = bind_decisions(first.value, [{"type": "approve"}])
+    graph.invoke(Command(resume=bound), cfg)
     graph.invoke({"messages": [("user", "log e1")]}, cfg)
-    with pytest.raises(StaleApproval, match=r"Command\(resume=\{interrupt.id"):
-        graph.invoke(Command(resume={"decisions": [{"type": "approve"}]}), cfg)
-    assert written == ["e0"]
-
-
-def test_plain_decisions_naming_an_older_checkpoint_are_not_tied():
-    graph, written = _graph()
-    cfg = {"configurable": {"thread_id": "t"}}
-    graph.invoke({"messages": [("user", "log e0")]}, cfg)
-    graph.invoke(Command(resume={"decisions": [{"type": "approve"}]}), cfg)
-    graph.invoke({"messages": [("user", "log e1")]}, cfg)
-    read = graph.get_state(cfg).config
-    graph.invoke({"messages": [("user", "hello")]}, cfg)  # the thread moved on
     with pytest.raises(StaleApproval):
-        graph.invoke(Command(resume={"decisions": [{"type": "approve"}]}), read)
+        graph.invoke(Command(resume=bound), cfg)
     assert written == ["e0"]
+    graph.invoke(Command(resume=PLAIN["batched"]), cfg)
+    assert written == ["e0", "e1"]
+
+
+def test_plain_decisions_tied_by_the_checkpoint_the_client_read():
+    graph, written = _graph([one_call("a"), one_call("b"), "done"])
+    cfg = {"configurable": {"thread_id": "t"}}
+    graph.invoke({"messages": [("user", "log a, then b")]}, cfg)
+    graph.invoke(Command(resume=PLAIN["batched"]), cfg)
+    read = graph.get_state(cfg).config  # what a client read before answering
+    graph.invoke(Command(resume=PLAIN["batched"]), read)  # the turn's second review
+    assert written == ["a", "b"]
 
 
 def test_an_answer_refused_earlier_is_not_taken_by_the_next_call_of_a_per_call_review():
@@ -95,33 +143,20 @@ def test_an_answer_refused_earlier_is_not_taken_by_the_next_call_of_a_per_call_r
     review refused it, and hands it to whichever interrupt asks next: after the first
     call of a per-call review is answered by id, the second call pauses for its own
     decision instead of taking the refused answer (which would run it unreviewed)."""
-    written: list[str] = []
-
-    @tool
-    def log(entry: str) -> str:
-        """Append an entry to the log."""
-        written.append(entry)
-        return "logged"
-
-    two = [{"name": "log", "args": {"entry": e}, "id": e} for e in ("b1", "b2")]
-    first_turn = {"content": "", "tool_calls": [{"name": "log", "args": {"entry": "a"}, "id": "a"}]}
-    graph = create_fncall_graph(
-        ReplayChatModel([first_turn, "done a", {"content": "", "tool_calls": two}, "done b"]),
-        [log],
-        dialect="native",
-        checkpointer=InMemorySaver(),
-        interrupt_on={"log": True},
-        interrupt_mode="per_call",
-    )
+    two = {
+        "content": "",
+        "tool_calls": [{"name": "log", "args": {"entry": e}, "id": e} for e in ("b1", "b2")],
+    }
+    graph, written = _graph([one_call("a"), two, "done"], interrupt_mode="per_call")
     cfg = {"configurable": {"thread_id": "t"}}
-    graph.invoke({"messages": [("user", "log a")]}, cfg)
-    graph.invoke(Command(resume={"type": "approve"}), cfg)
-    [first] = graph.invoke({"messages": [("user", "log b")]}, cfg)["__interrupt__"]
-    with pytest.raises(StaleApproval):  # tied to nothing on a later review: refused
-        graph.invoke(Command(resume={"type": "approve"}), cfg)
+    graph.invoke({"messages": [("user", "log a, then b1 and b2")]}, cfg)
+    [first] = graph.invoke(Command(resume=PLAIN["per_call"]), cfg)["__interrupt__"]
+    assert first.value["tool_call_id"] == "b1"
+    with pytest.raises(StaleApproval):  # the turn's second review: refused
+        graph.invoke(Command(resume=PLAIN["per_call"]), cfg)
     [second] = graph.invoke(Command(resume={first.id: {"type": "approve"}}), cfg)["__interrupt__"]
     assert second.value["tool_call_id"] == "b2"
     assert written == ["a"]
     done = graph.invoke(Command(resume={second.id: {"type": "reject"}}), cfg)
-    assert done["messages"][-1].content == "done b"
+    assert done["messages"][-1].content == "done"
     assert written == ["a", "b1"]
