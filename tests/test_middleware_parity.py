@@ -460,3 +460,88 @@ def test_provider_strategy_with_a_grammar_server_holds_the_answer_to_the_schema(
     assert out["structured_response"] == Contact(**CONTACT)
     grammar = model.calls[0]["extra_body"]["grammar"]
     assert "email" in grammar and "tool_call" in grammar
+
+
+# --------------------------------------------------------------------- by design
+
+
+def test_a_bare_schema_is_asked_for_after_the_answer_by_any_model():
+    """``response_format=Schema`` (no strategy): create_agent picks ToolStrategy for a
+    model without provider structured output, and the model must call the schema tool;
+    the graph lets the model answer, then asks once more for that answer as JSON of the
+    schema (through the dialect, held by a grammar where the server takes one), so a
+    model that cannot call tools gives one too."""
+    agent = Run("create_agent", [calls(("Contact", CONTACT), prefix="s")], response_format=Contact)
+    agent.send("who?")
+    graph = Run(
+        "create_fncall_graph", ["It is Alice.", json.dumps(CONTACT)], response_format=Contact
+    )
+    graph.send("who?")
+    assert agent.structured == graph.structured == Contact(**CONTACT)
+    assert agent.bound == [["send_email", "read_inbox", "Contact"]]
+    assert graph.history[-1] == ("ai", "It is Alice.", [])  # the answer stays the model's
+    assert len(graph.model.inputs) == 2
+
+
+def test_provider_strategy_for_a_model_without_structured_output_of_its_own():
+    """create_agent sends ``response_format`` to any model; the graph sends it to a model
+    that has structured output of its own (``with_structured_output``), and asks any
+    other for the JSON in the prompt, where it cannot be refused as an unknown field."""
+    outputs = [json.dumps(CONTACT)]
+    agent = Run("create_agent", outputs, response_format=ProviderStrategy(Contact))
+    graph = Run("create_fncall_graph", outputs, response_format=ProviderStrategy(Contact))
+    for run in (agent, graph):
+        run.send("who?")
+    assert agent.structured == graph.structured == Contact(**CONTACT)
+    assert agent.model.calls[0]["response_format"]["json_schema"]["name"] == "Contact"
+    assert "response_format" not in graph.model.calls[0]
+    assert '"email"' in str(graph.model.inputs[0][0].content)
+
+
+@pytest.mark.parametrize(
+    "decision",
+    [
+        {"type": "approve"},
+        {"type": "respond", "message": "sent by hand"},
+        {"type": "reject", "message": "not today"},
+        {
+            "type": "edit",
+            "edited_action": {"name": "send_email", "args": {"to": "bob", "body": "hi"}},
+        },
+    ],
+    ids=["approve", "respond", "reject", "edit"],
+)
+def test_the_graphs_own_interrupt_on_beside_human_in_the_loop_middleware(decision):
+    """``create_fncall_graph(interrupt_on=...)`` answers as LangChain's middleware does,
+    but for two things the graph guarantees: an edited call is written into the model's
+    message (the history shows the call that ran, nothing is prefixed to its result),
+    and a rejection's reason reaches the model as the reviewer wrote it."""
+
+    # ``True`` allows respond in LangChain's, not in the graph's: all four, named
+    gate = {"send_email": {"allowed_decisions": ["approve", "edit", "reject", "respond"]}}
+
+    def program(factory: str) -> Run:
+        if factory == "create_agent":
+            options: dict[str, Any] = {"middleware": [HumanInTheLoopMiddleware(interrupt_on=gate)]}
+        else:
+            options = {"interrupt_on": gate}
+        run = Run(factory, [TWO, "done"], **options)
+        run.send("mail alice, read my inbox")
+        run.send(Command(resume={"decisions": [decision]}))
+        return run
+
+    agent, graph = both(program)
+    assert sorted(graph.ran) == sorted(agent.ran)
+    if decision["type"] in ("approve", "respond"):
+        assert graph.history == agent.history
+        return
+    by_id = {h[1]: h for h in graph.history if h[0] == "tool"}
+    if decision["type"] == "reject":
+        assert by_id["c0"][2:] == ("not today", "error")
+        assert "User rejected the tool call for `send_email` with reason: not today" in str(
+            agent.history
+        )
+    else:
+        assert graph.history[1][2][0] == ("send_email", {"to": "bob", "body": "hi"}, "c0")
+        assert agent.history[1][2][0] == ("send_email", {"to": "alice", "body": "hi"}, "c0")
+        assert by_id["c0"][2] == "sent to bob"
