@@ -304,13 +304,22 @@ def create_fncall_graph(
             call's claim, ``before_agent``/``before_model``/``after_model``/
             ``after_agent`` are graph nodes named ``"<name>.<hook>"`` that may
             ``jump_to`` ``"model"``, ``"tools"`` or ``"end"``; their ``tools`` and
-            ``state_schema`` join the graph's.
-        response_format: a pydantic model, ``TypedDict`` or JSON schema (or LangChain's
-            ``ToolStrategy``/``ProviderStrategy`` of one): when the model ends a turn
-            with an answer, a ``structured_response`` step asks it once more for that
-            answer in this shape, through the thread's dialect (held to the schema by a
-            grammar where the server takes one), and keeps it as the state's
-            ``structured_response``.
+            ``state_schema`` join the graph's. After the hooks the run goes on as in
+            ``create_agent``: the reply's calls that no hook answered (a
+            ``HumanInTheLoopMiddleware`` rejection, a ``ToolCallLimitMiddleware`` block
+            answer theirs) to approval and the tools, the model again when all are
+            answered.
+        response_format: what the turn's answer is kept as, in the state's
+            ``structured_response``. LangChain's ``ToolStrategy(Schema)``: as in
+            ``create_agent``, the schema is a tool bound beside the others (listed in a
+            prompt dialect's prompt); the model's call of it that fits ends the run, one
+            that does not is answered with ``handle_errors``' text. ``ProviderStrategy(
+            Schema)``: its ``response_format`` goes with every model call to a model
+            with structured output of its own; any other is asked for the JSON in the
+            prompt, held to the schema by the dialect's grammar where the server takes
+            one. A bare pydantic model, ``TypedDict`` or JSON schema: when the model
+            ends a turn with an answer, a ``structured_response`` step asks it once more
+            for that answer in this shape, through the thread's dialect.
         state_schema: a ``TypedDict`` of more state fields (e.g. a subclass of
             :class:`~fncall_graph.graphs.state.FncallState` or LangChain's
             ``AgentState``): they are part of the thread, may be given as input and are
