@@ -4,9 +4,15 @@ Well-formed replies of every prompt dialect (text, ``<think>`` blocks, one or mo
 are mutated the ways real output breaks: cut short anywhere (inside a marker, a key, a
 string, an escape, between calls), brackets and quotes swapped, doubled or dropped,
 random characters and bytes pushed into calls, markers doubled, nested or moved. Every
-mutant goes to every dialect's ``parse`` and to its stream parser under a random
+mutant goes to every dialect's ``parse`` and to its markup scanner under a random
 chunking. Neither may raise; both must return an ``AIMessage`` whose calls are well
-formed, and the two must agree.
+formed, and the scanner must give the same for any chunking.
+
+Then one reading on every path: replies of every dialect and of the call formats a
+native reply may hold in its text (and ReAct's other shapes) are read by
+``Dialect.parse``, ``normalize``, ``with_dialect``'s ``invoke`` and its ``stream``
+(chunks added up); all four must give the same text, reasoning, calls and unreadable
+calls.
 
 Everything comes from one seeded ``random.Random`` per dialect, so a failure names the
 seed and the case number that reproduce it.
@@ -33,6 +39,7 @@ from fncall_graph.adapters import (
     PromptDialect,
     ReasoningDelta,
     get_dialect,
+    normalize,
     with_dialect,
 )
 from fncall_graph.adapters.formats.messages import text_of
@@ -293,23 +300,30 @@ def summary(message: AIMessage) -> tuple[Any, ...]:
     )
 
 
-def run(d: Dialect, text: str, chunks: list[str], context: str) -> None:
-    parsed = d.parse(text)
-    check_message(parsed, context)
-
+def scanned(d: Dialect, chunks: list[str]) -> tuple[list[Any], AIMessage]:
+    """What the dialect's markup scanner gives for ``chunks``: its events and message."""
     parser = d.stream_parser()
     events = []
     for piece in chunks:
         events += parser.feed(piece)
     events += parser.close()
-    streamed = parser.message()
+    return events, parser.message()
+
+
+def run(d: Dialect, text: str, chunks: list[str], context: str) -> None:
+    check_message(d.parse(text), context)  # the reply as the graph reads it
+
+    # the markup scanner: any chunking gives what the whole text gives
+    _, whole = scanned(d, [text])
+    events, streamed = scanned(d, chunks)
+    check_message(whole, context)
     check_message(streamed, context)
-    assert summary(streamed) == summary(parsed), context
+    assert summary(streamed) == summary(whole), context
     assert all(
         isinstance(e, ContentDelta | ReasoningDelta | CallEvent | InvalidCallEvent) for e in events
     ), context
     assert "".join(e.text for e in events if isinstance(e, ContentDelta)) == text_of(
-        parsed.content
+        whole.content
     ), context
 
 
@@ -386,3 +400,135 @@ def test_a_reply_read_whole_is_the_sum_of_its_stream(source: str) -> None:
             context = f"seed={seed!r} case={case} reader={key} text={text!r}"
             assert isinstance(streamed, AIMessage), context
             assert _read_summary(whole) == _read_summary(streamed), context
+
+
+# --------------------------------------------------------------------------- one reading
+
+#: How a reply may write its calls: every prompt dialect's own writing, the call formats
+#: a native reply's text holds (its server without a tool parser), and the other shapes
+#: of ReAct's action that LangChain's ReAct and JSON-agent parsers read.
+
+
+def _hermes_text(rng: random.Random, calls: list[dict[str, Any]], text: str) -> str:
+    return dialect("hermes").write_assistant(AIMessage(content=text, tool_calls=calls))
+
+
+def _mistral(rng: random.Random, calls: list[dict[str, Any]], text: str) -> str:
+    body = "".join(f"[TOOL_CALLS]{c['name']}[ARGS]{json.dumps(c['args'])}" for c in calls)
+    return f"{text}\n{body}" if text else body
+
+
+def _bare_json(rng: random.Random, calls: list[dict[str, Any]], text: str) -> str:
+    items = [{"name": c["name"], "arguments": c["args"]} for c in calls]
+    value: Any = items[0] if len(items) == 1 else items
+    return json.dumps(value, ensure_ascii=rng.random() < 0.5) if items else text
+
+
+def _fenced_json(rng: random.Random, calls: list[dict[str, Any]], text: str) -> str:
+    return f"{text}\n```json\n{_bare_json(rng, calls, '')}\n```" if calls else text
+
+
+def _react_blob(call: dict[str, Any]) -> str:
+    return json.dumps({"action": call["name"], "action_input": call["args"]}, indent=2)
+
+
+def _react_fenced(rng: random.Random, calls: list[dict[str, Any]], text: str) -> str:
+    """``Thought:`` then a fenced action blob, no ``Action:`` label."""
+    if not calls:
+        return f"Thought: {text}\nFinal Answer: {rand_text(rng, 20)}"
+    tag = rng.choice(["", "json"])
+    return f"Thought: {text}\n```{tag}\n{_react_blob(calls[0])}\n```\n"
+
+
+def _react_final_blob(rng: random.Random, calls: list[dict[str, Any]], text: str) -> str:
+    answer = {"action": "Final Answer", "action_input": rand_text(rng, 20)}
+    return f"```\n{json.dumps(answer, indent=2)}\n```"
+
+
+def _react_only_blob(rng: random.Random, calls: list[dict[str, Any]], text: str) -> str:
+    return _react_blob(calls[0]) if calls else text
+
+
+def _react_numbered(rng: random.Random, calls: list[dict[str, Any]], text: str) -> str:
+    if not calls:
+        return text
+    n = rng.randint(1, 3)
+    return (
+        f"Thought: {text}\nAction {n}: {calls[0]['name']}\nAction {n} Input: {rand_text(rng, 10)}"
+    )
+
+
+def _writer(key: str) -> Callable[[random.Random, list[dict[str, Any]], str], str]:
+    def write(rng: random.Random, calls: list[dict[str, Any]], text: str) -> str:
+        return dialect(key).write_assistant(AIMessage(content=text, tool_calls=calls))
+
+    return write
+
+
+WRITERS: dict[str, Callable[[random.Random, list[dict[str, Any]], str], str]] = {
+    **{key: _writer(key) for key in PROMPT_DIALECTS},
+    "mistral": _mistral,
+    "json": _bare_json,
+    "fenced json": _fenced_json,
+    "react, fenced blob": _react_fenced,
+    "react, final answer blob": _react_final_blob,
+    "react, only the blob": _react_only_blob,
+    "react, numbered": _react_numbered,
+}
+#: Replies per writer read on every path.
+AGREEMENT_CASES_PER_WRITER = 40
+
+
+def written(rng: random.Random, writer: str) -> str:
+    calls = [
+        {
+            "name": rng.choice(TOOL_NAMES),
+            "args": {rand_text(rng, 8) or "k": rand_value(rng) for _ in range(rng.randint(0, 3))},
+            "id": f"call_{i}",
+            "type": "tool_call",
+        }
+        for i in range(rng.choice([0, 1, 1, 1, 2]))
+    ]
+    text = WRITERS[writer](rng, calls, rand_text(rng, 40))
+    if rng.random() < 0.2:
+        text = f"<think>{rand_text(rng, 30)}</think>\n" + text
+    return mutate(rng, text) if rng.random() < 0.5 else text
+
+
+def _agreement(text: str, key: str, tools: list[dict[str, Any]] | None, size: int) -> None:
+    name, options, call_format = READERS[key]
+    d = get_dialect(name, **options)
+    model = with_dialect(ReplayChatModel([text, text], chunk_size=size), d, call_format=call_format)
+    bound = model.bind_tools(tools) if tools else model
+    invoked = bound.invoke("go")
+    streamed = restore_read_reply(reduce(lambda a, b: a + b, list(bound.stream("go"))))
+    names = [t["function"]["name"] for t in tools] if tools and d.native else None
+    # the reply as the server sends it: cut at the dialect's first stop sequence
+    text = text[: min((i for s in d.stop if (i := text.find(s)) >= 0), default=len(text))]
+    normalized = normalize(
+        AIMessage(content=text), d, tools=tools, tool_names=names, call_format=call_format
+    )
+    context = f"reader={key} tools={bool(tools)} text={text!r}"
+    assert isinstance(streamed, AIMessage), context
+    readings = {"invoke": invoked, "stream": streamed, "normalize": normalized}
+    if not tools and call_format is None:  # parse knows no tools and no declared format
+        readings["parse"] = d.parse(text)
+    got = {path: _read_summary(m) for path, m in readings.items()}
+    assert all(v == got["invoke"] for v in got.values()), (context, got)
+
+
+@pytest.mark.parametrize("writer", list(WRITERS))
+def test_parse_normalize_invoke_and_stream_read_a_reply_alike(writer: str) -> None:
+    """One reading on every path: ``Dialect.parse`` = ``normalize`` = the graph's reading
+    (``with_dialect`` invoke) = its stream, chunks added up; with tools bound and without."""
+    seed = f"fncall-graph one reading {writer}"
+    rng = random.Random(seed)
+    for case in range(AGREEMENT_CASES_PER_WRITER):
+        text = written(rng, writer)
+        size = rng.choice([1, 3, 8, 64])
+        tools = _tools() if rng.random() < 0.5 else None
+        for key in READERS:
+            try:
+                _agreement(text, key, tools, size)
+            except AssertionError as error:
+                raise AssertionError(f"seed={seed!r} case={case}: {error}") from None

@@ -23,13 +23,14 @@ from langchain_core.messages import (
 )
 from langchain_core.tools import StructuredTool
 
-from fncall_graph.adapters import get_dialect, with_dialect
+from fncall_graph.adapters import get_dialect, normalize, with_dialect
 from fncall_graph.adapters.formats.events import (
     CallEvent,
     ContentDelta,
     InvalidCallEvent,
     ReasoningDelta,
 )
+from fncall_graph.adapters.formats.messages import text_of
 from fncall_graph.adapters.formats.react import ReActDialect
 from fncall_graph.adapters.formats.stream_reading import restore_read_reply
 from fncall_graph.testing import ReplayChatModel
@@ -629,3 +630,75 @@ def test_a_bare_action_input_reaches_the_tool_through_the_graph():
     messages = graph.invoke({"messages": [("user", "上海天气?")]})["messages"]
     assert messages[1].tool_calls[0]["args"] == {"city": "上海"}
     assert messages[2].content == "上海: 晴"
+
+
+# -- every shape LangChain's ReAct and JSON-agent parsers read, on every path
+# (the kinds of cases of LangChain's react_single_input, react_json_single_input, json
+# and structured-chat parser tests, written here)
+
+_BLOB = '{\n  "action": "get_weather",\n  "action_input": "Lyon"\n}'
+LANGCHAIN_SHAPES: dict[str, tuple[str, Any]] = {
+    # ReActJsonSingleInputOutputParser: a thought, then a fenced blob, no "Action:" label
+    "thought, fenced blob": (f"Thought: the user wants Lyon\n```\n{_BLOB}\n```\n", "Lyon"),
+    "thought, fenced json blob": (f"Thought: look it up\n```json\n{_BLOB}\n```", "Lyon"),
+    # JSONAgentOutputParser: a reply that is the fenced blob, indented, or bare JSON
+    "indented fence": (f"   ```\n{_BLOB}\n```", "Lyon"),
+    "bare blob": ('{"action": "get_weather", "action_input": {"city": "Lyon"}}', "Lyon"),
+    "final answer blob": (
+        '```\n{\n  "action": "Final Answer",\n  "action_input": "Sunny in Lyon"\n}\n```',
+        None,
+    ),
+    # ReActSingleInputOutputParser / MRKL: the classic form, numbered or not
+    "classic": ("Thought: check\nAction: get_weather\nAction Input: Lyon", "Lyon"),
+    "classic, quoted input": ('Action: get_weather\nAction Input: "Lyon"', "Lyon"),
+    "numbered": ("Thought: check\nAction 1: get_weather\nAction 1 Input: Lyon", "Lyon"),
+    "prose then Action:": (f"I can use get_weather.\n\nAction:\n```json\n{_BLOB}\n```", "Lyon"),
+    "final answer": ("Thought: done\nFinal Answer: Sunny in Lyon", None),
+}
+
+
+def _every_path(text: str, tools: list[Any]) -> dict[str, AIMessage]:
+    model = with_dialect(ReplayChatModel([text, text], chunk_size=4), "react")
+    invoked = model.bind_tools(tools).invoke("Weather in Lyon?")
+    chunks = list(model.bind_tools(tools).stream("Weather in Lyon?"))
+    streamed = restore_read_reply(reduce(lambda a, b: a + b, chunks))
+    assert isinstance(streamed, AIMessage)
+    return {
+        "parse": react.fit_to_tools(react.parse(text), tools),
+        "normalize": normalize(AIMessage(text), "react", tools=tools),
+        "invoke": invoked,
+        "stream": streamed,
+    }
+
+
+@pytest.mark.parametrize("shape", list(LANGCHAIN_SHAPES))
+def test_every_shape_langchains_react_parsers_read_is_read_on_every_path(shape: str) -> None:
+    text, city = LANGCHAIN_SHAPES[shape]
+    for path, message in _every_path(text, [_weather_tool()]).items():
+        if city is None:  # an answer, no call
+            assert message.tool_calls == [], (path, message)
+            assert text_of(message.content) == "Sunny in Lyon", (path, message)
+        else:
+            assert [(c["name"], c["args"]) for c in message.tool_calls] == [
+                ("get_weather", {"city": city})
+            ], (path, message)
+            assert "```" not in text_of(message.content) and "action" not in text_of(
+                message.content
+            ), (path, message)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        # shown, not made: after an example cue, in the middle of the reply, inline
+        f"For example:\n```json\n{_BLOB}\n```",
+        f"```json\n{_BLOB}\n```\nThat is the format; I will not call it now.",
+        'Write `{"action": "get_weather", "action_input": "Lyon"}` to call it.',
+        # JSON that is not an action stays the answer
+        '```json\n{"city": "Lyon", "temp": 21}\n```',
+        "Thought: e.g.\nAction 1: get_weather\nAction 1 Input: Lyon",
+    ],
+)
+def test_an_action_only_shown_stays_text_on_every_path(text: str) -> None:
+    for path, message in _every_path(text, [_weather_tool()]).items():
+        assert message.tool_calls == [], (path, message)

@@ -518,17 +518,26 @@ def _from_blob(value: Any, raw: str) -> Iterator[ParseEvent]:
 
 
 _FENCED_BLOB = re.compile(r"```[A-Za-z]*[ \t]*\n(.*?)\n?```", re.DOTALL)
+# MRKL's numbered steps (``Action 1: NAME`` / ``Action 1 Input: ARGS``), LangChain's
+# ReAct parser's spelling of the classic form, at the end of the reply
+_NUMBERED = re.compile(
+    r"(?:\A|\n)[ \t]*Action[ \t]*\d+[ \t]*:[ \t]*([^\n`{\[]+?)[ \t]*\n"
+    r"[ \t]*Action[ \t]*\d*[ \t]*Input[ \t]*\d*[ \t]*:[ \t]*(.*)\Z",
+    re.DOTALL,
+)
 
 
 def fenced_action(message: AIMessage) -> AIMessage:
-    """A reply with no ``Action:`` that ends in a fenced action blob: that blob is its
-    call (LangChain's ReAct JSON parser reads these too).
+    """A reply with no ``Action:`` block whose action stands in another shape LangChain's
+    ReAct and JSON-agent parsers read: that action is its call (or its answer).
 
-    Only a blob that is an action (``{"action": ..., "action_input": ...}``) counts, and
-    only where the format puts an action: on lines of its own at the end of the reply,
-    after its answer text or, with no answer text, after its thought. A blob in the
-    middle of the reply or of its reasoning, inline, or shown as an example is quoted; a
-    fence of other JSON stays what it was.
+    The shapes: a fenced action blob (``{"action": ..., "action_input": ...}``, with or
+    without a ``json`` tag) on lines of its own at the end of the reply, after its answer
+    text or, with no answer text, after its thought; a reply that is only such a blob,
+    unfenced; MRKL's numbered ``Action 1: NAME`` / ``Action 1 Input: ARGS`` at the end.
+    A blob whose action is ``"Final Answer"`` gives the answer, with no call. A blob in
+    the middle of the reply or of its reasoning, inline, or shown as an example is
+    quoted; a fence of other JSON stays what it was.
     """
     if message.tool_calls or message.invalid_tool_calls:
         return message
@@ -537,33 +546,68 @@ def fenced_action(message: AIMessage) -> AIMessage:
         # the format's own markup left as text (or as the prompt showed it, broken): quoted
         return message
     where = answer if answer.strip() else reasoning_of(message)
-    fence = _closing_blob(where)
-    if fence is None:
+    found = _closing_blob(where) or _only_blob(where)
+    events: list[ParseEvent] = []
+    if found is not None:
+        at, blob = found
+        try:
+            value = loads_lenient(blob)
+        except ValueError:
+            return message
+        items = value if isinstance(value, list) else [value]
+        if not items or not all(isinstance(i, dict) and "action" in i for i in items):
+            return message
+        events = list(_from_blob(value, blob))
+    elif (numbered := _numbered(where)) is not None:
+        at, name, args = numbered
+        events = list(_from_blob({"action": name, "action_input": args}, where[at:]))
+    calls = [e.call for e in events if isinstance(e, CallEvent)]
+    final = "".join(e.text for e in events if isinstance(e, ContentDelta))
+    if not calls and not final:
         return message
-    try:
-        value = loads_lenient(fence.group(1))
-    except ValueError:
-        return message
-    items = value if isinstance(value, list) else [value]
-    if not items or not all(isinstance(i, dict) and "action" in i for i in items):
-        return message
-    calls = [e.call for e in _from_blob(value, fence.group(1)) if isinstance(e, CallEvent)]
-    if not calls:
-        return message
-    content = answer[: fence.start()].strip() if where is answer else answer
+    content = where[:at].strip() if where is answer else answer
+    if final:  # the answer the blob gives, after any text before it
+        content = f"{content}\n\n{final}" if content else final
     return message.model_copy(update={"tool_calls": calls, "content": content})
 
 
-def _closing_blob(text: str) -> re.Match[str] | None:
-    """The fenced blob that ends ``text`` on lines of its own, unless an example cue
-    ("for example", "e.g.") introduces it."""
+def _closing_blob(text: str) -> tuple[int, str] | None:
+    """Where the fenced blob that ends ``text`` on lines of its own starts, and its JSON
+    text, unless an example cue ("for example", "e.g.") introduces it."""
     fence = next(reversed(list(_FENCED_BLOB.finditer(text))), None)
     if fence is None or text[fence.end() :].strip():
         return None
     before = text[: fence.start()].rstrip(" \t")
     if before and not before.endswith("\n"):
         return None  # inline, after words on the same line
-    return None if shown_as_example(before) else fence
+    return None if shown_as_example(before) else (fence.start(), fence.group(1))
+
+
+def _only_blob(text: str) -> tuple[int, str] | None:
+    """``text`` when it is nothing but one JSON value (an unfenced blob, as LangChain's
+    JSON-agent parser reads a reply)."""
+    body = text.strip()
+    if not body.startswith(("{", "[")):
+        return None
+    try:
+        json.loads(body)
+    except ValueError:
+        return None
+    return text.find(body[0]), body
+
+
+def _numbered(text: str) -> tuple[int, str, Any] | None:
+    """MRKL's numbered classic form ending ``text``: where it starts, the tool's name and
+    its input (JSON where it is JSON, else the text, quotes around it dropped)."""
+    found = _NUMBERED.search(text)
+    if found is None or shown_as_example(text[: found.start()]):
+        return None
+    raw = found.group(2).strip()
+    args: Any = raw.strip('"')
+    if raw.startswith(("{", "[")) and brackets_closed(raw):
+        with contextlib.suppress(ValueError):
+            args = loads_lenient(raw)
+    return found.start(), found.group(1).strip(), args
 
 
 def single_input(message: AIMessage, tools: Sequence[ToolLike] | None) -> AIMessage:

@@ -430,8 +430,9 @@ class StreamReading:
             self._invalid(out, bad)
         for c in found:
             self._call(out, c)
-        if fitted.tool_calls and fitted.content != whole.content:
-            # the blob shown as text is the call: the answer is what stands before it
+        if fitted.content != whole.content:
+            # the action shown as text is the call (or the answer it gives): the answer is
+            # what stands before it
             kept = out["additional_kwargs"].setdefault(READ_REPLY_KEY, {})
             kept["content"] = fitted.content
 
