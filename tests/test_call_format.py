@@ -101,6 +101,7 @@ NAMES = {
     "Apertus": "swiss-ai/Apertus-8B-Instruct-2509",
     "LongCat-Flash": "meituan-longcat/LongCat-Flash-Chat-FP8",
     "GigaChat 3.5": "GigaChat3.5",
+    "GigaChat 3.1": "ai-sage/GigaChat3.1-10B-A1.8B",
     "GigaChat 3": "ai-sage/GigaChat3-10B-A1.8B",
     "PLaMo 3": "pfnet/plamo-3-nict-31b-base",
 }

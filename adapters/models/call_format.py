@@ -102,7 +102,12 @@ _FMT = "the model's chat template, as the plamo3 reader reads it (no server doc 
 FAMILIES: tuple[Family, ...] = (
     # fine-tunes named after their base model
     Family("Hermes 2 Pro / 3 / 4", r"hermes-?[234]", "hermes", f"{_VLLM}: hermes"),
-    Family("xLAM", r"xlam", "json", f"{_VLLM}: xlam (JSON list)"),
+    Family(
+        "xLAM",
+        r"xlam",
+        "json",
+        f"{_VLLM}: xlam (a JSON list, also behind [TOOL_CALLS] or in <tool_call> tags)",
+    ),
     Family("ToolACE", r"toolace", "pythonic", f"{_VLLM}: pythonic"),
     Family("Functionary v3.2", r"functionary", "functionary", f"{_LCPP}: Functionary v3.2"),
     Family("FireFunction v2", r"firefunction", "functools", f"{_LCPP}: Firefunction v2"),
@@ -123,13 +128,13 @@ FAMILIES: tuple[Family, ...] = (
         "Qwen3-Coder",
         r"qwen3-coder",
         "hermes",
-        f"{_VLLM}: qwen3_xml; {_LCPP}: Qwen3-Coder XML",
+        f"{_VLLM}: qwen3_coder; {_LCPP}: Qwen3-Coder XML (also a bare <function=…>)",
     ),
     Family(
         "Qwen3.5 and later",
         r"qwen3\.[5-9]|qwen[4-9]",
         "hermes",
-        f"{_LCPP}: Qwen3-Coder XML, also Qwen3.5",
+        f"{_LCPP}: Qwen3-Coder XML, also Qwen3.5 (also a bare <function=…>)",
     ),
     Family("Qwen2.5 / Qwen3 / QwQ", r"qwen2\.5|qwen3|qwq", "hermes", f"{_VLLM}: hermes (Qwen)"),
     Family(
@@ -168,7 +173,12 @@ FAMILIES: tuple[Family, ...] = (
         f"{_VLLM}: granite-20b-fc",
     ),
     Family("Granite 4", r"granite-?4", "hermes", f"{_VLLM}: granite4 (the tool_call tag)"),
-    Family("Granite 3.x", r"granite-?3", "granite", f"{_VLLM}: granite"),
+    Family(
+        "Granite 3.x",
+        r"granite-?3",
+        "granite",
+        f"{_VLLM}: granite (<|tool_call|> or <tool_call> before the JSON list)",
+    ),
     Family("Hunyuan A13B", r"hunyuan", "tool-calls-tag", f"{_VLLM}: hunyuan_a13b"),
     Family("Step-3.5", r"step-?3\.5", "hermes", f"{_LCPP}: Qwen3-Coder XML, also StepFun-3.5"),
     Family("Step-3", r"step-?3", "step3", f"{_VLLM}: step3"),
@@ -181,6 +191,12 @@ FAMILIES: tuple[Family, ...] = (
     Family("Apertus", r"apertus", "apertus", f"{_VLLM}: apertus"),
     Family("LongCat-Flash", r"longcat", "longcat", f"{_VLLM}: longcat"),
     Family("GigaChat 3.5", r"gigachat-?3\.5", "gcml", f"{_FMT_GCML}"),
+    Family(
+        "GigaChat 3.1",
+        r"gigachat-?3\.1",
+        "gigachat3",
+        f"{_VLLM}: gigachat3 (<|function_call|> before the call object)",
+    ),
     Family("GigaChat 3", r"gigachat-?3", "gigachat3", f"{_VLLM}: gigachat3"),
     Family("PLaMo 3", r"plamo-?3", "plamo3", _FMT),
 )

@@ -293,8 +293,17 @@ class KnownFormat(AutoReader):
         return f"KnownFormat({self.call_format!r})"
 
 
-#: the readers a format name gathers besides its own (its reasoning companions)
-_COMPANIONS: dict[str, tuple[type[Reader], ...]] = {"gemma4": (GemmaThoughtReader,)}
+#: the readers a format name gathers besides its own: its reasoning companions, and the
+#: wrappers its engine's reader also takes (a declared format reads no less than auto on
+#: a reply in that format). ``hermes``: llama.cpp's Qwen3-Coder reader (Qwen3-Coder,
+#: Qwen3.5+, Nemotron 3 Nano, Step-3.5) reads a bare ``<function=…>`` without its
+#: ``<tool_call>``; ``granite``: vLLM's granite reader takes ``<tool_call>`` for
+#: ``<|tool_call|>`` (``json``'s xLAM wrappers: :mod:`.bare`)
+_COMPANIONS: dict[str, tuple[type[Reader], ...]] = {
+    "gemma4": (GemmaThoughtReader,),
+    "hermes": (FunctionTagReader,),
+    "granite": (ToolCallTagReader,),
+}
 
 
 @lru_cache(maxsize=64)

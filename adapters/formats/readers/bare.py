@@ -32,7 +32,7 @@ from ..scanner import MarkupStreamParser
 from .base import read_json_calls
 from .whole_reply import PYTHONIC, read_pythonic, read_whole_reply
 
-__all__ = ["BareCalls", "bare_calls"]
+__all__ = ["BareCalls", "bare_calls", "xlam_unwrapped"]
 
 
 class _InlineCalls(StreamParser):
@@ -61,6 +61,8 @@ class _InlineCalls(StreamParser):
         self._closed = True
         events = [e for e in self._reasoning.close() if not isinstance(e, ContentDelta)]
         answer = str(self._reasoning.message().content)
+        if not self._pythonic:
+            answer = xlam_unwrapped(answer)
         content, found = bare_calls(answer, pythonic=self._pythonic)
         for ev in found:
             if isinstance(ev, CallEvent):
@@ -120,6 +122,24 @@ class BareCalls(PromptDialect):
 
     def __repr__(self) -> str:
         return f"BareCalls({self.call_format!r})"
+
+
+# xLAM's wrappers around its JSON call list (vLLM's xlam reader takes each): a
+# [TOOL_CALLS] prefix, a <tool_call> tag pair, a code fence (read by bare_calls itself)
+_XLAM_PREFIX = re.compile(r"\[TOOL_CALLS\]\s*(?=[\[{])")
+_XLAM_TAGS = re.compile(r"<tool_call>\s*([\[{].*?)\s*(?:</tool_call>|\Z)", re.DOTALL)
+
+
+def xlam_unwrapped(text: str) -> str:
+    """``text`` with xLAM's wrappers taken from around JSON calls: ``[TOOL_CALLS][…]`` and
+    ``<tool_call>[…]</tool_call>`` are the JSON list they wrap.
+
+    >>> xlam_unwrapped('[TOOL_CALLS][{"name": "f", "arguments": {}}]')
+    '[{"name": "f", "arguments": {}}]'
+    """
+    if "[TOOL_CALLS]" not in text and "<tool_call>" not in text:
+        return text
+    return _XLAM_TAGS.sub(lambda m: m.group(1), _XLAM_PREFIX.sub("", text))
 
 
 _JSON_CALL_START = re.compile(r'\{\s*"(?:name|function|type)"\s*:')

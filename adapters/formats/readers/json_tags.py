@@ -98,6 +98,8 @@ _NEMOTRON = ("<TOOLCALL>", "</TOOLCALL>")
 _LONGCAT = ("<longcat_tool_call>", "</longcat_tool_call>")
 #: GigaChat 3's role and message separators (a call is the role "function call")
 GIGACHAT_SEPS = ("<|role_sep|>", "<|message_sep|>")
+#: GigaChat 3.1's call marker (vLLM's gigachat3 reader takes it beside GigaChat 3's role)
+GIGACHAT31_CALL = "<|function_call|>"
 
 
 def _tags(pair: tuple[str, str]) -> Block:
@@ -229,7 +231,10 @@ JSON_TAG_FORMATS: tuple[JsonTagFormat, ...] = (
         examples=(
             f"function call<|role_sep|>\n{_W}",
             f"Checking.<|message_sep|>\n\nfunction call<|role_sep|>\n{_W}</s>",
+            f"Checking.{GIGACHAT31_CALL}{_W}</s>",
         ),
+        # GigaChat 3.1 writes its one call after <|function_call|> (no closer of its own)
+        extra_blocks=(Block(GIGACHAT31_CALL, (EOS, GIGACHAT_SEPS[1]), "call"),),
         drop_tokens=(GIGACHAT_SEPS[1], EOS),
         channel_tokens=(GIGACHAT_SEPS[1],),  # ends the answer part, call or not
     ),

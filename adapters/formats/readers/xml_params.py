@@ -136,12 +136,13 @@ def _read_function(text: str, start: int, *, closed: bool) -> tuple[ParseEvent, 
             key, value_at = _tag_name(text, pos + len(PARAM))
             if not key:
                 return _cut(text, start, name), len(text)
-            if text.startswith("\n", value_at):
-                value_at += 1
+            own_line = text.startswith("\n", value_at)
+            value_at += own_line
             end, pos = _value_end(text, value_at, closed=closed)
             if end < 0:
                 return _cut(text, start, name, inside=key), len(text)
-            texts[key] = _strip_layout(text[value_at:end], indent if not indent.strip() else "")
+            layout = indent if not indent.strip() else ""
+            texts[key] = _strip_layout(text[value_at:end], layout, own_line=own_line)
             continue
         if (pos >= len(text) and closed) or text.startswith(_NEXT_CALL, pos):
             # </function> missing where the block's closer or the next call came
@@ -279,16 +280,23 @@ def _skip_space(text: str, pos: int) -> int:
     return pos
 
 
-def _strip_layout(value: str, indent: str) -> str:
-    """A value without its layout: values sit on lines of their own, so the newline after
-    the tag and the one before the closer are layout, and so is the indentation of the
-    ``<parameter=…>`` line on each of the value's lines (a call written indented, under
-    a list item, say), as Qwen3-Coder's engines read it. Other white space is the value's.
+def _strip_layout(value: str, indent: str, *, own_line: bool) -> str:
+    """A value without its layout, as Qwen3-Coder's engines read it: one newline after
+    the tag (taken by the caller; ``own_line`` says it was there) and one before the
+    closer (vLLM's ``qwen3_coder`` trims exactly these), and, for a call written indented
+    (under a list item, say), the closer's indentation and the ``<parameter=…>`` line's
+    ``indent`` on each line of the value that starts a line. Other white space is the
+    value's: a code value keeps its own indentation.
     """
-    value = value.removeprefix("\n")
+    lines = value.split("\n")
+    if len(lines) > 1 and indent and not lines[-1].strip(" \t"):
+        lines[-1] = ""  # the indentation of the closer's own line
     if indent:
-        value = "\n".join(line.removeprefix(indent) for line in value.split("\n"))
-    return value.removesuffix("\n")
+        lines = [
+            line if i == 0 and not own_line else line.removeprefix(indent)
+            for i, line in enumerate(lines)
+        ]
+    return "\n".join(lines).removesuffix("\n")
 
 
 # --------------------------------------------------------------------------- GLM
