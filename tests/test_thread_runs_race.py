@@ -8,6 +8,7 @@ synchronises on the lines they print (the hold's log, ``running``).
 
 from __future__ import annotations
 
+import asyncio
 import os
 import signal
 import subprocess
@@ -153,3 +154,29 @@ def test_a_frozen_async_sqlite_run_keeps_no_other_process_from_writing(request, 
         assert where_it_stopped == "running\n", where_it_stopped
         os.kill(child.pid, signal.SIGCONT)
         assert let_go(child) == "finished: held 0\n"
+
+
+async def test_many_threads_of_one_async_sqlite_saver_at_once(tmp_path):
+    """Every thread's turns are saved when many threads of one async SQLite saver run
+    at once: a step's checkpoint waits for its writes in flight, off the event loop, and
+    the writes run on a thread of their own, never queued behind those waits (in the
+    loop's default executor, as many waits as it has threads kept the writes from ever
+    running)."""
+    from fncall_graph.adapters.checkpoint import async_sqlite_saver
+
+    threads = 4 * (os.cpu_count() or 1) + 8  # more than the default executor's threads
+    async with async_sqlite_saver(tmp_path / "threads.db") as saver:
+        model = ReplayChatModel([f"answer {i}" for i in range(10)], per_conversation=True)
+        graph = create_fncall_graph(model, [], dialect="native", checkpointer=saver)
+
+        async def thread(j: int) -> None:
+            for k in range(2):
+                cfg = {"configurable": {"thread_id": f"t{j}"}}
+                await graph.ainvoke({"messages": [("user", f"t{j} turn {k}")]}, cfg)
+
+        # a bound against a hung suite, not a synchronisation
+        await asyncio.wait_for(asyncio.gather(*(thread(j) for j in range(threads))), 300)
+        for j in range(threads):
+            state = await graph.aget_state({"configurable": {"thread_id": f"t{j}"}})
+            said = [m.content for m in state.values["messages"] if isinstance(m, HumanMessage)]
+            assert said == [f"t{j} turn 0", f"t{j} turn 1"]

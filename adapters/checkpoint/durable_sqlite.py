@@ -9,7 +9,7 @@ The async saver never holds the file's write lock across an ``await``: LangGraph
 up (a tool that blocks it) between them kept every other process's writes waiting until
 they failed with ``database is locked``. Its checkpoint writes run on a ``sqlite3``
 connection of their own to the file instead, each whole transaction in one call on a
-worker thread.
+thread of their own.
 """
 
 from __future__ import annotations
@@ -20,6 +20,7 @@ import sqlite3
 import threading
 import weakref
 from collections.abc import Awaitable, Callable, Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from typing import Any, TypeVar
 
@@ -220,24 +221,42 @@ class DurableSqliteSaver(ClaimAware, SqliteSaver):
             )
 
 
+class _Writer:
+    """A ``SqliteSaver`` on a ``sqlite3`` connection of its own to the file, and the one
+    thread its writes run on: not the event loop's default executor, whose threads the
+    step's checkpoint may all be holding while it waits for these very writes
+    (:meth:`_WriteGuard.check`)."""
+
+    def __init__(self, file: str, timeout: float, serde: Any) -> None:
+        conn = sqlite3.connect(file, timeout=timeout, check_same_thread=False)
+        self.saver = SqliteSaver(conn, serde=serde)
+        self.thread = ThreadPoolExecutor(1, thread_name_prefix="fncall-sqlite-writes")
+
+    async def run(self, write: Callable[..., T], *args: Any) -> T:
+        return await asyncio.get_running_loop().run_in_executor(self.thread, write, *args)
+
+    def close(self) -> None:
+        self.thread.shutdown(wait=True)  # never under a write still running
+        self.saver.conn.close()
+
+
 class _WritesInOneCall(AsyncSqliteSaver):
     """An ``AsyncSqliteSaver`` whose writes run each whole transaction in one call on a
-    worker thread, on a ``sqlite3`` connection of their own to the file (LangGraph's
-    sync ``SqliteSaver`` methods, with this saver's serializer); reads stay on the
-    ``aiosqlite`` connection. A database in memory has no second connection (and no
-    other process to keep waiting): its writes stay on the saver's."""
+    thread of their own, on a ``sqlite3`` connection of their own to the file
+    (LangGraph's sync ``SqliteSaver`` methods, with this saver's serializer); reads stay
+    on the ``aiosqlite`` connection. A database in memory has no second connection (and
+    no other process to keep waiting): its writes stay on the saver's."""
 
-    _writer: SqliteSaver | None = None
+    _writer: _Writer | None = None
     _writer_looked = False
 
-    async def _writes(self) -> SqliteSaver | None:
+    async def _writes(self) -> _Writer | None:
         if not self._writer_looked:
             await self.setup()
             file, timeout = await _aiosqlite_file(self.conn, self.lock)
             if file and not self._writer_looked:
-                conn = sqlite3.connect(file, timeout=timeout, check_same_thread=False)
-                self._writer = SqliteSaver(conn, serde=self.serde)
-                weakref.finalize(self, _close, self._writer)
+                self._writer = _Writer(file, timeout, self.serde)
+                weakref.finalize(self, self._writer.close)
             self._writer_looked = True
         return self._writer
 
@@ -246,7 +265,7 @@ class _WritesInOneCall(AsyncSqliteSaver):
         opener's to close); the next write opens it again."""
         writer, self._writer, self._writer_looked = self._writer, None, False
         if writer is not None:
-            _close(writer)
+            writer.close()
 
     async def aput(
         self,
@@ -258,7 +277,7 @@ class _WritesInOneCall(AsyncSqliteSaver):
         writer = await self._writes()
         if writer is None:
             return await super().aput(config, checkpoint, metadata, new_versions)
-        return await asyncio.to_thread(writer.put, config, checkpoint, metadata, new_versions)
+        return await writer.run(writer.saver.put, config, checkpoint, metadata, new_versions)
 
     async def aput_writes(
         self,
@@ -270,24 +289,19 @@ class _WritesInOneCall(AsyncSqliteSaver):
         writer = await self._writes()
         if writer is None:
             return await super().aput_writes(config, writes, task_id, task_path)
-        await asyncio.to_thread(writer.put_writes, config, writes, task_id, task_path)
+        await writer.run(writer.saver.put_writes, config, writes, task_id, task_path)
 
     async def adelete_thread(self, thread_id: str) -> None:
         writer = await self._writes()
         if writer is None:
             return await super().adelete_thread(thread_id)
-        await asyncio.to_thread(writer.delete_thread, thread_id)
-
-
-def _close(writer: SqliteSaver) -> None:
-    with writer.lock:  # never under a write still running on a worker thread
-        writer.conn.close()
+        await writer.run(writer.saver.delete_thread, thread_id)
 
 
 class DurableAsyncSqliteSaver(ClaimAware, _WritesInOneCall):
     """:class:`DurableSqliteSaver` for ``ainvoke``/``astream``; its checkpoint writes
     never hold the file's write lock across an ``await`` (each runs in one call on a
-    worker thread, on a connection of its own to the file): a process frozen or an
+    thread of their own, on a connection of their own to the file): a process frozen or an
     event loop held up mid-run keeps no other process from writing."""
 
     def __init__(self, conn: aiosqlite.Connection, **kwargs: Any) -> None:
