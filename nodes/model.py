@@ -501,7 +501,7 @@ class ModelNode:
             update[STRUCTURED_RESPONSE_KEY] = structured
         if asked.raw is not None:
             # the reply as the model wrote it, beside the canonical one (shown, not saved)
-            update["model_output"] = convert_to_openai_messages(asked.raw)
+            update["model_output"] = _output_shown(asked.raw)
         if asked.call is not None and asked.rendered_here:
             # native, a prompt rendered again after a resume, or a middleware's request
             update["model_input"] = convert_to_openai_messages(asked.call.rendered)
@@ -540,3 +540,13 @@ class ModelNode:
             update["call_format"] = fmt.name
             update["call_format_source"] = fmt.source
         return update
+
+
+def _output_shown(raw: BaseMessage) -> Any:
+    """The reply as the model wrote it, for people; one whose calls JSON cannot write
+    (arguments nested past Python's stack, a provider's odd values) is shown without
+    them: the read reply holds them as unreadable calls."""
+    try:
+        return convert_to_openai_messages(raw)
+    except (RecursionError, TypeError, ValueError):
+        return {"role": "assistant", "content": text_of(raw)}

@@ -236,3 +236,24 @@ def test_a_call_as_deep_as_a_tool_may_take_is_read_next_to_one_too_deep(
     if [c["args"] for c in message.tool_calls] != [legal] or len(message.invalid_tool_calls) != 1:
         failures.append(("field", len(message.tool_calls), message.invalid_tool_calls[:1]))
     assert not failures, failures
+
+
+@pytest.mark.parametrize("depth", [10_000])
+def test_a_graph_whose_model_sends_a_field_call_nested_deep_finishes(depth: int) -> None:
+    # the model step shows the reply as written (model_output) beside the read one: the
+    # arguments JSON cannot write make the reply shown without them, never a crash
+    from langchain_core.tools import tool
+
+    from fncall_graph import create_fncall_graph
+
+    @tool
+    def f() -> str:
+        """F."""
+        return "ran"
+
+    model = _Fake(reply=_field_reply(depth), raw_args="")
+    graph = create_fncall_graph(model, tools=[f], dialect="native", max_iterations=1)
+    out = graph.invoke({"messages": [("user", "go")]})
+    replies = [m for m in out["messages"] if isinstance(m, AIMessage)]
+    assert replies[0].tool_calls == []
+    assert TOO_DEEP in (replies[0].invalid_tool_calls[0]["error"] or "")
