@@ -98,8 +98,12 @@ def _open_calls(
 ) -> tuple[list[ToolCall], list[InvalidToolCall]]:
     """``ai``'s calls (readable, unreadable) that no ``ToolMessage`` after it answers, as
     create_agent's edges find them (a schema tool's call is the model step's own)."""
-    index = max(i for i, m in enumerate(messages) if m is ai)
-    answered = {m.tool_call_id for m in messages[index + 1 :] if isinstance(m, ToolMessage)}
+    answered = set()
+    for m in reversed(messages):  # the messages after ``ai`` only: a step's, a hook's
+        if m is ai:
+            break
+        if isinstance(m, ToolMessage):
+            answered.add(m.tool_call_id)
     calls = [
         c
         for c in ai.tool_calls

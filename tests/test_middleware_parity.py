@@ -8,6 +8,7 @@ table lists them)."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -86,6 +87,7 @@ class Run:
     """One program run on one factory: what it left, what the model was asked."""
 
     def __init__(self, factory: str, outputs: list[Any], **options: Any) -> None:
+        self.aio = options.pop("aio", False)  # ainvoke instead of invoke
         self.ran: list[str] = []
         self.model = options.pop("model", None) or ReplayChatModel(outputs)
         tools = options.pop("tools", None) or mail_tools(self.ran)
@@ -105,7 +107,10 @@ class Run:
 
     def send(self, value: Any) -> dict[str, Any]:
         payload = value if isinstance(value, Command) else {"messages": [("user", value)]}
-        self.out = self.graph.invoke(payload, self.config)
+        if self.aio:
+            self.out = asyncio.run(self.graph.ainvoke(payload, self.config))
+        else:
+            self.out = self.graph.invoke(payload, self.config)
         return self.out
 
     @property
@@ -153,10 +158,11 @@ def assert_same(agent: Run, graph: Run) -> None:
     ],
     ids=["approve", "reject-with-reason", "reject", "edit"],
 )
-def test_human_in_the_loop_decides_one_of_two_calls_and_the_other_runs(decision):
+@pytest.mark.parametrize("aio", [False, True], ids=["invoke", "ainvoke"])
+def test_human_in_the_loop_decides_one_of_two_calls_and_the_other_runs(decision, aio):
     def program(factory: str) -> Run:
         hitl = HumanInTheLoopMiddleware(interrupt_on={"send_email": True})
-        run = Run(factory, [TWO, "done"], middleware=[hitl])
+        run = Run(factory, [TWO, "done"], middleware=[hitl], aio=aio)
         [pending] = run.send("mail alice, read my inbox")["__interrupt__"]
         assert [a["name"] for a in pending.value["action_requests"]] == ["send_email"]
         run.send(Command(resume={"decisions": [decision]}))
@@ -361,13 +367,14 @@ class Contact(BaseModel):
 CONTACT = {"name": "Alice", "email": "alice@example.com"}
 
 
-def test_tool_strategy_binds_the_schema_tool_and_its_call_ends_the_run():
+@pytest.mark.parametrize("aio", [False, True], ids=["invoke", "ainvoke"])
+def test_tool_strategy_binds_the_schema_tool_and_its_call_ends_the_run(aio):
     def program(factory: str) -> Run:
         outputs = [
             calls(("read_inbox", {"folder": "in"})),
             calls(("Contact", CONTACT), prefix="s"),
         ]
-        run = Run(factory, outputs, response_format=ToolStrategy(Contact))
+        run = Run(factory, outputs, response_format=ToolStrategy(Contact), aio=aio)
         run.send("who wrote to me?")
         return run
 
@@ -376,6 +383,33 @@ def test_tool_strategy_binds_the_schema_tool_and_its_call_ends_the_run():
     assert graph.structured == Contact(**CONTACT)
     assert graph.bound == agent.bound == [["send_email", "read_inbox", "Contact"]] * 2
     assert [c.get("tool_choice") for c in graph.model.calls] == ["any", "any"]
+
+
+def test_tool_strategy_beside_a_tool_call_ends_the_run_once_the_tool_ran():
+    def program(factory: str) -> Run:
+        both_calls = calls(("read_inbox", {"folder": "in"}), ("Contact", CONTACT))
+        run = Run(factory, [both_calls], response_format=ToolStrategy(Contact))
+        run.send("read, then who?")
+        return run
+
+    agent, graph = both(program)
+    assert_same(agent, graph)
+    assert graph.ran == ["read_inbox:in"] and graph.structured == Contact(**CONTACT)
+    assert len(graph.model.inputs) == 1
+
+
+def test_tool_strategy_with_human_in_the_loop():
+    def program(factory: str) -> Run:
+        hitl = HumanInTheLoopMiddleware(interrupt_on={"send_email": True})
+        outputs = [TWO, calls(("Contact", CONTACT), prefix="s")]
+        run = Run(factory, outputs, middleware=[hitl], response_format=ToolStrategy(Contact))
+        run.send("mail alice, read my inbox, then who?")
+        run.send(Command(resume={"decisions": [{"type": "reject"}]}))
+        return run
+
+    agent, graph = both(program)
+    assert_same(agent, graph)
+    assert graph.structured == Contact(**CONTACT) and graph.ran == ["read_inbox:in"]
 
 
 def test_tool_strategy_asks_again_when_the_call_does_not_fit():
