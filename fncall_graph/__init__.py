@@ -8,6 +8,8 @@ The public face:
   prompt-dialect tool calling for models without native function calling;
 * :class:`ToolCallClaimed` and its kinds — what a run is told when another run of the
   same thread already holds a tool call (each call runs at most once per id);
+* :class:`CheckpointNotFound` — a config naming a checkpoint its saver deleted
+  (``keep_checkpoints``) or never had: refused, nothing run or written;
 * :class:`StaleApproval` and :func:`bind_decisions` — approval answers bound to the
   review they answer; :class:`ApprovalPending` — a new input refused while a review
   waits;
@@ -42,6 +44,7 @@ _EXPORTS = {
     "ToolCallAlreadyRan": "fncall_graph.adapters.checkpoint.claims",
     "ToolCallTakenOver": "fncall_graph.adapters.checkpoint.claims",
     "ThreadBusy": "fncall_graph.adapters.checkpoint.thread_runs",
+    "CheckpointNotFound": "fncall_graph.adapters.checkpoint",
     "StaleApproval": "fncall_graph.nodes.approve",
     "ApprovalPending": "fncall_graph.nodes.approve",
     "bind_decisions": "fncall_graph.nodes.approve",

@@ -1,6 +1,7 @@
 """Checkpointers: where threads are saved (SQLite by default, PostgreSQL for scale)."""
 
 from .savers import (
+    CheckpointNotFound,
     CheckpointWriteError,
     async_postgres_saver,
     async_sqlite_saver,
@@ -9,6 +10,7 @@ from .savers import (
 )
 
 __all__ = [
+    "CheckpointNotFound",
     "CheckpointWriteError",
     "async_postgres_saver",
     "async_sqlite_saver",

@@ -18,11 +18,23 @@ approval holds) is always among those kept; nothing in the tool-call claims' own
 is touched. The oldest kept checkpoint loses its parent
 (``parent_config`` is ``None``), as LangGraph's own ``prune`` leaves it.
 
+What is kept, precisely: the thread's ``keep`` newest checkpoints (by id, whichever
+branch each is on), and every older checkpoint one of them is read from: a checkpoint
+that holds no full copy of a delta channel is read from its parent's writes, back along
+its own parent chain to the last copy. A fork (time travel to a kept checkpoint, then
+new turns, or LangGraph's ``as_node="__copy__"``, whose copy has the original's parent)
+therefore keeps the line its head is read from, however old; what no kept checkpoint
+needs, an abandoned branch's older part included, is deleted.
+
 What it costs: the history of a thread goes back ``keep`` checkpoints only:
-``get_state_history`` lists those, and time travel (a fork or replay from an older
-checkpoint) is no longer possible beyond them. Like LangGraph's ``prune``, it assumes
-one run at a time on a thread, going on from its head: a run forking from a checkpoint
-that another process deletes meanwhile saves a checkpoint whose parent is gone.
+``get_state_history`` lists those (and the ones they need), and time travel (a fork or
+replay from an older checkpoint) is no longer possible beyond them. A config naming a
+checkpoint the saver does not hold is refused (:class:`CheckpointNotFound`, see
+:func:`refuses_missing_checkpoints`): LangGraph would read it as an empty thread, make
+that the head, and the next save would delete the real history. Like LangGraph's
+``prune``, it assumes one run at a time on a thread, going on from its head: a run
+forking from a checkpoint that another process deletes meanwhile saves a checkpoint
+whose parent is gone.
 
 A deletion that fails (a database locked past its busy timeout) is logged and left to
 the next save, which deletes what this one left: a run never fails because of it.
@@ -35,6 +47,7 @@ import logging
 import sqlite3
 import sys
 import threading
+import uuid
 from collections.abc import Iterator
 from typing import Any, TypeVar
 
@@ -44,12 +57,13 @@ from langgraph.checkpoint.base import (
     ChannelVersions,
     Checkpoint,
     CheckpointMetadata,
+    CheckpointTuple,
 )
 
 from .claims.store import asaver_connection, saver_connection
 from .saver_mixins import SaverMixins
 
-__all__ = ["check_keep", "keeps_checkpoints"]
+__all__ = ["CheckpointNotFound", "check_keep", "keeps_checkpoints", "refuses_missing_checkpoints"]
 
 log = logging.getLogger(__name__)
 
@@ -78,6 +92,143 @@ def _warn(where: tuple[str, str], exc: BaseException) -> None:
         where[0],
         exc,
     )
+
+
+class CheckpointNotFound(LookupError):
+    """A config names a checkpoint its saver does not hold: deleted by
+    ``keep_checkpoints`` (:attr:`keep_checkpoints` says K), or never saved there
+    (:attr:`keep_checkpoints` is ``None``). Nothing was read, run or written.
+
+    LangGraph reads a missing checkpoint as an empty thread: ``update_state`` or a run
+    from it would make an empty state the thread's head, and a saver that keeps the
+    last K checkpoints would then delete the real ones. ``get_state_history`` lists the
+    checkpoints a config may name.
+
+    Attributes:
+        thread_id: the thread the config names.
+        checkpoint_ns: its namespace (``""`` for the graph itself).
+        checkpoint_id: the checkpoint it names.
+        keep_checkpoints: K when the saver deleted the checkpoint (it is older than the
+            thread's head, and the saver keeps the last K); ``None`` when it never had it.
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        thread_id: str,
+        checkpoint_ns: str,
+        checkpoint_id: str,
+        keep_checkpoints: int | None,
+    ) -> None:
+        super().__init__(message)
+        self.thread_id, self.checkpoint_ns = thread_id, checkpoint_ns
+        self.checkpoint_id, self.keep_checkpoints = checkpoint_id, keep_checkpoints
+
+    def __str__(self) -> str:  # LookupError's own repr-quotes a single argument
+        return str(self.args[0])
+
+
+def _named(config: RunnableConfig) -> str | None:
+    return (config.get("configurable") or {}).get("checkpoint_id") or None
+
+
+def _not_found(
+    saver: Any, config: RunnableConfig, head: CheckpointTuple | None
+) -> CheckpointNotFound:
+    """The error for a config naming a checkpoint ``saver`` does not hold, ``head`` the
+    thread's newest checkpoint: one older than it, on a saver that keeps the last K,
+    was deleted (a checkpoint id sorts by the time it was made)."""
+    thread, ns = _where(config)
+    named = str(_named(config))
+    keep = getattr(saver, "keep_checkpoints", None)  # a saver that keeps the last K
+    where = f"thread {thread!r}" + (f" (namespace {ns!r})" if ns else "")
+    if keep is not None and head is not None and _is_id(named) and named < head.checkpoint["id"]:
+        message = (
+            f"checkpoint {named!r} of {where} was deleted: this saver keeps each thread's "
+            f"last {keep} checkpoints (keep_checkpoints={keep}). Nothing was read or "
+            "written; get_state_history lists the checkpoints a config may name."
+        )
+    else:
+        keep = None
+        message = (
+            f"this saver never had checkpoint {named!r} of {where}. Nothing was read or "
+            "written; get_state_history lists the checkpoints a config may name."
+        )
+    return CheckpointNotFound(
+        message, thread_id=thread, checkpoint_ns=ns, checkpoint_id=named, keep_checkpoints=keep
+    )
+
+
+def _is_id(named: str) -> bool:
+    try:
+        uuid.UUID(named)
+    except ValueError:
+        return False
+    return True
+
+
+def _head_of(config: RunnableConfig) -> RunnableConfig:
+    conf = config.get("configurable") or {}
+    return {"configurable": {k: conf[k] for k in ("thread_id", "checkpoint_ns") if k in conf}}
+
+
+class _RefusesMissing:
+    """Over a saver: ``get_tuple``/``aget_tuple`` of a config naming a checkpoint it
+    does not hold raises :class:`CheckpointNotFound` (see
+    :func:`refuses_missing_checkpoints`)."""
+
+    def get_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
+        found = super().get_tuple(config)  # type: ignore[misc]
+        if found is None and _named(config):
+            raise _not_found(self, config, super().get_tuple(_head_of(config)))  # type: ignore[misc]
+        return found
+
+    async def aget_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
+        found = await super().aget_tuple(config)  # type: ignore[misc]
+        if found is None and _named(config):
+            head = await super().aget_tuple(_head_of(config))  # type: ignore[misc]
+            raise _not_found(self, config, head)
+        return found
+
+
+_REFUSING: dict[type, type] = {}
+_REFUSING_LOCK = threading.Lock()
+
+
+def refuses_missing_checkpoints(saver_cls: type[S]) -> type[S]:
+    """A subclass of ``saver_cls`` (any LangGraph saver class) whose ``get_tuple`` and
+    ``aget_tuple`` raise :class:`CheckpointNotFound` for a config naming a checkpoint
+    (``checkpoint_id``) the saver does not hold, instead of returning ``None``.
+
+    Every write LangGraph makes from a named checkpoint reads it that way first
+    (``update_state``, ``bulk_update_state``, a run whose config names one: ``invoke``,
+    ``stream`` and their async forms, in every ``durability``), and reads ``None`` as
+    an empty thread to go on from: refused there, nothing is run or written.
+    ``get_state`` of such a config raises the same error (LangGraph's own savers
+    return an empty state). A config naming no checkpoint reads the thread's newest, or
+    ``None`` for a new thread, as before.
+
+    The savers of :mod:`.savers` (``sqlite_saver`` and the others) are made with it.
+
+    Example:
+        >>> import sqlite3
+        >>> from langgraph.checkpoint.sqlite import SqliteSaver
+        >>> saver = refuses_missing_checkpoints(SqliteSaver)(sqlite3.connect(":memory:"))
+        >>> saver.get_tuple({"configurable": {"thread_id": "t"}}) is None
+        True
+        >>> saver.get_tuple({"configurable": {"thread_id": "t", "checkpoint_id": "x"}})
+        Traceback (most recent call last):
+        ...
+        fncall_graph.adapters.checkpoint.keep.CheckpointNotFound: this saver never had checkpoint 'x' of thread 't'. Nothing was read or written; get_state_history lists the checkpoints a config may name.
+    """
+    with _REFUSING_LOCK:
+        made = _REFUSING.get(saver_cls)
+        if made is None:
+            made = _REFUSING[saver_cls] = type(
+                saver_cls.__name__, (_RefusesMissing, saver_cls), {"__doc__": saver_cls.__doc__}
+            )
+        return made  # type: ignore[return-value]
 
 
 class _Keeps:
@@ -139,37 +290,56 @@ def _db_errors() -> tuple[type[BaseException], ...]:
 # -- SQLite: checkpoints and writes (a checkpoint's row holds its channel values)
 
 
-# The newest checkpoint to delete, and every one older, with the writes of their steps
-# (writes left by a step whose checkpoint is already gone included): those older than
-# the oldest kept one, and older than the newest checkpoint at or before it that holds
-# every channel's value. A ``DeltaChannel`` (the graph's ``messages``) stores a full copy
-# only now and then; the checkpoints after one hold no value and are read back by
-# replaying the writes since: that copy, and those writes, must stay. LangGraph's
-# metadata counts the updates since each delta channel's last copy: a checkpoint with
-# no counts holds them all (a copy, a thread's first, or one saved before delta
-# channels).
-def _cutoff(thread: str, ns: str, keep: str, holds_all: str) -> str:
-    """The query for that newest checkpoint to delete, in a database's own placeholders
-    (each named, used more than once) and its own test of a checkpoint's metadata."""
-    where = f"FROM checkpoints WHERE thread_id = {thread} AND checkpoint_ns = {ns}"
-    newest = "ORDER BY checkpoint_id DESC LIMIT 1"
-    oldest_kept = f"SELECT checkpoint_id {where} {newest} OFFSET {keep} - 1"
-    copy = f"SELECT checkpoint_id {where} AND {holds_all} AND checkpoint_id <= ({oldest_kept}) {newest}"
-    return f"SELECT checkpoint_id {where} AND checkpoint_id < ({copy}) {newest}"
+# The checkpoints kept: the ``keep`` newest, and each one's parent while it holds no full
+# copy of every delta channel: a ``DeltaChannel`` (the graph's ``messages``) stores a full
+# copy only now and then, and a checkpoint after one is read back from that copy and the
+# writes stored on its ancestors since, along its own parent chain (a fork's line runs
+# through checkpoints older than the newest ``keep``). LangGraph's metadata counts the
+# updates since each delta channel's last copy: a checkpoint with no counts holds them
+# all (a copy, a thread's first, or one saved before delta channels).
+def _kept(thread: str, ns: str, keep: str, holds_all: str) -> str:
+    """The ``kept(id)`` CTE, in a database's own placeholders (each named, used more
+    than once) and its own test of a checkpoint ``c``'s metadata."""
+    newest = (
+        f"SELECT checkpoint_id FROM (SELECT checkpoint_id FROM checkpoints "
+        f"WHERE thread_id = {thread} AND checkpoint_ns = {ns} "
+        f"ORDER BY checkpoint_id DESC LIMIT {keep}) AS n"
+    )
+    parents = (
+        f"SELECT c.parent_checkpoint_id FROM kept JOIN checkpoints c "
+        f"ON c.thread_id = {thread} AND c.checkpoint_ns = {ns} AND c.checkpoint_id = kept.id "
+        f"WHERE c.parent_checkpoint_id IS NOT NULL AND NOT ({holds_all})"
+    )
+    return f"WITH RECURSIVE kept(id) AS ({newest} UNION {parents}) "
 
 
-_SQLITE_CUTOFF = _cutoff(
+def _gone(thread: str, ns: str) -> tuple[str, str]:
+    """After checkpoints were deleted: the writes of steps whose checkpoint is gone
+    (older than the thread's newest, whose writes may be saved before it is), and the
+    parent of a kept checkpoint whose parent is gone, ``NULL`` as LangGraph's ``prune``
+    leaves it."""
+    ids = (
+        f"SELECT checkpoint_id FROM checkpoints WHERE thread_id = {thread} AND checkpoint_ns = {ns}"
+    )
+    mine = f"thread_id = {thread} AND checkpoint_ns = {ns}"
+    return (
+        f"DELETE FROM {{writes}} WHERE {mine} AND checkpoint_id NOT IN ({ids}) "
+        f"AND checkpoint_id < (SELECT MAX(checkpoint_id) FROM checkpoints WHERE {mine})",
+        f"UPDATE checkpoints SET parent_checkpoint_id = NULL WHERE {mine} "
+        f"AND parent_checkpoint_id IS NOT NULL AND parent_checkpoint_id NOT IN ({ids})",
+    )
+
+
+_SQLITE_DELETE = _kept(
     "?1",
     "?2",
     "?3",
-    "json_extract(CAST(metadata AS TEXT), '$.counters_since_delta_snapshot') IS NULL",
+    "json_extract(CAST(c.metadata AS TEXT), '$.counters_since_delta_snapshot') IS NULL",
+) + (
+    "DELETE FROM checkpoints WHERE thread_id = ?1 AND checkpoint_ns = ?2 "
+    "AND checkpoint_id NOT IN (SELECT id FROM kept)"
 )
-_SQLITE_PRUNE = (
-    "DELETE FROM checkpoints WHERE thread_id = ? AND checkpoint_ns = ? AND checkpoint_id <= ?",
-    "DELETE FROM writes WHERE thread_id = ? AND checkpoint_ns = ? AND checkpoint_id <= ?",
-    "UPDATE checkpoints SET parent_checkpoint_id = NULL WHERE thread_id = ? "
-    "AND checkpoint_ns = ? AND parent_checkpoint_id <= ?",
-)
+_SQLITE_AFTER = tuple(sql.format(writes="writes") for sql in _gone("?1", "?2"))
 
 
 class _SqliteKeeps(_Keeps):
@@ -177,10 +347,9 @@ class _SqliteKeeps(_Keeps):
 
     def _prune(self, thread_id: str, ns: str, keep: int) -> None:
         with self.cursor() as cur:  # one transaction, under the saver's lock
-            row = cur.execute(_SQLITE_CUTOFF, (thread_id, ns, keep)).fetchone()
-            if row is not None:
-                for sql in _SQLITE_PRUNE:
-                    cur.execute(sql, (thread_id, ns, row[0]))
+            if cur.execute(_SQLITE_DELETE, (thread_id, ns, keep)).rowcount:
+                for sql in _SQLITE_AFTER:
+                    cur.execute(sql, (thread_id, ns))
 
 
 class _AsyncSqliteKeeps(_AsyncKeeps):
@@ -189,29 +358,22 @@ class _AsyncSqliteKeeps(_AsyncKeeps):
 
     async def _aprune(self, thread_id: str, ns: str, keep: int) -> None:
         async with self.lock:
-            async with self.conn.execute(_SQLITE_CUTOFF, (thread_id, ns, keep)) as cur:
-                row = await cur.fetchone()
-            if row is not None:
-                for sql in _SQLITE_PRUNE:
-                    await self.conn.execute(sql, (thread_id, ns, row[0]))
-                await self.conn.commit()
+            async with self.conn.execute(_SQLITE_DELETE, (thread_id, ns, keep)) as cur:
+                deleted = cur.rowcount
+            for sql in _SQLITE_AFTER if deleted else ():
+                await self.conn.execute(sql, (thread_id, ns))
+            await self.conn.commit()
 
 
 # -- PostgreSQL: checkpoints, writes, and the channel blobs only deleted checkpoints name
 
-_PG_CUTOFF = _cutoff(
-    "%(t)s", "%(ns)s", "%(keep)s", "metadata -> 'counters_since_delta_snapshot' IS NULL"
+_PG_DELETE = _kept(
+    "%(t)s", "%(ns)s", "%(keep)s", "c.metadata -> 'counters_since_delta_snapshot' IS NULL"
+) + (
+    "DELETE FROM checkpoints WHERE thread_id = %(t)s AND checkpoint_ns = %(ns)s "
+    "AND checkpoint_id NOT IN (SELECT id FROM kept) RETURNING checkpoint -> 'channel_versions'"
 )
-_PG_DELETE = (
-    "DELETE FROM checkpoints WHERE thread_id = %s AND checkpoint_ns = %s "
-    "AND checkpoint_id <= %s RETURNING checkpoint -> 'channel_versions'"
-)
-_PG_AFTER = (
-    "DELETE FROM checkpoint_writes WHERE thread_id = %s AND checkpoint_ns = %s "
-    "AND checkpoint_id <= %s",
-    "UPDATE checkpoints SET parent_checkpoint_id = NULL WHERE thread_id = %s "
-    "AND checkpoint_ns = %s AND parent_checkpoint_id <= %s",
-)
+_PG_AFTER = tuple(sql.format(writes="checkpoint_writes") for sql in _gone("%(t)s", "%(ns)s"))
 # a blob a deleted checkpoint named that no kept checkpoint names
 _PG_BLOBS = (
     "DELETE FROM checkpoint_blobs b WHERE b.thread_id = %s AND b.checkpoint_ns = %s "
@@ -230,11 +392,11 @@ def _freed(rows: list[Any]) -> dict[str, list[str]]:
     return {channel: sorted(versions) for channel, versions in freed.items()}
 
 
-def _pg_statements(
-    thread_id: str, ns: str, cutoff: str, deleted: list[Any]
-) -> Iterator[tuple[str, tuple[Any, ...]]]:
+def _pg_statements(thread_id: str, ns: str, deleted: list[Any]) -> Iterator[tuple[str, Any]]:
+    if not deleted:
+        return
     for sql in _PG_AFTER:
-        yield sql, (thread_id, ns, cutoff)
+        yield sql, {"t": thread_id, "ns": ns}
     for channel, versions in _freed(deleted).items():
         yield _PG_BLOBS, (thread_id, ns, channel, versions)
 
@@ -251,11 +413,8 @@ class _PostgresKeeps(_Keeps):
             conn.transaction(),
             conn.cursor(row_factory=tuple_row) as cur,
         ):
-            row = cur.execute(_PG_CUTOFF, {"t": thread_id, "ns": ns, "keep": keep}).fetchone()
-            if row is None:
-                return
-            deleted = cur.execute(_PG_DELETE, (thread_id, ns, row[0])).fetchall()
-            for sql, params in _pg_statements(thread_id, ns, row[0], deleted):
+            deleted = cur.execute(_PG_DELETE, {"t": thread_id, "ns": ns, "keep": keep}).fetchall()
+            for sql, params in _pg_statements(thread_id, ns, deleted):
                 cur.execute(sql, params)
 
 
@@ -271,13 +430,9 @@ class _AsyncPostgresKeeps(_AsyncKeeps):
             conn.transaction(),
             conn.cursor(row_factory=tuple_row) as cur,
         ):
-            await cur.execute(_PG_CUTOFF, {"t": thread_id, "ns": ns, "keep": keep})
-            row = await cur.fetchone()
-            if row is None:
-                return
-            await cur.execute(_PG_DELETE, (thread_id, ns, row[0]))
+            await cur.execute(_PG_DELETE, {"t": thread_id, "ns": ns, "keep": keep})
             deleted = await cur.fetchall()
-            for sql, params in _pg_statements(thread_id, ns, row[0], deleted):
+            for sql, params in _pg_statements(thread_id, ns, deleted):
                 await cur.execute(sql, params)
 
 

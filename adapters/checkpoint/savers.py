@@ -50,7 +50,12 @@ from .durable_sqlite import (
     DurableSqliteSaver,
 )
 from .history import stores_messages_once
-from .keep import check_keep, keeps_checkpoints
+from .keep import (
+    CheckpointNotFound,
+    check_keep,
+    keeps_checkpoints,
+    refuses_missing_checkpoints,
+)
 
 if TYPE_CHECKING:
     from langgraph.checkpoint.postgres import PostgresSaver
@@ -58,6 +63,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "DEFAULT_BUSY_TIMEOUT",
+    "CheckpointNotFound",
     "CheckpointWriteError",
     "DurableAsyncSqliteSaver",
     "DurableSqliteSaver",
@@ -76,10 +82,12 @@ _POSTGRES_MISSING = (
 
 
 def _saver_class(cls: type[T], store_messages_once: bool, keep_checkpoints: int | None) -> type[T]:
-    """``cls`` with the options: messages stored once, older checkpoints deleted."""
+    """``cls`` with the options (messages stored once, older checkpoints deleted), and a
+    config naming a checkpoint it does not hold refused (:class:`CheckpointNotFound`)."""
     check_keep(keep_checkpoints)
     cls = stores_messages_once(cls) if store_messages_once else cls  # type: ignore[type-var]
-    return keeps_checkpoints(cls) if keep_checkpoints is not None else cls  # type: ignore[type-var]
+    cls = keeps_checkpoints(cls) if keep_checkpoints is not None else cls  # type: ignore[type-var]
+    return refuses_missing_checkpoints(cls)
 
 
 def _made(saver: T, keep_checkpoints: int | None) -> T:
