@@ -27,7 +27,14 @@ from test_claims import fresh_thread, row_of
 
 from fncall_graph import ThreadBusy, create_fncall_graph
 from fncall_graph.adapters.checkpoint import postgres_saver, sqlite_saver
-from fncall_graph.adapters.checkpoint.claims import THREAD_RUN_ID, ClaimKey
+from fncall_graph.adapters.checkpoint.claims import (
+    THREAD_RUN_ID,
+    ClaimKey,
+    ClaimRow,
+    Owner,
+    claims_for,
+)
+from fncall_graph.adapters.checkpoint.claims.store import _Swap
 from fncall_graph.testing import ReplayChatModel
 
 CHILD = str(Path(__file__).with_name("hold_child.py"))
@@ -180,3 +187,24 @@ async def test_many_threads_of_one_async_sqlite_saver_at_once(tmp_path):
             state = await graph.aget_state({"configurable": {"thread_id": f"t{j}"}})
             said = [m.content for m in state.values["messages"] if isinstance(m, HumanMessage)]
             assert said == [f"t{j} turn 0", f"t{j} turn 1"]
+
+
+@pytest.mark.parametrize("kind", ASYNC_SAVERS)
+def test_a_run_whose_hold_was_taken_over_does_not_end_as_if_its_turn_were_kept(
+    kind, request, tmp_path
+):
+    """A run whose hold another run took over (here: the test, as a process that judged
+    it lapsed) and that ends before its heartbeat learned of it is told at its end:
+    another run may have started from the same checkpoint, and its turn may be lost."""
+    where, thread = _where(kind, request, tmp_path), fresh_thread(request)
+    key = ClaimKey(thread, "", THREAD_RUN_ID)
+    with turn(kind, where, thread, "first") as first, saver_here(kind, where) as saver:
+        said(first, "running")
+        store = claims_for(saver).store
+        held = row_of(saver, key)
+        other = ClaimRow(key, "run", str(Owner.here()), "", "running", time.time())
+        assert store.run(_Swap(other, held.owner))
+        end = let_go(first)
+        assert end.startswith("stopped: ToolCallTakenOver"), end
+        assert "may be missing from the thread" in end
+        assert row_of(saver, key) == other  # the other run's hold is left as it was

@@ -13,10 +13,12 @@ multitask strategies say:
 
 A hold whose process is gone, or that was not renewed for the lease, is taken over; the
 run that lost it (frozen past the lease) writes nothing more: the savers refuse it, as
-for a lost tool call claim (:class:`~.claims.ToolCallTakenOver`). A hold counts from the
-moment it is taken, however long its run waited for it: stamped with the time the run
-began waiting, a hold taken after a wait longer than the lease looked lapsed to the
-next waiting run until its first renewal, and two runs went on at once.
+for a lost tool call claim (:class:`~.claims.ToolCallTakenOver`); one that ends before
+its heartbeat learned of it finds out as it lets go, and raises that error rather than
+returning as if its turn were kept. A hold counts from the moment it is taken, however
+long its run waited for it: stamped with the time the run began waiting, a hold taken
+after a wait longer than the lease looked lapsed to the next waiting run until its
+first renewal, and two runs went on at once.
 """
 
 from __future__ import annotations
@@ -31,7 +33,15 @@ from typing import Any, Literal
 
 from langgraph.checkpoint.base import BaseCheckpointSaver
 
-from .claims import CallClaims, ClaimKey, ClaimRow, Owner, ToolCallClaimed, claims_for
+from .claims import (
+    CallClaims,
+    ClaimKey,
+    ClaimRow,
+    Owner,
+    ToolCallClaimed,
+    ToolCallTakenOver,
+    claims_for,
+)
 from .claims.lease import DEFAULT_LEASE, _beat, _forget
 from .claims.owner import THREAD_RUN_ID, _this_process
 from .claims.store import _arun, _Get, _Insert, _Release, _Swap
@@ -144,6 +154,28 @@ class _Hold:
     def beat(self) -> None:
         _beat(self.claims.store, self.me, self.key, tool="run", run=self.token, lease=self.lease)
 
+    def lost(self, held: ClaimRow | None) -> ToolCallTakenOver:
+        """The run ended normally, but its hold was no longer its own when it let go:
+        another run took the thread over meanwhile (the heartbeat had not yet said so,
+        which would have stopped this run's writes)."""
+        by = (
+            "its hold was deleted (the thread was deleted)"
+            if held is None
+            else f"{held.holder.describe()} took it over"
+        )
+        lapse = f"for over {self.lease:g} s" if self.lease is not None else "too long"
+        return ToolCallTakenOver(
+            f"thread {self.key.thread_id!r}: this run's hold on the thread was taken over "
+            f"while the run went on: it had not been renewed {lapse} (the process was "
+            f"frozen, or too busy to renew it), and {by}. The run finished, but another "
+            "run may have started from the same checkpoint, and this run's turn may be "
+            "missing from the thread: read it with get_state, and send the turn again "
+            "if it is not there.",
+            thread_id=self.key.thread_id,
+            call_id=THREAD_RUN_ID,
+            tool="run",
+        )
+
     def done(self) -> None:
         """The run holds the thread no more (or never took it)."""
         _forget(self.me)
@@ -176,6 +208,7 @@ def thread_run(
     hold = _Hold(saver, config, token, multitask, lease, wait)
     store = hold.claims.store
     pausing = threading.Event()
+    ended = False
     try:
         while True:
             inserted = store.run(_Insert(hold.row()))
@@ -187,12 +220,16 @@ def thread_run(
                 pausing.wait(hold.next_pause())  # another process's run: nothing to wait on
         hold.beat()
         yield
+        ended = True
     finally:
         hold.done()
+        released = None
         try:
-            store.run(_Release(hold.key, str(hold.me)))
+            released = store.run(_Release(hold.key, str(hold.me)))
         except Exception as exc:  # it lapses with the lease; the run's own error matters
             log.warning("could not release thread %r: %s", hold.key.thread_id, exc)
+    if ended and released is False:
+        raise hold.lost(store.run(_Get(hold.key)))
 
 
 @asynccontextmanager
@@ -208,6 +245,7 @@ async def athread_run(
     """:func:`thread_run` for ``ainvoke``/``astream``: waits without blocking the loop."""
     hold = _Hold(saver, config, token, multitask, lease, wait)
     store = hold.claims.store
+    ended = False
     try:
         while True:
             inserted = await _arun(store, _Insert(hold.row()))
@@ -221,9 +259,13 @@ async def athread_run(
                 await asyncio.sleep(hold.next_pause())
         hold.beat()
         yield
+        ended = True
     finally:
         hold.done()
+        released = None
         try:
-            await asyncio.shield(_arun(store, _Release(hold.key, str(hold.me))))
+            released = await asyncio.shield(_arun(store, _Release(hold.key, str(hold.me))))
         except Exception as exc:
             log.warning("could not release thread %r: %s", hold.key.thread_id, exc)
+    if ended and released is False:
+        raise hold.lost(await _arun(store, _Get(hold.key)))

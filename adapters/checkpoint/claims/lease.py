@@ -116,6 +116,9 @@ def _check_taken_over(beat: _Heartbeat) -> None:
     held = beat.store.run(_Get(beat.key))
     if held is not None and held.owner == beat.owner:
         return  # ours still: the call finished between the look and the renewal
+    with _ACTIVE_LOCK:  # looked at after the claim: a call forgets it before letting go
+        if all(b is not beat for b in _ACTIVE.values()):
+            return  # it ended meanwhile and let its claim go (a thread's run hold)
     error = _taken_over(beat.key, beat.tool, held, beat.lease)
     log.error("%s", error)
     _lose(beat.run, error)
