@@ -20,7 +20,8 @@ from langchain_core.messages import AIMessage, AIMessageChunk, HumanMessage
 from langchain_core.tools import tool
 
 from fncall_graph.adapters import normalize, with_dialect
-from fncall_graph.adapters.formats.readers import CALL_FORMATS, get_reader
+from fncall_graph.adapters.formats.readers import CALL_FORMATS, READERS, get_reader
+from fncall_graph.adapters.models.call_format import check_call_format, format_of_name
 from fncall_graph.testing import ReplayChatModel
 
 WEATHER = ("get_weather", {"city": "Paris"})
@@ -647,3 +648,73 @@ def test_a_qwen3_coder_call_written_indented_keeps_its_values_without_the_layout
     for fmt in ("function-tag", "hermes"):
         read = normalize(AIMessage(text), None, call_format=fmt)
         assert read.tool_calls[0]["args"] == {"code": "def f():\n    return 1", "city": "Paris"}
+
+
+# --------------------------------------------------- declared reads no less than auto
+
+_W_JSON = '[{"name": "get_weather", "arguments": {"city": "Paris"}}]'
+#: replies in a family's format that its engine's reader takes besides the template's
+#: own shape (the wrappers of the family table, docs/dialects.md)
+ENGINE_SHAPES: dict[str, list[str]] = {
+    # llama.cpp's Qwen3-Coder reader: Qwen3-Coder may leave out the <tool_call>
+    "hermes": ["<function=get_weather>\n<parameter=city>\nParis\n</parameter>\n</function>"],
+    # vLLM's xlam reader: the list behind [TOOL_CALLS], in <tool_call> tags, fenced
+    "json": [
+        f"[TOOL_CALLS]{_W_JSON}",
+        f"<tool_call>{_W_JSON}</tool_call>",
+        f"```json\n{_W_JSON}\n```",
+    ],
+    # vLLM's granite reader: <tool_call> for <|tool_call|>
+    "granite": [f"<tool_call> {_W_JSON}", f"<tool_call>{_W_JSON}"],
+    # vLLM's gigachat3 reader: GigaChat 3.1's marker
+    "gigachat3": [
+        f"<|function_call|>{_j(*WEATHER)}",
+        f"Checking.<|function_call|>{_j(*WEATHER)}</s>",
+    ],
+}
+
+
+def _format_cases() -> list[tuple[str, str]]:
+    cases = [(fmt, _reply(fmt, placement)) for fmt, placement in _cases()]
+    readers = {r.name: r for r in READERS}
+    cases += [(fmt, text) for fmt, r in readers.items() if fmt in WRITE for text in r.examples]
+    cases += [(fmt, text) for fmt, texts in ENGINE_SHAPES.items() for text in texts]
+    return cases
+
+
+def _multiset(message: AIMessage) -> list[str]:
+    return sorted(json.dumps([c["name"], c["args"]], sort_keys=True) for c in message.tool_calls)
+
+
+@pytest.mark.parametrize(("fmt", "text"), _format_cases())
+def test_declaring_the_format_reads_no_less_than_auto(fmt: str, text: str) -> None:
+    auto = normalize(AIMessage(text), None, tools=TOOLS)
+    declared = normalize(AIMessage(text), None, call_format=fmt, tools=TOOLS)
+    missing = [c for c in _multiset(auto) if c not in _multiset(declared)]
+    assert not missing, (fmt, text, missing)
+
+
+@pytest.mark.parametrize(("fmt", "text"), [(f, t) for f, ts in ENGINE_SHAPES.items() for t in ts])
+def test_a_family_s_engine_shapes_are_read_with_the_format_declared(fmt: str, text: str) -> None:
+    read = normalize(AIMessage(text), None, call_format=fmt, tools=TOOLS)
+    assert _calls(read) == [WEATHER], (fmt, text)
+    inner = ReplayChatModel([text, text], chunk_size=3)
+    model = with_dialect(inner, "native", call_format=fmt).bind_tools(TOOLS)
+    assert _calls(model.invoke("go")) == [WEATHER]
+    assert _calls(_sum(list(model.stream("go")))) == [WEATHER]
+
+
+@pytest.mark.parametrize(
+    ("family", "fmt"),
+    [
+        ("Qwen3-Coder-30B-A3B", "hermes"),
+        ("Qwen3.5-35B", "hermes"),
+        ("Llama-xLAM-2-8b", "json"),
+        ("granite-3.3-8b-instruct", "granite"),
+        ("GigaChat3.1-10B-A1.8B", "gigachat3"),
+    ],
+)
+def test_the_family_table_maps_a_family_to_its_engine_s_reader(family: str, fmt: str) -> None:
+    found = format_of_name(family)
+    assert found is not None and found.format == fmt
+    assert check_call_format(family) == fmt
