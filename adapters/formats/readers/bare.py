@@ -9,6 +9,11 @@ and ``"pythonic"`` call formats once they are known.
 A JSON call object needs a ``name`` and its arguments (``arguments`` or ``parameters``);
 other JSON in the answer stays answer text. A call cut short by the reply's end is
 reported, never run.
+
+Engines: vLLM ``llama_tool_parser.py`` (``llama3_json``) and ``xlam_tool_parser.py``
+(xLAM's ``[TOOL_CALLS]`` and ``<tool_call>`` wrappers, read here when ``json`` is declared),
+``pythonic_tool_parser.py``; the versions in the reference index (xlam a2c54740,
+pythonic 630fe7e7), value rules not re-read for this caption.
 """
 
 from __future__ import annotations

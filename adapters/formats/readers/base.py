@@ -8,6 +8,10 @@ prompts (Hermes, Qwen, ReAct) read with the same code.
 
 A new format is one file with one :class:`Reader` and one line in the registry
 (:data:`fncall_graph.adapters.formats.readers.READERS`).
+
+Values read as text are typed once, by the tool's schema, in
+:mod:`~fncall_graph.adapters.formats.arg_types` (for every format); arguments JSON cannot
+carry make a call unreadable (:func:`~fncall_graph.adapters.formats.call_args.coerce_args`).
 """
 
 from __future__ import annotations

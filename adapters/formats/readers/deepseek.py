@@ -13,6 +13,10 @@ too and so are read here: ``<｜tool calls begin｜>``, ``<｜tool\\_calls\\_beg
 ``<｜tool▁calls｜>``, and ASCII ``|`` for the fullwidth ``｜`` (``<|tool▁calls▁begin|>``).
 ``<｜tool_calls_begin｜>`` is Step-3's opener too: it opens DeepSeek calls only where the
 model's format is known to be DeepSeek's.
+
+Engines: vLLM ``deepseekv3_tool_parser.py`` / ``deepseekv31_tool_parser.py`` and llama.cpp
+``common/parsers/deepseek.cpp`` (index versions 98ba358b, 9d6a1c37, a838fb4d; not re-read
+for this caption).
 """
 
 from __future__ import annotations

@@ -16,6 +16,9 @@ GigaChat 3.5 writes ``<｜GCML｜tool_calls>`` and ``<｜GCML｜invoke …>``.
 ``string="true"`` marks a value that is text as written; ``string="false"`` one written as
 JSON. An invoke may hold a JSON object instead of parameters, or close itself (``/>``)
 when it has none.
+
+Engines: vLLM ``deepseekv32_tool_parser.py`` (index version 56cfb01b) and llama.cpp's
+DeepSeek V3.2/V4 format (``common/chat.cpp``); not re-read for this caption.
 """
 
 from __future__ import annotations

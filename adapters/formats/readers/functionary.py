@@ -6,6 +6,9 @@ Replies as the model writes them, as Python strings:
 - ``'all\\nLet me look that up.>>>get_weather\\n{"city": "Paris"}'``: the template's
   generation prompt ends with ``>>>``, so a reply starts with its first recipient, bare;
 - ``'>>>python\\nprint(2 + 2)'``: the code interpreter, raw code rather than JSON.
+
+Engine: llama.cpp ``common/parsers/functionary-v3-2.cpp`` (index version 5204e210; not
+re-read for this caption).
 """
 
 from __future__ import annotations

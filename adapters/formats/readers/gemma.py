@@ -12,6 +12,12 @@ several blocks, one after the other. Gemma 4 thinks in ``<|channel>thought … <
 (a call may follow the thought without the ``<channel|>``), and sometimes writes its
 arguments in parentheses, ``call:NAME(key:value)``. A string whose closing delimiter is
 missing runs to the call's closing ``}`` when the call's closer came, as vLLM reads it.
+A value written in Python's quotes (``'Paris'``) is the string inside them, without a
+delimiter token stuck to either quote.
+
+Engines: llama.cpp ``common/parsers/gemma4.cpp`` (read at 3a10bf62: a string runs to its
+closing ``<|"|>``, so call tokens inside it are its text) and vLLM's ``functiongemma``
+and Gemma 4 parsers (not re-read for this caption).
 """
 
 from __future__ import annotations

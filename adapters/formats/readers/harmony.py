@@ -10,6 +10,9 @@
 The ``analysis`` channel is reasoning, the ``final`` channel (and ``commentary`` without
 a recipient) is answer text. Read with the shared scanner rather than ``openai-harmony``'s
 token parser, which works on token ids, not on the text a server hands back.
+
+Engines: vLLM ``openai_tool_parser.py`` and llama.cpp ``common/parsers/gpt-oss.cpp``
+(index versions 0558e317, 78b4c52c; not re-read for this caption).
 """
 
 from __future__ import annotations

@@ -29,6 +29,15 @@ the same without ``<tool_sep>``); those are read as Hermes/GLM ``<tool_call>`` b
 Hy3/Hy4 tokenizers may label every marker of the family (``<tool_calls:opensource>``,
 ``<arg_key:opensource>``, ``<think:opensource>`` …; vLLM finds the label in the
 tokenizer's added vocabulary): the labelled block is read as the plain one.
+
+Engines, per format: vLLM ``granite_tool_parser.py`` (``<|tool_call|>`` or ``<tool_call>``
+before the list), ``granite_20b_fc_tool_parser.py``, ``jamba_tool_parser.py``,
+``internlm2_tool_parser.py``, ``phi4mini_tool_parser.py``, ``apertus_tool_parser.py``,
+``longcat_tool_parser.py``, ``hunyuan_a13b_tool_parser.py``, ``gigachat3_tool_parser.py``
+(read at 11c3997a: GigaChat 3's ``function call<|role_sep|>`` and 3.1's
+``<|function_call|>``); llama.cpp ``common/parsers/lfm2.cpp`` (read at aabb95e9:
+Python-style calls, JSON literals allowed), Command R7B and Nemotron V2 in
+``common/chat.cpp``. The others' index versions were not re-read for this caption.
 """
 
 from __future__ import annotations

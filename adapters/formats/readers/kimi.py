@@ -15,6 +15,11 @@
 
 K2-Thinking reasons in ``<think>`` blocks, read by the shared scanner. K3 tags each
 argument with its type: a ``string`` is the raw text, any other type is JSON.
+
+Engines: vLLM ``kimi_k2_tool_parser.py`` (K2; index version 63c2b7ab, not re-read) and
+llama.cpp ``common/parsers/kimi-k3.cpp`` (K3, read at 78b4c52c: each argument runs to
+the first ``<|close|>argument<|sep|>``, whatever markup it holds, so a value is opaque
+until its own closer).
 """
 
 from __future__ import annotations

@@ -9,6 +9,9 @@
     [THINK]…[/THINK]                                     reasoning (Magistral, Ministral 3)
 
 Text after a call's JSON arguments is answer text.
+
+Engines: vLLM ``mistral_tool_parser.py`` and llama.cpp ``common/parsers/ministral3.cpp``
+(index versions a5cdcfaa, 5204e210; not re-read for this caption).
 """
 
 from __future__ import annotations

@@ -11,6 +11,8 @@
 
 It thinks between ``<|plamo:begin_think:plamo|>`` and ``<|plamo:end_think:plamo|>`` and
 ends its turn with ``<|plamo:tag|>``.
+
+Engine: none read (the model's chat template; no server parser was found).
 """
 
 from __future__ import annotations

@@ -10,6 +10,8 @@
 The Qwen dialect (:mod:`~fncall_graph.adapters.formats.qwen`) writes the prompt and reads
 replies with :func:`read_calls`; auto-detection and stream reading take the markers from
 here. The auto reader does not read it: a reply in it is read by the Qwen dialect.
+
+Engine: Qwen-Agent's ``fncall_prompt`` (its FN_CALL_TEMPLATE); read by the Qwen dialect.
 """
 
 from __future__ import annotations

@@ -5,6 +5,8 @@ at the end of the block (the model stopped right after a whole arguments object)
 runtimes close such braces (LiteLLM's and hermes-agent's tool-argument repair); here only
 that one brace, and only when the arguments are whole: a call cut inside its arguments is
 never completed.
+
+Engine: agent runtimes' argument repair (LiteLLM, hermes-agent); no server makes it.
 """
 
 from __future__ import annotations

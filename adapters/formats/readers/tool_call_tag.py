@@ -13,6 +13,11 @@ A ``</tool_call>`` inside a JSON string or an XML parameter value (source code t
 passes) does not end the block.
 
 The Hermes prompt dialect reads its replies with :func:`read_tool_call` too.
+
+Engines: vLLM ``hermes_tool_parser.py`` (index version 836d1f31), ``glm4_moe_tool_parser.py``
+(3e990f4c; a value keeps its spaces, a last ``</arg_value>`` missing where the call's
+closer came is repaired) and the Qwen3-Coder body of :mod:`.xml_params`; not re-read for
+this caption except as stated in :mod:`.xml_params`.
 """
 
 from __future__ import annotations

@@ -24,6 +24,11 @@ Such a reply is calls only when the *whole* reply (reasoning aside) is calls: an
 that shows a JSON object or a code block among other words stays an answer. A call
 object needs a ``name`` and its arguments (``arguments`` or ``parameters``), so JSON data
 that merely has a ``name`` field is not read as a call.
+
+Engines: vLLM ``pythonic_tool_parser.py`` / ``llama4_pythonic_tool_parser.py`` (index
+versions 630fe7e7, fb6c0501) and llama.cpp ``lfm2.cpp`` (read at aabb95e9) for the
+Python-style strings' repairs; a JSON call list one ``]`` short or over is mended as a
+lenient JSON reader (vLLM's ``partial_json_parser``) takes it.
 """
 
 from __future__ import annotations

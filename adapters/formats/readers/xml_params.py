@@ -36,12 +36,25 @@ Parameter values carry no types in these formats: a value written as JSON (``5``
 value, anything else as a string.
 
 The repairs the inference servers make are made here too, and no others: a
-``<parameter=…>`` whose ``</parameter>`` is missing ends at the next parameter or at
-``</function>``; a ``<function=NAME`` or ``<parameter=NAME`` whose ``>`` is missing has
+``<parameter=…>`` whose ``</parameter>`` is missing ends at the next parameter (on a line
+of its own or inside the line, unless the value closes each tag it holds) or at
+``</function>``; GLM's last ``<arg_value>`` whose closer is missing runs to the call's
+closer; a ``<function=NAME`` or ``<parameter=NAME`` whose ``>`` is missing has
 the name's first word as its name; a call whose ``</function>`` is missing ends where
 the next call or the block's closer starts; a closer inside a value (source code that
 holds one) is the value's own text unless a tag follows it. A call the reply ended
 inside is never run; the whole calls before it are.
+
+Engines: vLLM ``qwen3coder_tool_parser.py`` (read at 0054011d: exactly one newline
+trimmed at each end of a value; a value ends at its ``</parameter>``, the next
+``<parameter=`` or ``</function>``; ``_convert_param_value``'s typing, done here by
+:mod:`~fncall_graph.adapters.formats.arg_types`) and llama.cpp
+``common/parsers/qwen3-coder.cpp`` (read at 001edca1: a Qwen3-Coder call may come
+without its ``<tool_call>``; non-string types tried before the string); vLLM
+``step3_tool_parser.py`` (read at 0a426f59) and SGLang ``step3_detector.py`` (039e4472)
+strip a Step-3 value, which is kept here as written; vLLM ``minimax_m2_tool_parser.py``,
+``seed_oss_tool_parser.py``, llama.cpp ``minimax-m3.cpp`` and GLM as in
+:mod:`.tool_call_tag` (index versions d848ed67, 0b2d55ad, e0fc2257; not re-read).
 """
 
 from __future__ import annotations
