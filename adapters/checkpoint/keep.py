@@ -108,8 +108,9 @@ class CheckpointNotFound(LookupError):
         thread_id: the thread the config names.
         checkpoint_ns: its namespace (``""`` for the graph itself).
         checkpoint_id: the checkpoint it names.
-        keep_checkpoints: K when the saver deleted the checkpoint (it is older than the
-            thread's head, and the saver keeps the last K); ``None`` when it never had it.
+        keep_checkpoints: K when the saver deleted the checkpoint (an id LangGraph made
+            before the thread's head, on a saver that keeps the last K); ``None`` when
+            it never had it.
     """
 
     def __init__(
@@ -161,11 +162,12 @@ def _not_found(
 
 
 def _is_id(named: str) -> bool:
+    """Whether ``named`` is an id LangGraph makes: a UUID of version 6, which sorts by
+    the time it was made (a UUID of another kind, a typo, was never a checkpoint's)."""
     try:
-        uuid.UUID(named)
+        return uuid.UUID(named).version == 6
     except ValueError:
         return False
-    return True
 
 
 def _head_of(config: RunnableConfig) -> RunnableConfig:
