@@ -356,6 +356,7 @@ READERS: dict[str, tuple[str, dict[str, Any], str | None]] = {
     **{key: (name, options, None) for key, (name, options) in PROMPT_DIALECTS.items()},
     "native": ("native", {}, None),
     "native, hermes declared": ("native", {}, "hermes"),
+    "native, react declared": ("native", {}, "react"),
 }
 
 

@@ -25,7 +25,7 @@ from .base import Dialect
 from .call_ids import CallIds, merge_calls, unparsed_calls, used_call_ids
 from .detection import auto_read, opened_thought, quoting_answer, read_text
 from .events import MARKUP_FORMAT_KEY
-from .messages import split_content
+from .messages import split_content, text_of
 from .placement import explains_its_calls
 from .readers import get_reader
 from .reading import Echoes
@@ -200,6 +200,14 @@ def normalize(
         None if tool_names is None else set(tool_names),
         CallIds(taken_ids),
     )
+    if call_format is not None and isinstance(content, str) and not field:
+        # the format's loose call forms (ReAct's action blob with no ``Action:``), fitted
+        # to the tools as a prompt dialect's reading fits them; echoes checked after
+        fitter = get_reader(call_format)
+        if fitter.fits_loose_calls:
+            shaped = AIMessage(content=content, tool_calls=calls, additional_kwargs=kwargs)
+            fitted = fitter.fit_to_tools(shaped, tools)
+            calls, content = list(fitted.tool_calls), text_of(fitted.content)
     if echoes is not None:
         calls, echoed = echoes.split(calls)
         invalid.extend(echoed)

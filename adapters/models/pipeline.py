@@ -139,7 +139,6 @@ class ModelCall:
         else:
             # read at once into the message its stream would add up to: one reading
             return StreamReading(self).whole(reply)
-        message = self.reader.fit_to_tools(message, self.tools)
         if self.json_answer and not message.tool_calls:
             fixed = repaired_json(text_of(message.content))
             if fixed is not None:  # read with json.loads by the caller: repaired here
