@@ -701,7 +701,12 @@ def test_a_family_s_engine_shapes_are_read_with_the_format_declared(fmt: str, te
     inner = ReplayChatModel([text, text], chunk_size=3)
     model = with_dialect(inner, "native", call_format=fmt).bind_tools(TOOLS)
     assert _calls(model.invoke("go")) == [WEATHER]
-    assert _calls(_sum(list(model.stream("go")))) == [WEATHER]
+    chunks = list(model.stream("go"))
+    assert _calls(_sum(chunks)) == [WEATHER]
+    shown = "".join(str(c.content) for c in chunks)
+    assert not any(
+        m in shown for m in ("<tool_call>", "[TOOL_CALLS]", "<|function_call|>", "<function=")
+    ), shown
 
 
 @pytest.mark.parametrize(

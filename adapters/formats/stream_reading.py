@@ -45,6 +45,7 @@ from .events import (
 from .messages import split_content, text_of
 from .placement import explains_its_calls
 from .readers import get_reader
+from .readers.bare import BARE_STARTS
 from .readers.whole_reply import OPENERS, may_be_calls_only
 from .reading import Echoes
 
@@ -114,7 +115,7 @@ def _hold_table(markers: tuple[str, ...]) -> tuple[re.Pattern[str], int, frozens
     )
 
 
-_BARE = {"json": ("{", "```"), "pythonic": ("[", "```")}
+_BARE = BARE_STARTS
 
 
 def _hold_markers(call_format: str | None) -> tuple[str, ...]:

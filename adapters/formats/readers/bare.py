@@ -37,7 +37,7 @@ from ..scanner import MarkupStreamParser
 from .base import read_json_calls
 from .whole_reply import PYTHONIC, read_pythonic, read_whole_reply
 
-__all__ = ["BareCalls", "bare_calls", "xlam_unwrapped"]
+__all__ = ["BARE_STARTS", "BareCalls", "bare_calls", "xlam_unwrapped"]
 
 
 class _InlineCalls(StreamParser):
@@ -128,6 +128,13 @@ class BareCalls(PromptDialect):
     def __repr__(self) -> str:
         return f"BareCalls({self.call_format!r})"
 
+
+#: Where a call of a format written with no markup may start: a reply's stream shows
+#: no text from there on until the reply is read (xLAM's wrappers included)
+BARE_STARTS: dict[str, tuple[str, ...]] = {
+    "json": ("{", "```", "[TOOL_CALLS]", "<tool_call>"),
+    "pythonic": ("[", "```"),
+}
 
 # xLAM's wrappers around its JSON call list (vLLM's xlam reader takes each): a
 # [TOOL_CALLS] prefix, a <tool_call> tag pair, a code fence (read by bare_calls itself)
