@@ -76,12 +76,14 @@ def remember_secrets(*values: object) -> None:
 
 
 def url_secrets(url: object) -> list[str]:
-    """The secrets a URL carries: its userinfo's password (or a user that is a token) and
-    the values of its secret-named query parameters.
+    """The secrets a URL carries: its userinfo's password (or, with none, a user name long
+    enough to be a token) and the values of its secret-named query parameters.
 
     Example:
         >>> url_secrets("https://me:pw-1234@example.com/mcp?token=abcd&page=2")
-        ['pw-1234', 'me', 'abcd']
+        ['pw-1234', 'abcd']
+        >>> url_secrets("https://ghp_0123456789@example.com/mcp")
+        ['ghp_0123456789']
     """
     if not isinstance(url, str):
         return []
@@ -92,7 +94,7 @@ def url_secrets(url: object) -> list[str]:
     found: list[str] = []
     if parts.password:
         found.append(unquote(parts.password))
-    if parts.username:
+    elif parts.username and len(parts.username) >= 8:  # a user name ("me") is no secret
         found.append(unquote(parts.username))
     for name, value in parse_qsl(parts.query, keep_blank_values=False):
         if _SECRET_NAME.search(name):
