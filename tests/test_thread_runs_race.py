@@ -208,3 +208,25 @@ def test_a_run_whose_hold_was_taken_over_does_not_end_as_if_its_turn_were_kept(
         assert end.startswith("stopped: ToolCallTakenOver"), end
         assert "may be missing from the thread" in end
         assert row_of(saver, key) == other  # the other run's hold is left as it was
+
+
+@pytest.mark.parametrize("kind", ASYNC_SAVERS)
+async def test_concurrent_runs_on_one_thread_in_one_process_are_all_kept(kind, request, tmp_path):
+    """Runs of one thread at once in one process, on an async saver whose hold is taken
+    and let go across awaits: a hold between its insert and its first renewal, or
+    between its last renewal and its release, is this process's run's all the same
+    (never taken over as lapsed, and its run never told it lost it)."""
+    from fncall_graph.adapters.checkpoint import async_postgres_saver, async_sqlite_saver
+
+    where, thread = _where(kind, request, tmp_path), fresh_thread(request)
+    opened = async_sqlite_saver(where) if kind == "async_sqlite" else async_postgres_saver(where)
+    async with opened as saver:
+        model = ReplayChatModel([f"answer {i}" for i in range(20)], per_conversation=True)
+        graph = create_fncall_graph(model, [], dialect="native", checkpointer=saver)
+        cfg = {"configurable": {"thread_id": thread}}
+        await asyncio.gather(
+            *(graph.ainvoke({"messages": [("user", f"turn {i}")]}, cfg) for i in range(8))
+        )
+        state = await graph.aget_state(cfg)
+    said = [m.content for m in state.values["messages"] if isinstance(m, HumanMessage)]
+    assert sorted(said) == sorted(f"turn {i}" for i in range(8))

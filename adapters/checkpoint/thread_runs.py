@@ -177,8 +177,7 @@ class _Hold:
         )
 
     def done(self) -> None:
-        """The run holds the thread no more (or never took it)."""
-        _forget(self.me)
+        """The run has let the thread go (or never took it)."""
         with _HOLDING_LOCK:
             _HOLDING.discard(self.me.token)
 
@@ -222,12 +221,14 @@ def thread_run(
         yield
         ended = True
     finally:
-        hold.done()
+        _forget(hold.me)  # no more renewals
         released = None
         try:
             released = store.run(_Release(hold.key, str(hold.me)))
         except Exception as exc:  # it lapses with the lease; the run's own error matters
             log.warning("could not release thread %r: %s", hold.key.thread_id, exc)
+        finally:
+            hold.done()  # only now: until its release, the row is this run's
     if ended and released is False:
         raise hold.lost(store.run(_Get(hold.key)))
 
@@ -261,11 +262,13 @@ async def athread_run(
         yield
         ended = True
     finally:
-        hold.done()
+        _forget(hold.me)
         released = None
         try:
             released = await asyncio.shield(_arun(store, _Release(hold.key, str(hold.me))))
         except Exception as exc:
             log.warning("could not release thread %r: %s", hold.key.thread_id, exc)
+        finally:
+            hold.done()
     if ended and released is False:
         raise hold.lost(await _arun(store, _Get(hold.key)))
