@@ -1,9 +1,9 @@
 """Time travel with ``keep_checkpoints=K``, on real SQLite files and a real PostgreSQL.
 
 A write naming a checkpoint the saver deleted (``update_state``, ``bulk_update_state``,
-a run whose config names it, sync and async, ``durability="exit"`` included) or never
-had is refused with :class:`CheckpointNotFound` (the id, the thread, K), before
-anything runs: LangGraph read it as an empty thread, made that the head, and the next
+a run whose config names it, sync and async, ``durability="exit"`` and a resume
+included) or never had is refused with :class:`CheckpointNotFound` (the id, the
+thread, K), before anything runs: LangGraph read it as an empty thread, made that the head, and the next
 save deleted the thread's real history. Time travel to a kept checkpoint still works,
 and the line a fork's head is read from is kept however old it is.
 
@@ -19,7 +19,7 @@ from typing import Any
 
 import pytest
 from langchain_core.messages import HumanMessage
-from langgraph.types import StateUpdate
+from langgraph.types import Command, StateUpdate
 from pg_server import postgres_url  # noqa: F401  (the fixture)
 from test_history_once import (
     CONFIG,
@@ -96,6 +96,7 @@ SYNC_WRITES = {
     "invoke": lambda g, c: g.invoke(user(99), c),
     "stream, durability=exit": lambda g, c: list(g.stream(user(99), c, durability="exit")),
     "invoke(None)": lambda g, c: g.invoke(None, c),
+    "Command(resume=...)": lambda g, c: g.invoke(Command(resume={}), c),
 }
 
 

@@ -459,10 +459,11 @@ def keeps_checkpoints(saver_cls: type[S]) -> type[S]:
     async, or a subclass of one) that keeps each thread's last ``keep_checkpoints``
     checkpoints only.
 
-    After each checkpoint it saves, the checkpoints of that thread and namespace older
-    than the newest ``keep_checkpoints`` (an attribute of the saver, 1 unless set) are
-    deleted with their pending writes (see the module); ``saver_cls``'s own ``put``
-    (its retries, its messages stored once) runs first, whole.
+    After each checkpoint it saves, the checkpoints of that thread and namespace that
+    are neither among the newest ``keep_checkpoints`` (an attribute of the saver, 1
+    unless set) nor read from by one of those (its line back to a full copy of the
+    history) are deleted with their pending writes (see the module); ``saver_cls``'s
+    own ``put`` (its retries, its messages stored once) runs first, whole.
 
     Use it through ``sqlite_saver(path, keep_checkpoints=K)`` (and
     ``async_sqlite_saver``, ``postgres_saver``, ``async_postgres_saver``).

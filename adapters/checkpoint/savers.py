@@ -135,7 +135,13 @@ def sqlite_saver(
     (LangGraph's per-checkpoint bookkeeping no longer adds up); the cost is the
     thread's history: ``get_state_history`` and time travel reach back K checkpoints
     only (a tool turn makes about five). The head, and what a waiting approval or an
-    interrupted step needs, are always kept; the tool calls' claims are not touched.
+    interrupted step needs, are always kept, and every checkpoint a kept one is read
+    from (a fork's line); the tool calls' claims are not touched.
+
+    Every saver here refuses a config naming a checkpoint it does not hold (deleted by
+    ``keep_checkpoints``, or never saved), for ``update_state``, a run and
+    ``get_state`` alike: :class:`CheckpointNotFound`, before anything runs or is
+    written (LangGraph would go on from an empty state).
 
     Args:
         path: the SQLite file (its folder is created if missing).
