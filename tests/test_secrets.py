@@ -234,3 +234,17 @@ def test_redact_masks_secrets_and_keeps_the_rest(text: str, expected: str) -> No
     from fncall_graph.adapters.secrets import redact
 
     assert redact(text) == expected
+
+
+def test_config_and_spec_errors_name_the_url_without_its_secrets() -> None:
+    from fncall_graph.adapters.mcp import MCPConfigError, parse_mcp_config
+    from fncall_graph.adapters.models import ModelSpecError, resolve_model
+
+    bad = {"mcpServers": {"r": {"url": f"ftp://me:{PASSWORD}@h/mcp?api_key={TOKEN}"}}}
+    with pytest.raises(MCPConfigError) as config_error:
+        parse_mcp_config(bad)
+    with pytest.raises(ModelSpecError) as spec_error:
+        resolve_model(f"http://me:{PASSWORD}@h:1/v1?token={TOKEN} x#m")
+    for said in (str(config_error.value), str(spec_error.value)):
+        assert "***@h" in said, said  # where, still said
+        assert PASSWORD not in said and TOKEN not in said, said
