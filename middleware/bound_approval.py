@@ -16,6 +16,7 @@ from langgraph.runtime import Runtime
 
 from fncall_graph.adapters.checkpoint.claims import claim_in_task
 from fncall_graph.nodes._decisions import EditDecision, RejectDecision, RespondDecision
+from fncall_graph.nodes._error_answer import error_answer
 from fncall_graph.nodes.approve import ApproveNode, InterruptMode, InterruptOnConfig
 
 __all__ = ["BoundApprovalMiddleware"]
@@ -332,11 +333,8 @@ def _rejected(call: Any, message: str | None) -> ToolMessage:
         "tool was not executed. Do not retry this tool call unless the user explicitly "
         "requests it."
     )
-    answer = ToolMessage(
-        content=content, name=call["name"], tool_call_id=call["id"] or "", status="error"
-    )
     return add_notification_metadata(
-        answer, source="hitl_interrupt_decision", data={"decision": "reject"}
+        error_answer(call, content), source="hitl_interrupt_decision", data={"decision": "reject"}
     )
 
 

@@ -37,12 +37,14 @@ def test_every_kind_of_error_answer_asks_the_one_function() -> None:
                 callers[path] = callers.get(path, 0) + 1
     # tools: a failure, a timeout, an unreadable call, a call past max_calls_per_reply; a
     # claimed call: an unknown outcome; approve: a rejection; the repeat guard: a read
-    # that failed twice, the repeat that ends the turn and the calls it skips
+    # that failed twice, the repeat that ends the turn and the calls it skips; the
+    # create_agent approval middleware: a rejection in LangChain's words
     assert callers == {
         "nodes/tools.py": 4,
         "nodes/_claimed_calls.py": 1,
         "nodes/approve.py": 1,
         "nodes/_repeats.py": 3,
+        "middleware/bound_approval.py": 1,
     }
 
 
