@@ -14,7 +14,11 @@ checkpoints are deleted.
 
 from __future__ import annotations
 
+import json
+import sqlite3
 import uuid
+from contextlib import closing
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -235,6 +239,48 @@ def test_a_fork_keeps_the_line_its_head_is_read_from(tmp_path, effects, keep):  
         assert any(s.metadata.get("source") == "fork" for s in history), "the new branch"
     with sqlite_saver(tmp_path / "ck.db", store_messages_once=True, keep_checkpoints=keep) as saver:
         graph = build("fncall", saver)  # a new process reads the same from the file
+        assert turns(graph.get_state(CONFIG).values) == expected
+
+
+def promised(db: Path, keep: int, thread: str = "long") -> tuple[set[str], set[str], int]:
+    """(the checkpoints the file holds, those the promise keeps, writes whose checkpoint
+    is gone): the ``keep`` newest, and each kept one's parent while it holds no full
+    copy of the history, computed here from the rows, apart from the saver's query."""
+    with closing(sqlite3.connect(db)) as conn:
+        rows = conn.execute(
+            "SELECT checkpoint_id, parent_checkpoint_id, CAST(metadata AS TEXT) "
+            "FROM checkpoints WHERE thread_id = ? ORDER BY checkpoint_id DESC",
+            (thread,),
+        ).fetchall()
+        orphans = conn.execute(
+            "SELECT COUNT(*) FROM writes w WHERE thread_id = ? AND NOT EXISTS (SELECT 1 "
+            "FROM checkpoints c WHERE c.thread_id = w.thread_id "
+            "AND c.checkpoint_ns = w.checkpoint_ns AND c.checkpoint_id = w.checkpoint_id)",
+            (thread,),
+        ).fetchone()[0]
+    parent = {cid: p for cid, p, _ in rows}
+    copy = {cid: "counters_since_delta_snapshot" not in json.loads(m) for cid, _, m in rows}
+    kept, todo = set(), [cid for cid, _, _ in rows[:keep]]
+    while todo:
+        cid = todo.pop()
+        kept.add(cid)
+        if not copy[cid] and parent[cid] is not None:
+            todo.append(parent[cid])
+    return set(parent), kept, orphans
+
+
+@pytest.mark.parametrize("keep", [3, 10])
+def test_a_forked_thread_keeps_what_its_kept_checkpoints_are_read_from(tmp_path, effects, keep):  # noqa: F811
+    """After a fork, the file holds exactly the promise: no checkpoint the K newest are
+    read from is gone, none other stays, no write of a deleted checkpoint stays."""
+    db = tmp_path / "ck.db"
+    with sqlite_saver(db, store_messages_once=True, keep_checkpoints=keep) as saver:
+        graph = build("fncall", saver)
+        for turn in range(1, 16):
+            graph.invoke(user(turn), CONFIG)
+        expected = copy_fork(graph, fork_point(graph))
+        held, kept, orphans = promised(db, keep)
+        assert (held, orphans) == (kept, 0)
         assert turns(graph.get_state(CONFIG).values) == expected
 
 
