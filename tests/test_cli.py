@@ -17,6 +17,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+import patience
 import pexpect
 import pytest
 from langchain_core.messages import AIMessage, HumanMessage, ToolMessage, messages_from_dict
@@ -46,7 +47,7 @@ def cli(
     *args: str, env: dict[str, str] | None = None, **kwargs: Any
 ) -> subprocess.CompletedProcess:
     kwargs.setdefault("timeout", TIMEOUT)
-    return subprocess.run(
+    return patience.run(
         [CLI, *args], capture_output=True, text=True, env={**os.environ, **(env or {})}, **kwargs
     )
 
@@ -349,7 +350,7 @@ def at_a_terminal() -> None:
 
 
 def _spawn(*args: str) -> pexpect.spawn:
-    child = pexpect.spawn(
+    child = patience.Spawn(
         CLI, list(args), encoding="utf-8", timeout=TIMEOUT, preexec_fn=at_a_terminal
     )
     child.setwinsize(40, 200)
@@ -365,10 +366,10 @@ def wait_until_reading(child: pexpect.spawn, timeout: float = 60) -> None:
     """Until the CLI's main thread waits for the terminal. Its prompt is written before
     that read starts; a Ctrl-C that lands in between is taken by Python's handler while
     no Python code runs to raise it, and the read then waits for a key."""
-    deadline = time.monotonic() + timeout
+    waited = patience.Patience(timeout)
     syscall = Path(f"/proc/{child.pid}/syscall")
     while syscall.read_text().split()[0] not in _READING:
-        assert time.monotonic() < deadline, f"the CLI did not wait for input in {timeout} s"
+        assert not waited.over(), f"the CLI did not wait for input in {timeout} quiet s"
         time.sleep(0.01)  # poll interval: the read itself is the condition
 
 

@@ -12,6 +12,7 @@ import sqlite3
 import sys
 from pathlib import Path
 
+import patience
 import pexpect
 import pytest
 
@@ -38,7 +39,7 @@ def _chat(tmp_path: Path, model: str, config: dict, *extra: str) -> pexpect.spaw
     mcp = tmp_path / "mcp.json"
     mcp.write_text(json.dumps(config), "utf-8")
     args = ["chat", "--model", model, "--mcp", str(mcp), "--db", str(tmp_path / "t.sqlite")]
-    return pexpect.spawn(CLI, [*args, *extra], encoding="utf-8", timeout=120)
+    return patience.Spawn(CLI, [*args, *extra], encoding="utf-8", timeout=120)
 
 
 def _sqlite(tmp_path: Path) -> dict:

@@ -6,10 +6,10 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
 import sys
 from pathlib import Path
 
+import patience
 import pytest
 
 from fncall_graph.bench import run_mode
@@ -36,7 +36,7 @@ def test_bench_turns_run_to_the_graphs_default_limit(tmp_path: Path) -> None:
 
 
 def test_bench_recommends_a_recordings_own_dialect() -> None:
-    done = subprocess.run(
+    done = patience.run(
         [CLI, "bench", "replay:database-assistant", "--modes", "native,react,qwen,hermes"],
         capture_output=True,
         text=True,

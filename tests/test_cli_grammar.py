@@ -12,6 +12,7 @@ import sys
 from collections.abc import Iterator
 from pathlib import Path
 
+import patience
 import pytest
 from ports import free_port
 
@@ -23,7 +24,7 @@ CLI = str(Path(sys.executable).parent / "fncall-graph")
 
 
 def cli(*args: str, timeout: float = 300) -> subprocess.CompletedProcess:
-    return subprocess.run(
+    return patience.run(
         [CLI, *args], capture_output=True, text=True, env=dict(os.environ), timeout=timeout
     )
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
+import patience
 import pexpect
 import pytest
 
@@ -20,7 +21,7 @@ TIMEOUT = 300
 
 def test_ctrl_c_mid_answer_interrupts_only_the_turn(tmp_path: Path) -> None:
     pytest.importorskip("xllamacpp")
-    child = pexpect.spawn(
+    child = patience.Spawn(
         CLI,
         ["chat", "--model", "local", "--db", str(tmp_path / "threads.sqlite")],
         encoding="utf-8",

@@ -14,6 +14,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import patience
 import pytest
 from langchain_core.messages import AIMessage, ToolMessage, messages_from_dict
 
@@ -50,7 +51,7 @@ def weather_config() -> dict[str, Any]:
 
 
 def cli(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run(
+    return patience.run(
         [CLI, *args], capture_output=True, text=True, env=dict(os.environ), timeout=180
     )
 

@@ -11,6 +11,7 @@ import sys
 import urllib.request
 from pathlib import Path
 
+import patience
 import pytest
 from ports import free_port
 
@@ -60,7 +61,7 @@ def test_serve_local_serves_until_ctrl_c_and_max_tokens_reaches_it(tmp_path: Pat
             body = json.loads(response.read())
         assert body["choices"][0]["message"]["role"] == "assistant"
         # and fncall-graph itself, with its reply held to --max-tokens
-        done = subprocess.run(
+        done = patience.run(
             [
                 CLI,
                 "run",
