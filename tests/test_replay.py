@@ -8,7 +8,7 @@ from functools import reduce
 from pathlib import Path
 
 import pytest
-from langchain_core.messages import AIMessageChunk, HumanMessage
+from langchain_core.messages import AIMessage, AIMessageChunk, HumanMessage
 from langchain_core.tools import tool
 
 from fncall_graph.testing import ReplayChatModel, ReplayExhausted
@@ -294,3 +294,49 @@ def test_a_recording_played_in_order_names_itself_when_it_runs_out(tmp_path: Pat
         ReplayExhausted, match=rf"call 2 asked for more \(replay:{plain}, asked 'again'\)"
     ):
         model.invoke([HumanMessage("again")])
+
+
+def test_every_reply_is_a_new_message_with_its_own_id() -> None:
+    """LangChain stamps a reply without an id with its run's id, on the object returned:
+    the recording's own output must not be that object, or its next play repeats the id."""
+    recorded = AIMessage("hello", id="recorded", tool_calls=[{"name": "x", "args": {}, "id": "c"}])
+    model = ReplayChatModel([recorded, "again"], per_conversation=True)
+    replies = [model.invoke([HumanMessage("a")]) for _ in range(2)]
+    replies.append(reduce(lambda a, b: a + b, model.stream([HumanMessage("a")])))
+    ids = [r.id for r in replies]
+    assert all(ids) and len(set(ids)) == 3 and "recorded" not in ids
+    assert all(r.content == "hello" and r.tool_calls[0]["id"] == "c" for r in replies)
+    replies[0].tool_calls[0]["args"]["changed"] = True
+    assert model.outputs[0].id == "recorded" and model.outputs[0].tool_calls[0]["args"] == {}
+
+
+@pytest.mark.parametrize("dialect", ["hermes", "native"])
+@pytest.mark.parametrize("stream", [False, True])
+def test_a_question_asked_again_in_a_thread_keeps_both_turns(dialect: str, stream: bool) -> None:
+    from langgraph.checkpoint.memory import InMemorySaver
+
+    from fncall_graph import create_fncall_graph
+
+    call = (
+        '<tool_call>\n{"name": "get_weather", "arguments": {"city": "北京"}}\n</tool_call>'
+        if dialect == "hermes"
+        else {"content": "", "tool_calls": [{"name": "get_weather", "args": {"city": "北京"}}]}
+    )
+    model = ReplayChatModel(
+        [call, "北京晴。"],
+        questions=["北京天气"],
+        dialect=dialect if dialect == "hermes" else None,
+        per_conversation=True,
+    )
+    graph = create_fncall_graph(model, [get_weather], dialect=dialect, checkpointer=InMemorySaver())
+    cfg = {"configurable": {"thread_id": "t"}}
+    for _ in range(2):
+        turn = {"messages": [HumanMessage("北京天气")]}
+        if stream:
+            list(graph.stream(turn, cfg, stream_mode="messages"))
+        else:
+            graph.invoke(turn, cfg)
+    history = graph.get_state(cfg).values["messages"]
+    assert [m.type for m in history] == ["human", "ai", "tool", "ai"] * 2
+    assert [m.content for m in history if m.type == "ai" and not m.tool_calls] == ["北京晴。"] * 2
+    assert len({m.id for m in history}) == len(history)

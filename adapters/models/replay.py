@@ -148,6 +148,9 @@ class ReplayChatModel(BaseChatModel):
 
     A call with ``stop`` sequences cuts the reply at the first of them, as a server
     would. The cursor is shared by bound copies and safe to use from several threads.
+    Every reply is a new message with an id of its own (its run's, as LangChain gives a
+    provider's reply without one; a recorded id is not replayed), so an output played
+    twice in one thread adds a second message instead of replacing the first.
 
     Example:
         >>> from langchain_core.tools import tool
@@ -305,7 +308,7 @@ class ReplayChatModel(BaseChatModel):
                 )
             self._cursor.position = n + 1
             message = self.outputs[n]
-        return _apply_stop(message, stop)
+        return _apply_stop(_fresh(message), stop)
 
     def reply_index(
         self, messages: Sequence[BaseMessage], stop: Sequence[str] | None = None
@@ -461,6 +464,15 @@ def _asked(messages: Sequence[BaseMessage]) -> str:
 def _clip(text: str, n: int = 80) -> str:
     text = " ".join(text.split())
     return text if len(text) <= n else text[: n - 1] + "…"
+
+
+def _fresh(recorded: AIMessage) -> AIMessage:
+    """A new message with the recorded output's fields and no id, so the call's run gives
+    it its own (``lc_run-<run id>``), as a provider's reply has its own: a question asked
+    again in one thread gets new messages beside the first answer's, where the recorded
+    object (which LangChain stamps with its first run's id) or a recorded id would make
+    ``add_messages`` replace them. Deep, so nothing done to a reply reaches the recording."""
+    return recorded.model_copy(update={"id": None}, deep=True)
 
 
 def _apply_stop(message: AIMessage, stop: Sequence[str] | None) -> AIMessage:
