@@ -45,6 +45,7 @@ import sys
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 
 from langchain_core.messages import AIMessage
 from langchain_core.tools import tool
@@ -694,6 +695,17 @@ PLACEMENTS: list[Case] = [
 ]
 
 
+def public_placements() -> list[Case]:
+    """The placements of ``bench/placements_public.py`` (judged before they were run)."""
+    sys.path.insert(0, str(Path(__file__).parent))
+    from placements_public import PUBLIC
+
+    def build(template: str) -> Callable[..., str]:
+        return lambda w, t, b, wi, ti: template.format(w=w, t=t, b=b, wi=wi, ti=ti)
+
+    return [Case(name, kind == "made", build(text), calls) for name, kind, text, calls in PUBLIC]
+
+
 # ----------------------------------------------------------------------------- reading
 def _calls(msg) -> list[tuple[str, dict]]:
     return [(c["name"], c["args"]) for c in msg.tool_calls]
@@ -747,9 +759,16 @@ def main() -> None:
     )
     ap.add_argument("--formats", default="", help="comma-separated subset of formats")
     ap.add_argument("--auto", action="store_true", help="declare no format: detect it")
+    ap.add_argument(
+        "--set",
+        choices=("repo", "public"),
+        default="repo",
+        help="placements: this file's (repo) or bench/placements_public.py's (public)",
+    )
     args = ap.parse_args()
     global AUTO
     AUTO = args.auto
+    placements = PLACEMENTS if args.set == "repo" else public_placements()
 
     formats = sorted(f for f in CALL_FORMATS if f not in SKIPPED)
     missing = [f for f in formats if f not in FORMATS]
@@ -795,7 +814,7 @@ def main() -> None:
     disagree: list[str] = []
     n_dialect = 0
     norm_vs_invoke: list[str] = []
-    for case in PLACEMENTS:
+    for case in placements:
         for row, (f, wr) in rows.items():
             text = case.build(wr.w, wr.t, wr.both, inline(wr, wr.w), inline(wr, wr.t))
             try:
@@ -825,16 +844,16 @@ def main() -> None:
 
     formats = list(rows)  # the table's rows: formats and their variants
     nf = len(formats)
-    made = [c for c in PLACEMENTS if c.made]
-    shown = [c for c in PLACEMENTS if not c.made]
+    made = [c for c in placements if c.made]
+    shown = [c for c in placements if not c.made]
     print(
         f"\n{len(made)} made and {len(shown)} shown placements × {nf} writings "
         f"({len(rows) - len(VARIANTS & rows.keys())} formats + variants) "
         f"({elapsed:.1f} s)\n"
     )
-    w = max(len(c.name) for c in PLACEMENTS) + 2
+    w = max(len(c.name) for c in placements) + 2
     print(f"{'placement':{w}} {'kind':6} {'read':>7} {'ran':>7}   (out of {nf} writings)")
-    for c in PLACEMENTS:
+    for c in placements:
         ok = sum(results[(c.name, f)] for f in formats)
         if c.made:
             print(f"{c.name:{w}} {'made':6} {f'{ok}/{nf}':>7} {'':>7}")

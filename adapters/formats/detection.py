@@ -3,9 +3,10 @@
 :func:`read_text` reads a reply with a given reader. :func:`auto_read` reads a reply
 whose format is not known: the format of its first call marker that is the reply's own
 (:func:`markup_dialect`), its thinking put aside in every format's reasoning markers.
-Markup the reply only quotes (in code, after an example cue, in the middle of a
-sentence, or followed by prose that says the calls were examples) is not its own
-(:func:`quotes_its_calls`); calls written while thinking do not count.
+Markup the reply only shows (where :mod:`.placement`'s rule says a call is text: in code
+or quotations, after a label, in the middle of a sentence, …) is not its own, and a quoted
+call does not hide a later one that is (:func:`quotes_its_calls`); calls written while
+thinking do not count.
 """
 
 from __future__ import annotations
@@ -16,12 +17,11 @@ from collections.abc import Iterable, Mapping
 from langchain_core.messages import AIMessage, BaseMessage
 
 from .base import Dialect
-from .events import CallEvent, text_after_calls
+from .events import CallEvent, ParseEvent
 from .markup import THINK
 from .messages import split_content
-from .placement import explains_its_calls, shown_as_example
+from .placement import Placement, explains_its_calls
 from .readers import AUTO, NO_CALL_MARKUP
-from .readers.base import strict_prefix
 from .readers.harmony import END
 from .readers.qwen import FN_NAME
 from .readers.whole_reply import OPENERS, whole_reply_format
@@ -30,13 +30,15 @@ from .registry import get_dialect
 __all__ = ["markup_dialect"]
 
 
-def read_text(dialect: Dialect, text: str) -> tuple[AIMessage, dict[str, Mapping[str, str]], str]:
+def read_text(
+    dialect: Dialect, text: str
+) -> tuple[AIMessage, dict[str, Mapping[str, str]], list[ParseEvent]]:
     """``dialect.parse(text)``, the arguments its calls wrote as text (by call id), and
-    the answer text after its last call."""
+    the reading's events (for :func:`~.placement.explains_its_calls`)."""
     parser = dialect.stream_parser()
     events = [*parser.feed(text), *parser.close()]
     texts = {e.call["id"]: e.texts for e in events if isinstance(e, CallEvent) and e.texts}
-    return parser.message(), texts, text_after_calls(events)
+    return parser.message(), texts, events
 
 
 def markup_dialect(message: BaseMessage | str) -> str | None:
@@ -67,17 +69,18 @@ def _markup_format(answer: str) -> str | None:
 
 
 def _first_marker(text: str) -> tuple[int, str, str] | None:
-    """``(index, marker, format)`` of the first call marker that is the reply's own."""
-    at = _MARKERS.search(text)
-    if at is None:
-        return None
-    marker = at.group()
-    reader = AUTO.reader_of(marker)
-    name = "qwen" if marker == FN_NAME else reader.name if reader else ""
-    special = reader is not None and reader.special
-    if not _own_call_syntax(text, at.start(), marker, special=special):
-        return None
-    return at.start(), marker, name
+    """``(index, marker, format)`` of the first call marker that is the reply's own: a
+    call the reply only quotes does not hide a later one it makes."""
+    for at in _MARKERS.finditer(text):
+        marker = at.group()
+        if _own_call_syntax(text, at.start()):
+            reader = AUTO.reader_of(marker)
+            return (
+                at.start(),
+                marker,
+                "qwen" if marker == FN_NAME else reader.name if reader else "",
+            )
+    return None
 
 
 def _without_thinking(text: str) -> str:
@@ -99,27 +102,28 @@ def _without_thinking(text: str) -> str:
 
 
 def quotes_its_calls(dialect: Dialect, text: str) -> bool:
-    """Whether a reply in a prompt dialect only shows the dialect's call syntax.
-
-    The rule :func:`markup_dialect` applies to every format, on the dialect's own call
-    marker: a first call inside code, after an example cue ("For example:"), in the
-    middle of a sentence, or followed by prose about it, is quoted. ReAct's blob sits in
-    a fence of its own: the fence after ``Action:`` is its markup, not a quotation.
+    """Whether a reply in a prompt dialect only shows the dialect's call syntax: none of
+    its call markers stands where :mod:`.placement`'s rule makes a call (a call it only
+    quotes does not hide a later one it makes). ReAct's markup may open before its first
+    call (``Thought:``): a call whose markup opens after a label is shown too.
     """
     answer = _without_thinking(opened_thought(text))
-    found = [
-        (at, b.open)
-        for b in dialect.blocks
-        if b.kind == "call" and (at := answer.find(b.open)) >= 0
-    ]
+    markers = {b.open for b in dialect.blocks if b.kind == "call"}
+    found = sorted((at, m) for m in markers for at in _occurrences(answer, m))
     if not found:
         return False
-    # the dialect's markup may open before its first call (ReAct's ``Thought:``)
     opened = min(at for b in dialect.blocks if (at := answer.find(b.open)) >= 0)
-    if shown_as_example(answer[:opened]):
+    if opened < found[0][0] and not _own_call_syntax(answer, opened):
         return True
-    at, marker = min(found)
-    return not _own_call_syntax(answer, at, marker)
+    return not any(_own_call_syntax(answer, at) for at, _ in found)
+
+
+def _occurrences(text: str, marker: str) -> list[int]:
+    out, at = [], text.find(marker)
+    while at >= 0:
+        out.append(at)
+        at = text.find(marker, at + 1)
+    return out
 
 
 def quoting_answer(text: str) -> str:
@@ -127,60 +131,27 @@ def quoting_answer(text: str) -> str:
     return _without_thinking(opened_thought(text)).strip()
 
 
-def _own_call_syntax(text: str, at: int, marker: str, *, special: bool = False) -> bool:
-    """Whether the markup at ``at`` is the reply's own calls, not markup it quotes.
-
-    The rule: the first call marker stands outside any code fence or inline code and
-    does not follow an example cue ("for example", "e.g.", "such as"); a marker in plain
-    text (``<tool_call>``, ``✿FUNCTION✿``, ``>>>``) starts a line or follows a finished
-    sentence (``Let me check. <tool_call>``), not a sentence it is part of (a special
-    token, ``[TOOL_CALLS]`` or ``<|tool_call|>``, cannot be quoted by accident); and the
-    line after the last call does not say the calls were examples
-    (:func:`~.placement.explains_its_calls`). Where each call stands is the scanner's
-    rule (:mod:`.placement`).
-    """
+def _own_call_syntax(text: str, at: int) -> bool:
+    """Whether the markup at ``at`` stands where :mod:`.placement`'s rule makes a call
+    (the text before it read as the scanner reads a reply's text: :class:`Placement`).
+    Whether the reply goes on to explain its calls is read once they are read
+    (:func:`~.placement.explains_its_calls`)."""
     if _quoted(text, at):
         return False  # inside a fenced code block or inline code
-    # the reply's markup may start before its first call (a thought, a channel)
-    first = _ANY_MARKUP.search(text, 0, at)
-    if shown_as_example(text[: first.start() if first else at]):
-        return False  # shown as an example
-    line = text[text.rfind("\n", 0, at) + 1 : at].strip()
-    if not special and line and line[-1] not in _SENTENCE_END:
-        return False  # mid-sentence: quoted
-    reader = AUTO.reader_of(marker)
-    closers = [
-        b.close[0] for b in (reader.blocks if reader else ()) if b.open == marker and b.close
-    ]
-    last_open = text.rfind(marker)
-    last_close = text.rfind(closers[0]) if closers else -1
-    if (
-        last_close > last_open
-        and reader is not None
-        and all(b.consume_close for b in reader.blocks)
-    ):
-        after = text[last_close + len(closers[0]) :]
-    else:  # the block runs to the end of the reply, or to the next call's marker
-        after = _after_json(text, last_open + len(marker.rstrip("[{")))
-    for token in AUTO.drop_tokens:  # end-of-turn tokens and wrappers are no prose
-        after = after.replace(token, "")
-    return not explains_its_calls(after)  # else prose that says the calls were examples
+    placement = Placement()
+    placement.feed(_before_markup(text[:at]))
+    return placement.shown() is None
 
 
-def _after_json(text: str, start: int) -> str:
-    """What follows the JSON value of the call that starts at ``start`` (a format with
-    no closer: ``[TOOL_CALLS][…]``, ``<|python_tag|>{…}``); ``""`` if it holds none."""
-    brace = min((i for i in (text.find("{", start), text.find("[", start)) if i >= 0), default=-1)
-    if brace < 0 or "\n\n" in text[start:brace] or "<" in text[start:brace]:
-        return ""  # no JSON right after the marker: the format's own tags follow it
-    values, rest = strict_prefix(text[brace:])  # calls may follow each other (``; {…}``)
-    if values and "```" in text[start:brace]:  # the call's own fence (ReAct's blob) closes
-        rest = rest.lstrip().removeprefix("```")
-    return rest if values else ""
-
-
-# what a sentence that a call may follow on the same line ends with
-_SENTENCE_END = frozenset(".!?:。！？：…")
+def _before_markup(before: str) -> str:
+    """``before`` less the format's own markup that opens right before a call marker
+    (Harmony's ``<|start|>assistant``, a wrapper token): the scanner reads no text there."""
+    while True:
+        last = max(_ANY_MARKUP.finditer(before), key=lambda m: m.start(), default=None)
+        rest = before[last.end() :] if last is not None else ""
+        if last is None or len(rest) > 24 or (rest and not rest.strip("-_.").isalnum()):
+            return before
+        before = before[: last.start()]
 
 
 def _quoted(text: str, at: int) -> bool:
@@ -258,7 +229,13 @@ def auto_read(
     found = _first_marker(answer)
     if found is not None:
         reader = get_dialect("qwen") if found[2] == "qwen" else AUTO
-        parsed, texts, _ = read_text(reader, text)
+        parsed, texts, events = read_text(reader, text)
+        if (parsed.tool_calls or parsed.invalid_tool_calls) and explains_its_calls(events):
+            # introduced and explained: the reply demonstrates the syntax, its calls are text
+            parsed = AIMessage(
+                content=quoting_answer(text), additional_kwargs=dict(parsed.additional_kwargs)
+            )
+            texts = {}
         return parsed, found[2], texts
     other = _OTHER_MARKUP.search(text)
     if answer.lstrip().startswith(OPENERS) or (

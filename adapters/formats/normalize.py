@@ -150,9 +150,9 @@ def normalize(
     if call_format is not None:
         # the model's format is known: read as its engine reads it
         reader = get_reader(call_format)
-        parsed, texts, after = read_text(reader, opened_thought(text))
+        parsed, texts, events = read_text(reader, opened_thought(text))
         markup_format = call_format
-        if (parsed.tool_calls or parsed.invalid_tool_calls) and explains_its_calls(after):
+        if (parsed.tool_calls or parsed.invalid_tool_calls) and explains_its_calls(events):
             # the reply shows the syntax: it calls nothing, and keeps what it shows
             parsed = AIMessage(
                 content=quoting_answer(text), additional_kwargs=dict(parsed.additional_kwargs)

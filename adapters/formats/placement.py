@@ -1,71 +1,130 @@
 """Where call markup stands in a reply: made by the model, or only shown.
 
-A model that explains its own call syntax writes the markup where Markdown quotes
-things: in a code block or inline code, in a ``>`` blockquote, as a list item's text, in
-quotation marks, or after "For example:". A model making a call writes it where prose
-stands: alone, after a sentence, between paragraphs, on its own line between list items.
-One rule tells the two apart, and it looks only at the text *before* a call's opening
-marker, so a reply read whole and the same reply read chunk by chunk agree by
-construction: :class:`Placement` is fed the reply's text outside call blocks as it comes,
-and :meth:`Placement.shown` answers at the moment an opening marker is met.
+The rule, by structure only (no list of cue words):
 
-What the place cannot tell is prose *after* a call saying it was an example ("That is
-the format the model uses."): :func:`explains_its_calls` reads the line that follows a
-reply's last call, once the reply has ended.
+    A call is made where a chat template puts the assistant's calls: in the reply's own
+    voice, at the end of what it says. Own voice: outside code (fenced, indented, inline,
+    ``<code>``/``<pre>``), quotations (``>`` blockquotes, quotation marks), tables, list
+    items' text, link text, ``<details>``, HTML comments and reasoning; on a line of its
+    own or after a finished sentence on its line (text glued to it in Chinese or Japanese
+    counts as finished), not in the middle of a sentence, not after an abbreviation
+    ("i.e.", "e.g."), not in a log record (a line that starts with a timestamp or a
+    ``[TAG]``), and not as the value of a label (a line or a line's head of at most two
+    words and a colon, or a heading that short: "Usage:", "Output:", "Sample output:",
+    "### Example"). And a reply that *introduces* its calls (the text before its first
+    call ends in a colon) and then goes on in prose after its last call demonstrates the
+    syntax: introduced, shown, explained (unless what follows is the next item of a list:
+    a plan), its calls are all text. Anything else is text.
+
+Everything but the last clause looks only at the text *before* a call's opening marker,
+so a reply read whole and the same reply read chunk by chunk agree by construction:
+:class:`Placement` is fed the reply's text outside call blocks as it comes, and
+:meth:`Placement.shown` answers at the moment an opening marker is met. The last clause
+needs what follows the last call: :func:`explains_its_calls` reads a reply's events once
+it has ended, and the readings hold their calls until then.
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
+
+from .events import CallEvent, ContentDelta, InvalidCallEvent, ParseEvent, text_after_calls
 
 __all__ = ["Placement", "explains_its_calls", "shown_as_example"]
 
 
 def shown_as_example(before: str) -> bool:
-    """Whether text that ends in ``before`` is introduced as an example of the syntax
-    ("For example:", "e.g.", "such as", "the format is") rather than written as a call.
+    """Whether text that ends in ``before`` presents what follows as a sample: its last
+    line with text is a label ("Usage:", "For example:", "Output:", "例如：", a short
+    heading; :func:`is_label`), or ends in an abbreviation that introduces ("e.g.")."""
+    lines = [x for x in before.split("\n") if x.strip()]
+    return bool(lines) and (
+        is_label(lines[-1]) or _ABBREVIATION.search(lines[-1].rstrip()) is not None
+    )
+
+
+def explains_its_calls(events: Iterable[ParseEvent]) -> bool:
+    """Whether a read reply only demonstrates its calls: the text before its first call
+    introduces them (ends in a colon) and prose follows its last call ("A call looks
+    like this:", the call, "Here get_weather is the tool's name.").
+
+    A call after a sentence and followed by a remark ("Let me check.", the call, "I'll
+    report back.") is made, and so is one that the reply only introduces (no prose
+    after it: "I'll call it in the right format:", the call).
     """
-    return _EXAMPLE_CUE.search(before.rstrip()[-40:]) is not None
+    events = list(events)
+    before: list[str] = []
+    for ev in events:
+        if isinstance(ev, CallEvent | InvalidCallEvent):
+            break
+        if isinstance(ev, ContentDelta):
+            before.append(ev.text)
+    else:
+        return False  # no call
+    intro = "".join(before).rstrip()
+    after = text_after_calls(events).strip()
+    # the next item of a list the calls stand in goes on with a plan, not about the calls
+    return intro.endswith((":", "：")) and bool(after) and not _LIST_ITEM.match(after)
 
 
-_EXAMPLE_CUE = re.compile(
-    r"(?:\bfor (?:example|instance)|\be\.g\.|\bsuch as|\blike (?:this|so)|\bexample"
-    r"|\bsyntax|\bformat(?: is)?|\b(?:reply|respond|answer) with|\bwrites?|\btype"
-    r"|例如|比如|示例|格式)\W*$",
-    re.IGNORECASE,
+def is_label(line: str) -> bool:
+    """Whether ``line`` (a whole line, or a line's head up to a call) is a label that
+    names what follows it: at most two words and a colon ("Output:", "Sample output:",
+    "**Usage:**", "例如：", "出力例："), or a heading that short ("### Example")."""
+    text = line.strip().strip("*_").strip()
+    heading = text.startswith("#")
+    text = text.lstrip("#").strip().strip("*_").strip()
+    if text.endswith((":", "：")):
+        text = text[:-1].strip().strip("*_").strip()
+    elif not heading:
+        return False
+    if not text:
+        return heading
+    if _CJK.search(text):
+        return len(text.replace(" ", "")) <= 3
+    return len(text.split()) <= 2
+
+
+# a character of Chinese, Japanese (kana) or Korean text, or their full-width punctuation
+_CJK = re.compile(r"[\u3000-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uff00-\uffef]")
+# what a finished sentence ends with
+_SENTENCE_END = ".!?…。！？"
+# the last word before a full stop is an abbreviation ("i.e.", "e.g.", "etc.", "vs.")
+_ABBREVIATION = re.compile(r"(?:^|[\s(])(?:\w\.){2,}$|(?:^|\s)(?:etc|vs|cf|viz)\.$", re.I)
+# a log record's head: a timestamp, or a bracketed tag ("[INFO]", "[DEBUG]")
+_LOG_LINE = re.compile(
+    r"\s*(?:\[?\d{4}-\d{2}-\d{2}[T ]\d{1,2}:\d{2}|\[?\d{1,2}:\d{2}:\d{2}|\[[A-Z][A-Z0-9_ -]{1,14}\])"
 )
 
 
-def explains_its_calls(after: str) -> bool:
-    """Whether ``after``, the text after a reply's last call, says the calls were only
-    shown: its first line points at them ("this", "that", "above", "以上") and speaks of
-    markup or of calling a tool ("That is the format the model uses.", "The model writes
-    this to call a tool.", "以上是调用格式。").
+def _line_position(head: str, tail: str) -> str | None:
+    """Why markup after ``tail`` (the end of its line so far; ``head``: the line's start)
+    is shown by where it stands on the line, or ``None``."""
+    if _LOG_LINE.match(head):
+        return "in a log line"
+    before = tail.rstrip().rstrip("*_").rstrip()
+    if not before:
+        return None
+    last = before[-1]
+    if last in ":：":
+        return "after a label" if len(head) < _KEPT and is_label(head) else None
+    if last in _SENTENCE_END:
+        return "after an abbreviation" if _ABBREVIATION.search(before) else None
+    if _CJK.match(last):
+        return None  # glued to Chinese or Japanese text: no space ends its sentences
+    return "in the middle of a sentence"
 
-    Narrow on purpose: a remark after a call the model made ("I'll report back once I
-    have it.", "This should give us the weather.") does not speak of markup.
-    """
-    first = after.strip().split("\n", 1)[0]
-    return bool(_POINTS_AT.search(first) and _ABOUT_MARKUP.search(first))
-
-
-_POINTS_AT = re.compile(r"\b(?:this|that|these|those|above|here)\b|这|以上|上面|此", re.I)
-_ABOUT_MARKUP = re.compile(
-    r"\b(?:format|syntax|examples?|markup|template|tags?|how (?:a|an|the|to|you|we|models?)"
-    r"|calls? (?:a|the) tool|to call)\b|格式|示例|语法|写法|例子",
-    re.IGNORECASE,
-)
 
 # a list item's marker at a line's start: "- ", "* ", "+ ", "• ", "1. ", "2) ", "1、"
 _LIST_ITEM = re.compile(r"\s*(?:[-*+•·]\s|\d{1,3}[.)](?:\s|$)|\d{1,3}[、．])")
 # a fence line opens or closes a fenced code block (CommonMark: three or more)
 _FENCE = re.compile(r"\s{0,3}(?:```|~~~)")
-# HTML elements that hold code
-_HTML_CODE_OPEN = re.compile(r"<(?:code|pre)\b", re.IGNORECASE)
-_HTML_CODE_CLOSE = re.compile(r"</(?:code|pre)\s*>", re.IGNORECASE)
+# HTML elements that hold code or hide what they hold, and comments
+_HTML_CODE_OPEN = re.compile(r"<(?:code|pre|details)\b|<!--", re.IGNORECASE)
+_HTML_CODE_CLOSE = re.compile(r"</(?:code|pre|details)\s*>|-->", re.IGNORECASE)
 # quotation marks that open a quotation, and what closes each
 _PAIRED_QUOTES = {"“": "”", "‘": "’", "「": "」", "『": "』", "«": "»"}
-_RECENT = 60  # characters of recent text kept for the example cue
 
 
 class Placement:
@@ -78,14 +137,15 @@ class Placement:
     """
 
     __slots__ = (
+        "_after_shown",
         "_after_token",
         "_blank_before",
         "_fence_at_start",
         "_fences",
         "_html",
+        "_label",
         "_line",
         "_listing",
-        "_recent",
         "_started",
         "_ticks",
     )
@@ -99,16 +159,16 @@ class Placement:
         self._blank_before = True  # the line before the current one was blank (or none)
         self._listing = False  # the paragraph is a list (its indented lines are items' text)
         self._line = _Line()  # the current line so far
-        self._recent = ""  # the last characters fed, for the example cue
+        self._label = False  # the last line with text was a label ("Usage:")
         self._after_token: str | None = None  # why a format's token met here is shown
+        self._after_shown: str | None = None  # why the call just before was shown
 
     def feed(self, text: str) -> None:
         """Take the next piece of the reply's text (outside call blocks)."""
         if not text:
             return
-        if self._after_token is not None and text.strip():
-            self._after_token = None
-        self._recent = (self._recent + text)[-_RECENT:]
+        if text.strip():
+            self._after_token = self._after_shown = None
         first, *rest = text.split("\n")
         self._line.add(first)
         for piece in rest:
@@ -121,6 +181,15 @@ class Placement:
         Qwen3-Coder's ``<function=…>``): a call it holds is shown where the token is."""
         if self._after_token is None:
             self._after_token = self.shown()
+
+    def after_call(self, shown: str | None) -> None:
+        """A call block ended here, shown for ``shown`` (or made, ``None``). A call right
+        after it (white space between) belongs with it: shown after a shown one; after a
+        made one (or the format's own text a block handed back, Functionary's ``>>>all``)
+        it stands as if its line started there."""
+        self._after_shown = shown
+        if shown is None:
+            self._line = _Line()
 
     def _end_line(self, line: _Line) -> None:
         if _FENCE.match(line.head):
@@ -138,23 +207,27 @@ class Placement:
         self._blank_before = line.blank
         if not line.blank:
             self._started = True
+            self._label = len(line.head) < _KEPT and is_label(line.head)
 
     def shown(self) -> str | None:
         """Why markup starting here is only shown (``"in a code block"``, ``"in a list
-        item"``, …), or ``None`` where it stands as the reply's own.
+        item"``, ``"after a label"``, ``"in the middle of a sentence"``, …), or ``None``
+        where it stands as the reply's own.
 
         A fenced block that opens the reply holds its calls (a model that fences what
         it sends); one opened after other text quotes them.
         """
         if self._after_token is not None:
             return self._after_token
+        if self._after_shown is not None:
+            return self._after_shown
         line = self._line
         if self._fences % 2 == 1:
             return None if self._fence_at_start else "in a code block"
         if (self._ticks + line.ticks) % 2 == 1:
             return "in inline code"
         if self._html + line.html > 0:
-            return "in an HTML code element"
+            return "in an HTML element"
         head = line.head.lstrip()
         if line.blank and line.head.expandtabs(4).startswith("    ") and self._indented_code():
             return "in a code block"
@@ -166,9 +239,9 @@ class Placement:
             return "in link text"
         if line.in_quotation():
             return "in quotation marks"
-        if shown_as_example(self._recent):
-            return "after an example cue"
-        return None
+        if line.blank:
+            return "after a label" if self._label else None
+        return _line_position(line.head, line.tail)
 
     def _indented_code(self) -> bool:
         """Whether an indented line starting here is an indented code block: after a

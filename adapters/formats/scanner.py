@@ -222,7 +222,10 @@ class MarkupStreamParser(StreamParser):
         if self._shown is not None:  # quoted, not made: the markup is the answer's text
             shown = self._shown + raw + (closer if block.consume_close else "")
             self._shown = None
+            why = self._placement.shown()
             self._emit_text(shown, events, shown=True)
+            if closed and block.consume_close:  # (else its text ran on to the next marker)
+                self._placement.after_call(why)  # a call right after it is shown too
             return events
         try:
             produced = list(self._dialect.read_block(block, raw, closed=closed))
@@ -231,6 +234,7 @@ class MarkupStreamParser(StreamParser):
         except Exception as exc:  # a dialect bug must not lose the reply: report it as a bad call
             produced = [invalid(raw, f"could not read tool call: {exc!r}")]
         self._take(produced, events)
+        self._placement.after_call(None)  # a call right after it stands where it does
         return events
 
     def _take(

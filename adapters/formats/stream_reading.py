@@ -40,7 +40,6 @@ from .events import (
     ParseEvent,
     ReasoningDelta,
     StreamParser,
-    text_after_calls,
 )
 from .messages import split_content, text_of
 from .placement import explains_its_calls
@@ -329,7 +328,7 @@ class StreamReading:
             raw = "".join(self.raw)
             held = self.held["tool_call_chunks"]
             if held and (
-                explains_its_calls(text_after_calls(self.events))
+                explains_its_calls(self.events)
                 or (self.call.call_format is None and quotes_its_calls(self.call.dialect, raw))
             ):
                 # as normalize reads it: no calls, the syntax kept in the answer
