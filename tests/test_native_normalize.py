@@ -232,7 +232,7 @@ def test_list_content_with_reasoning_and_call_blocks() -> None:
 
     with_markup = AIMessage(
         content=[
-            {"type": "text", "text": "Here:\n"},
+            {"type": "text", "text": "Here it is:\n"},
             {"type": "text", "text": IMAGE_GEN},
             {"type": "image_url", "image_url": {"url": "http://x/cat.png"}},
         ]
@@ -270,7 +270,7 @@ QWEN_CALL = '✿FUNCTION✿: sqlite-write_query\n✿ARGS✿: {"query": "DROP TAB
         f"Write a call like this:\n```xml\n{CALL}\n```",
         f"The syntax is `{CALL}` in one line.",
         f"You would write {CALL} to drop it.",
-        f"{CALL}\nThat is how a call looks; I did not make one.",
+        f"A call looks like this:\n{CALL}\nThat is how a call looks; I did not make one.",
         f"Qwen models write:\n```\n{QWEN_CALL}\n```",
         f"The ✿ format is `{QWEN_CALL}`.",
     ],
