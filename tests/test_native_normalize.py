@@ -240,7 +240,7 @@ def test_list_content_with_reasoning_and_call_blocks() -> None:
     msg = normalize(with_markup, "hermes")
     assert _calls(msg) == [("image_gen", IMAGE_GEN_ARGS)]
     assert msg.content == [
-        {"type": "text", "text": "Here:"},
+        {"type": "text", "text": "Here it is:"},
         {"type": "image_url", "image_url": {"url": "http://x/cat.png"}},
     ]
 
