@@ -96,7 +96,8 @@ class GraphState(FncallState):
     """:class:`FncallState` and what passes between the graph's own steps (not output).
 
     Attributes:
-        rendered_input: the ``adapter`` node's rendering, for the ``model`` node; never
+        rendered_input: the ``adapter`` node's rendering and the model call made ready
+            with it, which the ``model`` node sends (one call, prepared once); never
             checkpointed (``model_input`` shows it).
         jump_to: where a middleware hook sends the run next (``"model"``, ``"tools"``,
             ``"end"``), for the next edge only.

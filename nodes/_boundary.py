@@ -13,12 +13,13 @@ from typing import Any, Literal
 
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import BaseMessage
-from langchain_core.runnables import RunnableBinding
+from langchain_core.runnables import RunnableBinding, RunnableConfig
 
 from fncall_graph.adapters import Dialect
 from fncall_graph.adapters.formats.grammar import grammar_max_bytes
 from fncall_graph.adapters.models.call_format import CallFormat, resolve_call_format
 from fncall_graph.adapters.models.chat_model import DialectChatModel, with_dialect
+from fncall_graph.adapters.models.pipeline import ModelCall
 from fncall_graph.adapters.models.structured_output import requested_json
 
 from ._plan import DialectPlan, model_calls_this_turn
@@ -28,7 +29,8 @@ __all__ = ["ModelBoundary", "RenderedInput"]
 
 @dataclass(frozen=True, slots=True)
 class RenderedInput:
-    """The history as the adapter rendered it for the next model call.
+    """The history as the adapter rendered it for the next model call, and that call
+    made ready (``call``: prepared once, in the adapter; the ``model`` node sends it).
 
     Carried from the ``adapter`` node to the ``model`` node in a channel LangGraph does not
     checkpoint; ``key`` says which call it was rendered for, so a model call never sends
@@ -37,6 +39,7 @@ class RenderedInput:
 
     messages: tuple[BaseMessage, ...]
     key: tuple[Any, ...]
+    call: ModelCall
 
     def renders(self, state: dict[str, Any]) -> bool:
         """Whether this is a rendering of ``state``'s history as it stands (for whichever
@@ -141,12 +144,15 @@ class ModelBoundary:
         """Which call a rendering is for: the dialect, the binding and the history's end."""
         return (dialect.name, id(binding), *_history_end(state))
 
-    def render(self, dialect: Dialect, state: dict[str, Any]) -> RenderedInput:
-        """The thread's history (with the system prompt) as this call sends it."""
+    def render(
+        self, dialect: Dialect, state: dict[str, Any], config: RunnableConfig | None = None
+    ) -> RenderedInput:
+        """The thread's history (with the system prompt) as this call sends it, and the
+        call made ready with it (the ``model`` node sends it with its own ``config``)."""
         binding = self.binding(dialect, state)
         history = self.plan.with_system(state["messages"])
-        rendered = self.wrapper(binding).render_input(history, **binding.kwargs)
-        return RenderedInput(tuple(rendered), self.key(dialect, state, binding))
+        call = self.wrapper(binding).model_call(history, config=config, **binding.kwargs)
+        return RenderedInput(tuple(call.rendered), self.key(dialect, state, binding), call)
 
     def format(self, dialect: Dialect, state: dict[str, Any]) -> CallFormat:
         """The thread's call format: a prompt dialect's own; one learned in the thread;

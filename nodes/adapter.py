@@ -8,8 +8,9 @@ model takes the history and the tools as they are.
 
 The update carries the rendering twice, for two readers, neither of them checkpointed:
 ``model_input`` (OpenAI-style dicts, what Studio and the ``updates`` stream show) and
-``rendered_input`` (the messages themselves, for the ``model`` node). After a resume
-neither is there, and the ``model`` node renders again.
+``rendered_input`` (the messages themselves and the call made ready with them, for the
+``model`` node, which sends that call: one call is prepared once). After a resume
+neither is there, and the ``model`` node renders and prepares again.
 """
 
 from __future__ import annotations
@@ -41,7 +42,7 @@ class AdapterNode:
         dialect = self.boundary.plan.current(state)
         if dialect.native:  # a thread saved by another graph: nothing to render
             return {}
-        rendered = self.boundary.render(dialect, state)
+        rendered = self.boundary.render(dialect, state, config)
         return {
             "model_input": convert_to_openai_messages(list(rendered.messages)),
             RENDERED_KEY: rendered,

@@ -3,13 +3,13 @@
 The one chat-model run of a model call is the provider's own, as in LangChain's
 ``create_agent``: callbacks, usage and traces see one run, named as the model. The call
 goes through the same boundary pipeline as :func:`~fncall_graph.adapters.with_dialect`
-(render → provider → read), without the wrapper's run: for a prompt dialect the
-``adapter`` node's rendering is sent as it is (rendered again only where it is absent,
-after a resume); for native, the history with the tools bound. The reply is read once
-into canonical calls with ids unique in the thread. While it streams, the provider's run
-is kept out of LangGraph's ``messages`` stream (its raw text may hold call markup) and
-each chunk is read and written there instead, so that stream shows answer text and never
-call markup.
+(render → provider → read), without the wrapper's run: for a prompt dialect the call
+the ``adapter`` node made ready with its rendering is sent as it is (made ready here
+only where it is absent, after a resume); for native, the history with the tools bound.
+The reply is read once into canonical calls with ids unique in the thread. While it
+streams, the provider's run is kept out of LangGraph's ``messages`` stream (its raw text
+may hold call markup) and each chunk is read and written there instead, so that stream
+shows answer text and never call markup.
 
 In a native graph, whose plain edges lead here, a call of a thread that now speaks a
 prompt dialect goes on to the ``adapter`` first (this step writes nothing), so the
@@ -401,9 +401,10 @@ class ModelNode:
         fmt: CallFormat,
         request: ModelRequest | None = None,
     ) -> tuple[ModelCall, bool]:
-        """The call: the adapter's rendering when it is for this call, else rendered here;
-        and whether it was rendered here. ``request``: a middleware's request that changed
-        the call (another model, messages, tools or settings), rendered for here."""
+        """The call: the adapter's, made ready with its rendering, when it is for this
+        call, else made ready here; and whether it was rendered here. ``request``: a
+        middleware's request that changed the call (another model, messages, tools or
+        settings), rendered for here."""
         boundary, history, extra = self.boundary, None, {}
         if request is not None:
             tools = list(request.tools)
@@ -425,19 +426,18 @@ class ModelNode:
                 extra["tool_choice"] = request.tool_choice
         binding = boundary.binding(dialect, state, fmt)
         given = state.get(RENDERED_KEY)
-        rendered = None
         if (
             history is None
             and isinstance(given, RenderedInput)
             and given.key == boundary.key(dialect, state, binding)
         ):
-            rendered = given.messages
+            return given.call.sent_with(config), False  # prepared once, in the adapter
         if history is None:
             history = self.plan.with_system(state["messages"])
         call = boundary.wrapper(binding).model_call(
-            history, config=config, rendered=rendered, **{**binding.kwargs, **extra}
+            history, config=config, **{**binding.kwargs, **extra}
         )
-        return call, rendered is None
+        return call, True
 
     @staticmethod
     def _reply(call: ModelCall, config: RunnableConfig) -> tuple[AIMessage, BaseMessage]:

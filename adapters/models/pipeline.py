@@ -14,7 +14,7 @@ import contextvars
 import json
 from collections.abc import AsyncIterator, Iterator, Mapping
 from contextlib import contextmanager, nullcontext
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from langchain_core.callbacks import BaseCallbackHandler
@@ -93,6 +93,12 @@ class ModelCall:
         """As :meth:`invoke`."""
         with _context_handlers_muted() if self.wrapped else nullcontext():
             return await self.runnable.ainvoke(messages, **self._with(config))
+
+    def sent_with(self, config: RunnableConfig) -> ModelCall:
+        """This call, the provider called with ``config``: a call made ready in one step
+        (a graph's ``adapter``) and sent from another (its ``model``), whose run the
+        provider's is."""
+        return replace(self, kwargs={**self.kwargs, "config": dict(config)})
 
     def _with(self, config: RunnableConfig | None) -> dict[str, Any]:
         if not config:
