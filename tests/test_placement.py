@@ -287,3 +287,34 @@ def test_a_detected_format_reads_a_call_between_prose(fmt: str, where: str) -> N
     inner = ReplayChatModel([text, text], chunk_size=4)
     model = with_dialect(inner, "native").bind_tools([get_weather])
     assert _calls(_sum(list(model.stream([HumanMessage("weather?")])))) == [WEATHER]
+
+
+# a reply whose format nothing declares: a call it only quotes first, then the call it
+# makes (the quoted one must not decide that the reply makes none)
+QUOTED_THEN_MADE = {
+    "inline code": "Calls are written like `{q}`.\n\nNow the real lookup.\n{a}",
+    "fence": "Here is how a call is written:\n```\n{q}\n```\nCalling it for you now.\n{a}",
+    "quotation": 'You wrote "{q}"; that only shows the syntax.\n\nLet me check.\n{a}',
+    "glued to Chinese": "格式是`{q}`。\n\n我来查询{a}",
+}
+
+
+@pytest.mark.parametrize("where", sorted(QUOTED_THEN_MADE))
+@pytest.mark.parametrize("fmt", ["hermes", "mistral", "deepseek", "kimi", "function-tag"])
+def test_a_quoted_call_does_not_hide_the_call_made_after_it(fmt: str, where: str) -> None:
+    quoted = " ".join(line.strip() for line in WRITE[fmt]("get_time", {"zone": "CET"}).splitlines())
+    text = QUOTED_THEN_MADE[where].format(q=quoted, a=WRITE[fmt](*WEATHER))
+    for declared in (None, fmt):
+        assert _calls(normalize(AIMessage(text), None, call_format=declared)) == [WEATHER], text
+        inner = ReplayChatModel([text, text], chunk_size=3)
+        model = with_dialect(inner, "native", call_format=declared).bind_tools([get_weather])
+        assert _calls(model.invoke([HumanMessage("weather?")])) == [WEATHER], declared
+        streamed = _sum(list(model.stream([HumanMessage("weather?")])))
+        assert _calls(streamed) == [WEATHER], declared
+
+
+@pytest.mark.parametrize("fmt", ["hermes", "mistral", "deepseek", "kimi", "granite"])
+def test_markup_glued_to_chinese_or_japanese_text_is_made_when_detected(fmt: str) -> None:
+    for lead in ("我来查询", "天気を調べます", "好的，我需要先获取天气信息。"):
+        text = lead + WRITE[fmt](*WEATHER)
+        assert _calls(normalize(AIMessage(text), None)) == [WEATHER], text
