@@ -37,6 +37,7 @@ from fncall_graph.adapters import (
 )
 from fncall_graph.adapters.formats.events import ParseEvent, ShownMarkup
 from fncall_graph.adapters.formats.messages import text_of
+from fncall_graph.adapters.formats.placement import is_label
 from fncall_graph.adapters.formats.scanner import (
     MarkupStreamParser,
     _find_from,
@@ -208,7 +209,14 @@ def toolsets(draw: st.DrawFn) -> list[ToolSpec]:
 contents = st.text(
     st.sampled_from(CJK + string.ascii_letters + string.digits + " \n.,!?-_()[]{}:'\""),
     max_size=60,
-).filter(lambda s: not any(m in s for m in ALL_MARKERS))
+).filter(lambda s: not any(m in s for m in ALL_MARKERS) and not _ends_in_label(s))
+
+
+def _ends_in_label(text: str) -> bool:
+    """Text whose last line is a label ("0:", "Output:", "# a"): a call after it is shown,
+    the placement rule's cost (docs/dialects.md, "Made or shown"), not a turn to read back."""
+    lines = [line for line in text.split("\n") if line.strip()]
+    return bool(lines) and is_label(lines[-1])
 
 
 @st.composite

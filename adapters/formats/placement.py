@@ -31,7 +31,7 @@ from collections.abc import Iterable
 
 from .events import CallEvent, ContentDelta, InvalidCallEvent, ParseEvent, text_after_calls
 
-__all__ = ["Placement", "explains_its_calls", "shown_as_example"]
+__all__ = ["Placement", "explains_its_calls", "is_label", "shown_as_example"]
 
 
 def shown_as_example(before: str) -> bool:
