@@ -32,10 +32,13 @@ characters a chunk), and disagreements between the two are counted (and between
 Prints a table per placement (read / ran out of the formats) and per format (made read,
 shown ran), with totals. Nothing is asserted.
 
-    python bench/placements.py [--verbose] [--stream] [--auto] [--formats hermes,mistral,...]
+    python bench/placements.py [--verbose] [--stream] [--auto] [--set repo|public]
+                               [--formats hermes,mistral,...]
 
 ``--auto`` declares no format: each reply is read as a thread's first reply, its format
-detected.
+detected. ``--set public`` measures the placements of ``bench/placements_public.py``
+instead: taken from public descriptions (model cards, READMEs, chat templates' few-shot
+pairs, bug reports), each judged made or shown before it was run.
 """
 
 from __future__ import annotations
