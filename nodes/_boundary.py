@@ -13,7 +13,7 @@ from typing import Any, Literal
 
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import BaseMessage
-from langchain_core.runnables import RunnableBinding, RunnableConfig
+from langchain_core.runnables import RunnableBinding
 
 from fncall_graph.adapters import Dialect
 from fncall_graph.adapters.formats.grammar import grammar_max_bytes
@@ -144,14 +144,13 @@ class ModelBoundary:
         """Which call a rendering is for: the dialect, the binding and the history's end."""
         return (dialect.name, id(binding), *_history_end(state))
 
-    def render(
-        self, dialect: Dialect, state: dict[str, Any], config: RunnableConfig | None = None
-    ) -> RenderedInput:
+    def render(self, dialect: Dialect, state: dict[str, Any]) -> RenderedInput:
         """The thread's history (with the system prompt) as this call sends it, and the
-        call made ready with it (the ``model`` node sends it with its own ``config``)."""
+        call made ready with it, without a config: the ``model`` node sends it with its
+        own (:meth:`ModelCall.sent_with`), and a step's config is not kept past it."""
         binding = self.binding(dialect, state)
         history = self.plan.with_system(state["messages"])
-        call = self.wrapper(binding).model_call(history, config=config, **binding.kwargs)
+        call = self.wrapper(binding).model_call(history, **binding.kwargs)
         return RenderedInput(tuple(call.rendered), self.key(dialect, state, binding), call)
 
     def format(self, dialect: Dialect, state: dict[str, Any]) -> CallFormat:

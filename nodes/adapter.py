@@ -42,7 +42,7 @@ class AdapterNode:
         dialect = self.boundary.plan.current(state)
         if dialect.native:  # a thread saved by another graph: nothing to render
             return {}
-        rendered = self.boundary.render(dialect, state, config)
+        rendered = self.boundary.render(dialect, state)
         return {
             "model_input": convert_to_openai_messages(list(rendered.messages)),
             RENDERED_KEY: rendered,
