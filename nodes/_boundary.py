@@ -8,7 +8,7 @@ same system prompt, the same call format.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from langchain_core.language_models import BaseChatModel
@@ -39,7 +39,18 @@ class RenderedInput:
 
     messages: tuple[BaseMessage, ...]
     key: tuple[Any, ...]
-    call: ModelCall
+    # Left out of what a server shows of the update (orjson skips a leading underscore)
+    # and of copies (pickle, deepcopy): the call holds the model and its tools; a copy
+    # is the rendering alone, and the model node makes its call ready again.
+    _call: ModelCall | None = field(default=None, repr=False, compare=False)
+
+    @property
+    def call(self) -> ModelCall | None:
+        """The call made ready with this rendering (``None`` in a copy)."""
+        return self._call
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (RenderedInput, (self.messages, self.key))
 
     def renders(self, state: dict[str, Any]) -> bool:
         """Whether this is a rendering of ``state``'s history as it stands (for whichever

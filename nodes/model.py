@@ -426,18 +426,21 @@ class ModelNode:
                 extra["tool_choice"] = request.tool_choice
         binding = boundary.binding(dialect, state, fmt)
         given = state.get(RENDERED_KEY)
+        rendered = None
         if (
             history is None
             and isinstance(given, RenderedInput)
             and given.key == boundary.key(dialect, state, binding)
         ):
-            return given.call.sent_with(config), False  # prepared once, in the adapter
+            if given.call is not None:  # prepared once, in the adapter
+                return given.call.sent_with(config), False
+            rendered = given.messages
         if history is None:
             history = self.plan.with_system(state["messages"])
         call = boundary.wrapper(binding).model_call(
-            history, config=config, **{**binding.kwargs, **extra}
+            history, config=config, rendered=rendered, **{**binding.kwargs, **extra}
         )
-        return call, True
+        return call, rendered is None
 
     @staticmethod
     def _reply(call: ModelCall, config: RunnableConfig) -> tuple[AIMessage, BaseMessage]:

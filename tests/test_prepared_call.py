@@ -51,3 +51,21 @@ async def test_one_prepare_call_per_model_call(
     assert len(prepared) == len(model.inputs)
     history = graph.get_state(cfg).values["messages"]
     assert [m.type for m in history] == ["human", "ai", "tool", "ai"] * 2
+
+
+def test_the_adapters_update_holds_only_its_rendering_when_copied_or_shown() -> None:
+    """A server pickles and shows (as JSON) what a run streams: the ``adapter``'s update
+    carries the rendering, not the call made ready with it (which holds the model)."""
+    import pickle
+
+    import orjson
+
+    model = ReplayChatModel([CALL["hermes"], "北京晴。"])
+    graph = create_fncall_graph(model, [get_weather], dialect="hermes")
+    updates = list(graph.stream({"messages": [("user", "北京天气")]}, stream_mode="updates"))
+    rendered = [u["adapter"]["rendered_input"] for u in updates if "adapter" in u]
+    assert len(rendered) == 2 and all(r.call is not None for r in rendered)
+    copied = pickle.loads(pickle.dumps(updates))
+    assert [u["adapter"]["rendered_input"].call for u in copied if "adapter" in u] == [None] * 2
+    shown = orjson.loads(orjson.dumps(rendered[0], default=lambda o: None))
+    assert set(shown) == {"messages", "key"}
