@@ -17,6 +17,10 @@ from fncall_graph.adapters.secrets import redact
 
 __all__ = ["error_answer"]
 
+NOT_RUN_KEY = "fncall_not_run"
+"""The key of the ``artifact`` of an answer to a call that was never run (a person
+rejected it): its tool changed nothing, which the repeat guard reads."""
+
 
 def error_answer(
     call: ToolCall | InvalidToolCall, content: str, artifact: Any = None
@@ -37,3 +41,9 @@ def error_answer(
         status="error",
         artifact=artifact,
     )
+
+
+def not_run(message: ToolMessage) -> bool:
+    """Whether ``message`` answers a call that was never run (see :data:`NOT_RUN_KEY`)."""
+    artifact = message.artifact
+    return isinstance(artifact, dict) and artifact.get(NOT_RUN_KEY) is True

@@ -15,9 +15,10 @@ write (a tool that says nothing may write). The rules:
 
 - a read whose name and arguments (JSON with sorted keys) match a read of this turn
   that already has a result that is not a failure is answered with a short note and
-  that result, and not run, unless a write that may touch what it reads was made since
+  that result, and not run, unless a write that may touch what it reads ran since
   that result's reply (that reply and the one being decided included: calls of one reply
-  run at the same time): then it runs again, and its new result is the one repeats are
+  run at the same time; a write a person rejected ran nothing and changed nothing, so
+  it does not count): then it runs again, and its new result is the one repeats are
   answered from. A write touches a read when both are tools of one MCP server (their
   ``metadata["mcp_server"]``); a tool that is not an MCP server's may touch anything, so
   a write of one touches every read, and a read of one is touched by every write;
@@ -55,7 +56,7 @@ from langchain_core.tools import BaseTool
 from fncall_graph.adapters.formats.base import text_of
 from fncall_graph.adapters.tool_effects import is_read_only
 
-from ._error_answer import error_answer
+from ._error_answer import error_answer, not_run
 from ._plan import current_turn
 
 __all__ = ["DEFAULT_MAX_REPEATS", "REPEAT_KEY"]
@@ -129,24 +130,42 @@ class _Turn:
         # reads made in a reply beside a write that touches them: their results may be
         # from before or after it, so they answer no repeat
         self.beside_write: set[str] = set()
+        # the writes of earlier replies by call id, until their answers say they ran
+        self.writes: dict[str, BaseTool] = {}
 
-    def writes_of(self, reply: AIMessage) -> list[BaseTool]:
-        tools = (self.tools.get(c["name"]) for c in reply.tool_calls)
-        return [t for t in tools if t is not None and not _reads(t)]
+    def writes_of(self, reply: AIMessage) -> dict[str, BaseTool]:
+        tools = ((c["id"] or "", self.tools.get(c["name"])) for c in reply.tool_calls)
+        return {i: t for i, t in tools if t is not None and not _reads(t)}
 
-    def reply(self, reply: AIMessage) -> None:
-        """A reply of the turn: its writes make the reads they touch stale."""
-        writes = self.writes_of(reply)
+    def wrote(self, write: BaseTool) -> None:
+        """A write ran (or may have): the reads it touches are stale."""
         for key, read in list(self.reads.items()):
-            if any(_touches(w, read.tool) for w in writes):
+            if _touches(write, read.tool):
                 del self.reads[key]
+
+    def reply(self, reply: AIMessage, *, answered: bool = True) -> None:
+        """A reply of the turn. ``answered``: its calls' answers follow in the history,
+        and each write counts once its answer says it ran (a rejected one changed
+        nothing); else (the reply being decided) its writes count now."""
+        writes = self.writes_of(reply)
+        if answered:
+            self.writes.update(writes)
+        else:
+            for write in writes.values():
+                self.wrote(write)
         for call in reply.tool_calls:
             self.calls[call["id"] or ""] = call
             tool = self.tools.get(call["name"])
-            if _reads(tool) and any(_touches(w, tool) for w in writes):  # type: ignore[arg-type]
+            if _reads(tool) and any(_touches(w, tool) for w in writes.values()):  # type: ignore[arg-type]
                 self.beside_write.add(call["id"] or "")
 
     def result(self, message: ToolMessage) -> None:
+        write = self.writes.pop(message.tool_call_id, None)
+        if write is not None:
+            # not run: rejected by a person, or skipped by the guard ending the turn
+            if not not_run(message) and _guard_info(message) is None:
+                self.wrote(write)
+            return
         info = _guard_info(message)
         if info is not None:
             if info.get("of"):
@@ -219,7 +238,7 @@ def repeat_answers(
             seen.reply(m)
         elif isinstance(m, ToolMessage):
             seen.result(m)
-    seen.reply(whole)  # its writes make what they touch stale for its own reads
+    seen.reply(whole, answered=False)  # its writes make what they touch stale for its reads
     answers: dict[str, ToolMessage] = {}
     ending: ToolCall | None = None
     for call in message.tool_calls:

@@ -78,7 +78,7 @@ from ._decisions import (
     bind_decisions,
     review_token,
 )
-from ._error_answer import error_answer
+from ._error_answer import NOT_RUN_KEY, error_answer
 from ._plan import current_turn
 from ._repeats import calls_that_run
 from ._review import InterruptMode, normalize_interrupt_on, unanswered_calls, unknown_tool
@@ -103,7 +103,7 @@ def _rejection(call: ToolCall, message: str | None) -> ToolMessage:
         f"The user rejected this call of `{call['name']}`; it was not run. Do not call it "
         "again unless the user asks."
     )
-    return error_answer(call, content)
+    return error_answer(call, content, {NOT_RUN_KEY: True})
 
 
 class ApproveNode:

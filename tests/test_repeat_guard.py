@@ -422,6 +422,35 @@ async def test_a_gated_write_made_again_is_asked_again_and_runs(mode) -> None:
     assert_canonical(out["messages"])
 
 
+@MODES
+async def test_a_write_a_person_rejected_leaves_the_read_answered(mode) -> None:
+    """A rejected write ran nothing, so the read before it is still true: its repeat is
+    answered from it (a weak model that loops on reads around rejected writes, as the
+    demo's bundled model does, is still stopped)."""
+    from langgraph.types import Command
+
+    from fncall_graph import bind_decisions
+
+    table = Table("db")
+    model = ReplayChatModel([COUNT, hermes_call("append_row", {"value": "x"}), COUNT, "done"])
+    graph = create_fncall_graph(
+        model,
+        table.tools(),
+        dialect="hermes",
+        checkpointer=InMemorySaver(),
+        interrupt_on={"append_row": True},
+    )
+    config = cfg("rejected-write")
+    out = await run(graph, "count, append x, count", mode, config)
+    review = out["__interrupt__"][0].value
+    answer = Command(resume=bind_decisions(review, [{"type": "reject"}]))
+    out = graph.invoke(answer, config) if mode == "invoke" else await graph.ainvoke(answer, config)
+    assert table.appends == [] and table.counts == 1
+    assert "Not run again" in results_of(out["messages"])[-1]
+    assert out["messages"][-1].content == "done"
+    assert_canonical(out["messages"])
+
+
 def test_the_review_and_the_dispatch_decide_alike() -> None:
     """One decision for both: the calls a review may ask about are those dispatch runs."""
     from fncall_graph.nodes._repeats import calls_that_run, repeat_answers
