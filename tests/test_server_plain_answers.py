@@ -50,6 +50,10 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Studio]:
     finally:
         _, leftovers = stop(proc)
     assert not leftovers, f"processes left after the server stopped: {leftovers}"
+    # the refused runs' errors are logged with their tracebacks; the server saved its
+    # runs and threads as it stopped
+    text = studio.log_text()
+    assert "Application shutdown failed" not in text, text[-4000:]
 
 
 def log_rows(db) -> int:
