@@ -75,16 +75,18 @@ EXPLAINED = (
     "A call looks like this:\n{a}\nThat is the format the model uses to call a tool.",
     "The model writes:\n\n{a}\n\nand the server parses it.",
     "调用方式如下：\n{a}\n以上是调用天气工具的格式。",
+    # a call first, then a line that points back at it and speaks of its syntax
+    "{a}\nThat is the format the model uses to call a tool.",
+    "{a}\nThis is how a model calls get_weather.",
+    "{a}\n以上就是调用方式。",
 )
-# a remark after a call the model made, whatever it says: only what stands before the
-# call tells an introduction (a call first, then "That is the format…", is made: the
-# rule's cost, docs/dialects.md "Made or shown")
+# a remark after a call the model made: it neither follows an introduction nor speaks
+# of the call's syntax
 REMARKS = (
     "{a}\nI'll report back once I have it.",
     "{a}\nThis should give us the weather.",
     "Let me check.\n{a}\nThis calls the tool for Paris.",
     "{a}\n稍等，查到结果后告诉你。",
-    "{a}\nThat is the format the model uses to call a tool.",
     "Plan:\n1. Check the weather:\n{a}\n2. Tell you.",
 )
 # formats with no markup of their own: a quoted and a made call are the same bytes
@@ -147,17 +149,23 @@ def test_calls_introduced_and_then_explained_run_nothing(fmt: str) -> None:
         assert _calls(normalize(AIMessage(text), None, call_format=fmt)) == [WEATHER], text
 
 
-def test_only_an_introduction_and_prose_after_the_calls_explain() -> None:
+def test_an_introduction_and_prose_after_or_a_remark_on_the_syntax_explain() -> None:
     call = CallEvent({"name": "f", "args": {}, "id": "1", "type": "tool_call"})
 
     def events(before: str, after: str) -> list:
         return [ContentDelta(before), call, ContentDelta(after)]
 
-    for before, after in (("Like this:", "That is all."), ("如下：", "以上。"), ("x:", "y")):
+    for before, after in (
+        ("Like this:", "That is all."),
+        ("如下：", "以上。"),
+        ("x:", "y"),
+        ("Let me check.", "That is the format."),  # points back at the call's syntax
+        ("", "以上就是调用方式。"),
+    ):
         assert explains_its_calls(events(before, after)), (before, after)
     for before, after in (
         ("Like this:", ""),  # introduced, not explained: "…in the right format:"
-        ("Let me check.", "That is the format."),  # what follows alone tells nothing
+        ("Let me check.", "This calls the tool for Paris."),  # about the call, not its syntax
         ("", "I'll report back."),
         ("Plan:\n1. Look:", "2. Tell you."),  # the next step of a plan
     ):

@@ -49,9 +49,14 @@ def explains_its_calls(events: Iterable[ParseEvent]) -> bool:
     introduces them (ends in a colon) and prose follows its last call ("A call looks
     like this:", the call, "Here get_weather is the tool's name.").
 
+    A reply also only demonstrates its calls when the first line after its last call
+    points back at them and speaks of their syntax ("That is the format the model
+    uses.", "以上就是调用方式。"): the one thing the place before a call cannot tell.
+
     A call after a sentence and followed by a remark ("Let me check.", the call, "I'll
-    report back.") is made, and so is one that the reply only introduces (no prose
-    after it: "I'll call it in the right format:", the call).
+    report back.", "This should give us the weather.") is made, and so is one that the
+    reply only introduces (no prose after it: "I'll call it in the right format:", the
+    call).
     """
     events = list(events)
     before: list[str] = []
@@ -65,7 +70,20 @@ def explains_its_calls(events: Iterable[ParseEvent]) -> bool:
     intro = "".join(before).rstrip()
     after = text_after_calls(events).strip()
     # the next item of a list the calls stand in goes on with a plan, not about the calls
-    return intro.endswith((":", "：")) and bool(after) and not _LIST_ITEM.match(after)
+    if intro.endswith((":", "：")) and after and not _LIST_ITEM.match(after):
+        return True
+    first = after.split("\n", 1)[0]
+    return bool(_POINTS_AT.search(first) and _ABOUT_MARKUP.search(first))
+
+
+# a remark after a call that is about the call's syntax: it points back at it, and
+# names markup or calling (narrow: "This should give us the weather." is neither)
+_POINTS_AT = re.compile(r"\b(?:this|that|these|those|above|here)\b|这|以上|上面|此", re.I)
+_ABOUT_MARKUP = re.compile(
+    r"\b(?:format|syntax|examples?|markup|template|tags?|how (?:a|an|the|to|you|we|models?))"
+    r"\b|格式|示例|语法|写法|例子|调用方式|呼び出し方",
+    re.IGNORECASE,
+)
 
 
 def is_label(line: str) -> bool:
