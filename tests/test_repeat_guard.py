@@ -362,14 +362,16 @@ async def test_a_failure_told_in_the_text_is_retried_once(mode) -> None:
     assert out["messages"][-1].content == "done"
 
 
-async def _answer(graph: Any, out: Any, mode: str, config: dict[str, Any]) -> Any:
+async def _answer(
+    graph: Any, out: Any, mode: str, config: dict[str, Any], decision: str = "approve"
+) -> Any:
     from langgraph.types import Command
 
     from fncall_graph import bind_decisions
 
     review = out["__interrupt__"][0].value
     answer = Command(
-        resume=bind_decisions(review, [{"type": "approve"}] * len(review["action_requests"]))
+        resume=bind_decisions(review, [{"type": decision}] * len(review["action_requests"]))
     )
     if mode == "invoke":
         return graph.invoke(answer, config)
@@ -427,10 +429,6 @@ async def test_a_write_a_person_rejected_leaves_the_read_answered(mode) -> None:
     """A rejected write ran nothing, so the read before it is still true: its repeat is
     answered from it (a weak model that loops on reads around rejected writes, as the
     demo's bundled model does, is still stopped)."""
-    from langgraph.types import Command
-
-    from fncall_graph import bind_decisions
-
     table = Table("db")
     model = ReplayChatModel([COUNT, hermes_call("append_row", {"value": "x"}), COUNT, "done"])
     graph = create_fncall_graph(
@@ -442,9 +440,7 @@ async def test_a_write_a_person_rejected_leaves_the_read_answered(mode) -> None:
     )
     config = cfg("rejected-write")
     out = await run(graph, "count, append x, count", mode, config)
-    review = out["__interrupt__"][0].value
-    answer = Command(resume=bind_decisions(review, [{"type": "reject"}]))
-    out = graph.invoke(answer, config) if mode == "invoke" else await graph.ainvoke(answer, config)
+    out = await _answer(graph, out, mode, config, "reject")
     assert table.appends == [] and table.counts == 1
     assert "Not run again" in results_of(out["messages"])[-1]
     assert out["messages"][-1].content == "done"
