@@ -122,50 +122,35 @@ class _Read:
 class _Turn:
     """The turn's reads, as the guard reads them from the history."""
 
-    def __init__(self, tools: Mapping[str, BaseTool]) -> None:
+    def __init__(self, tools: Mapping[str, BaseTool], not_run: set[str]) -> None:
         self.tools = tools
+        # calls answered as never run (a person rejected them): their writes changed nothing
+        self.not_run = not_run
         self.reads: dict[str, _Read] = {}
         self.calls: dict[str, ToolCall] = {}
         self.repeats: dict[str, int] = {}
         # reads made in a reply beside a write that touches them: their results may be
         # from before or after it, so they answer no repeat
         self.beside_write: set[str] = set()
-        # the writes of earlier replies by call id, until their answers say they ran
-        self.writes: dict[str, BaseTool] = {}
 
-    def writes_of(self, reply: AIMessage) -> dict[str, BaseTool]:
-        tools = ((c["id"] or "", self.tools.get(c["name"])) for c in reply.tool_calls)
-        return {i: t for i, t in tools if t is not None and not _reads(t)}
+    def writes_of(self, reply: AIMessage) -> list[BaseTool]:
+        """The tools ``reply`` writes with, but for calls answered as never run."""
+        tools = (self.tools.get(c["name"]) for c in reply.tool_calls if c["id"] not in self.not_run)
+        return [t for t in tools if t is not None and not _reads(t)]
 
-    def wrote(self, write: BaseTool) -> None:
-        """A write ran (or may have): the reads it touches are stale."""
-        for key, read in list(self.reads.items()):
-            if _touches(write, read.tool):
-                del self.reads[key]
-
-    def reply(self, reply: AIMessage, *, answered: bool = True) -> None:
-        """A reply of the turn. ``answered``: its calls' answers follow in the history,
-        and each write counts once its answer says it ran (a rejected one changed
-        nothing); else (the reply being decided) its writes count now."""
+    def reply(self, reply: AIMessage) -> None:
+        """A reply of the turn: its writes make the reads they touch stale."""
         writes = self.writes_of(reply)
-        if answered:
-            self.writes.update(writes)
-        else:
-            for write in writes.values():
-                self.wrote(write)
+        for key, read in list(self.reads.items()):
+            if any(_touches(w, read.tool) for w in writes):
+                del self.reads[key]
         for call in reply.tool_calls:
             self.calls[call["id"] or ""] = call
             tool = self.tools.get(call["name"])
-            if _reads(tool) and any(_touches(w, tool) for w in writes.values()):  # type: ignore[arg-type]
+            if _reads(tool) and any(_touches(w, tool) for w in writes):  # type: ignore[arg-type]
                 self.beside_write.add(call["id"] or "")
 
     def result(self, message: ToolMessage) -> None:
-        write = self.writes.pop(message.tool_call_id, None)
-        if write is not None:
-            # not run: rejected by a person, or skipped by the guard ending the turn
-            if not not_run(message) and _guard_info(message) is None:
-                self.wrote(write)
-            return
         info = _guard_info(message)
         if info is not None:
             if info.get("of"):
@@ -232,13 +217,19 @@ def repeat_answers(
     at = _the_reply(message, turn)
     whole = turn[at] if at is not None else message
     assert isinstance(whole, AIMessage)
-    seen = _Turn(tools)
+    # a call answered as never run: rejected by a person, or skipped by the guard
+    never_ran = {
+        m.tool_call_id
+        for m in turn
+        if isinstance(m, ToolMessage) and (not_run(m) or (_guard_info(m) or {}).get("skipped"))
+    }
+    seen = _Turn(tools, never_ran)
     for m in turn[:at] if at is not None else turn:
         if isinstance(m, AIMessage):
             seen.reply(m)
         elif isinstance(m, ToolMessage):
             seen.result(m)
-    seen.reply(whole, answered=False)  # its writes make what they touch stale for its reads
+    seen.reply(whole)  # its writes make what they touch stale for its own reads
     answers: dict[str, ToolMessage] = {}
     ending: ToolCall | None = None
     for call in message.tool_calls:

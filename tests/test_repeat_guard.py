@@ -447,6 +447,29 @@ async def test_a_write_a_person_rejected_leaves_the_read_answered(mode) -> None:
     assert_canonical(out["messages"])
 
 
+@MODES
+async def test_a_read_beside_a_rejected_write_answers_its_repeat(mode) -> None:
+    """A reply that reads and writes, its write rejected, made again: its read is
+    answered from the first (the write beside it ran nothing)."""
+    table = Table("db")
+    both = COUNT + "\n" + hermes_call("append_row", {"value": "x"})
+    model = ReplayChatModel([both, both, "done"])
+    graph = create_fncall_graph(
+        model,
+        table.tools(),
+        dialect="hermes",
+        checkpointer=InMemorySaver(),
+        interrupt_on={"append_row": True},
+    )
+    config = cfg("beside-rejected")
+    out = await run(graph, "count and append x", mode, config)
+    out = await _answer(graph, out, mode, config, "reject")
+    out = await _answer(graph, out, mode, config, "reject")  # the write is asked again
+    assert table.appends == [] and table.counts == 1
+    assert out["messages"][-1].content == "done"
+    assert_canonical(out["messages"])
+
+
 def test_the_review_and_the_dispatch_decide_alike() -> None:
     """One decision for both: the calls a review may ask about are those dispatch runs."""
     from fncall_graph.nodes._repeats import calls_that_run, repeat_answers
