@@ -31,10 +31,11 @@ from ..base import PromptDialect
 from ..call_args import invalid
 from ..events import CallEvent, ContentDelta, InvalidCallEvent, ParseEvent, StreamParser
 from ..json_text import brackets_closed
-from ..markup import THINK, Block
+from ..markup import THINK, TOOL_CALL, Block
 from ..placement import Placement
 from ..scanner import MarkupStreamParser
 from .base import read_json_calls
+from .mistral import TOOL_CALLS
 from .whole_reply import PYTHONIC, read_pythonic, read_whole_reply
 
 __all__ = ["BARE_STARTS", "BareCalls", "bare_calls", "xlam_unwrapped"]
@@ -132,14 +133,17 @@ class BareCalls(PromptDialect):
 #: Where a call of a format written with no markup may start: a reply's stream shows
 #: no text from there on until the reply is read (xLAM's wrappers included)
 BARE_STARTS: dict[str, tuple[str, ...]] = {
-    "json": ("{", "```", "[TOOL_CALLS]", "<tool_call>"),
+    "json": ("{", "```", TOOL_CALLS, TOOL_CALL.open),
     "pythonic": ("[", "```"),
 }
 
 # xLAM's wrappers around its JSON call list (vLLM's xlam reader takes each): a
 # [TOOL_CALLS] prefix, a <tool_call> tag pair, a code fence (read by bare_calls itself)
-_XLAM_PREFIX = re.compile(r"\[TOOL_CALLS\]\s*(?=[\[{])")
-_XLAM_TAGS = re.compile(r"<tool_call>\s*([\[{].*?)\s*(?:</tool_call>|\Z)", re.DOTALL)
+_XLAM_PREFIX = re.compile(re.escape(TOOL_CALLS) + r"\s*(?=[\[{])")
+_XLAM_TAGS = re.compile(
+    re.escape(TOOL_CALL.open) + r"\s*([\[{].*?)\s*(?:" + re.escape(TOOL_CALL.close[0]) + r"|\Z)",
+    re.DOTALL,
+)
 
 
 def xlam_unwrapped(text: str) -> str:
@@ -149,7 +153,7 @@ def xlam_unwrapped(text: str) -> str:
     >>> xlam_unwrapped('[TOOL_CALLS][{"name": "f", "arguments": {}}]')
     '[{"name": "f", "arguments": {}}]'
     """
-    if "[TOOL_CALLS]" not in text and "<tool_call>" not in text:
+    if TOOL_CALLS not in text and TOOL_CALL.open not in text:
         return text
     return _XLAM_TAGS.sub(lambda m: m.group(1), _XLAM_PREFIX.sub("", text))
 
