@@ -20,6 +20,7 @@ from langchain_core.messages import AIMessage, ToolMessage, messages_from_dict
 
 from fncall_graph.examples.database_assistant import make_database, sqlite_config
 from fncall_graph.graphs.factory import DEFAULT_MAX_ITERATIONS
+from fncall_graph.graphs.studio import weather_config
 
 pytestmark = pytest.mark.slow
 
@@ -35,19 +36,6 @@ GET_WEATHER = hermes("weather-get_weather", {"city": "北京"})
 LIST_TABLES = hermes("sqlite-list_tables", {})
 COUNT = hermes("sqlite-read_query", {"query": "SELECT COUNT(*) AS n FROM students"})
 INSERT = hermes("sqlite-write_query", {"query": "INSERT INTO students (name, age) VALUES ('x', 8)"})
-
-
-def weather_config() -> dict[str, Any]:
-    """The example weather server, trusted: its read-only annotation counts."""
-    return {
-        "mcpServers": {
-            "weather": {
-                "command": sys.executable,
-                "args": ["-m", "fncall_graph.examples.weather_server"],
-                "trust": "annotations",
-            }
-        }
-    }
 
 
 def cli(*args: str) -> subprocess.CompletedProcess:

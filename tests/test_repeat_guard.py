@@ -402,18 +402,23 @@ async def test_no_approval_is_asked_for_a_read_the_guard_answers(mode) -> None:
     assert_canonical(out["messages"])
 
 
-@MODES
-async def test_a_gated_write_made_again_is_asked_again_and_runs(mode) -> None:
-    table = Table("db")
-    append = hermes_call("append_row", {"value": "x"})
-    model = ReplayChatModel([append, append, "done"])
-    graph = create_fncall_graph(
+def gated_append(model: Any, table: Table) -> Any:
+    """The table's tools in a graph that asks before each append."""
+    return create_fncall_graph(
         model,
         table.tools(),
         dialect="hermes",
         checkpointer=InMemorySaver(),
         interrupt_on={"append_row": True},
     )
+
+
+@MODES
+async def test_a_gated_write_made_again_is_asked_again_and_runs(mode) -> None:
+    table = Table("db")
+    append = hermes_call("append_row", {"value": "x"})
+    model = ReplayChatModel([append, append, "done"])
+    graph = gated_append(model, table)
     config = cfg("ask-write")
     out = await run(graph, "append x twice", mode, config)
     out = await _answer(graph, out, mode, config)
@@ -431,13 +436,7 @@ async def test_a_write_a_person_rejected_leaves_the_read_answered(mode) -> None:
     demo's bundled model does, is still stopped)."""
     table = Table("db")
     model = ReplayChatModel([COUNT, hermes_call("append_row", {"value": "x"}), COUNT, "done"])
-    graph = create_fncall_graph(
-        model,
-        table.tools(),
-        dialect="hermes",
-        checkpointer=InMemorySaver(),
-        interrupt_on={"append_row": True},
-    )
+    graph = gated_append(model, table)
     config = cfg("rejected-write")
     out = await run(graph, "count, append x, count", mode, config)
     out = await _answer(graph, out, mode, config, "reject")
@@ -454,13 +453,7 @@ async def test_a_read_beside_a_rejected_write_answers_its_repeat(mode) -> None:
     table = Table("db")
     both = COUNT + "\n" + hermes_call("append_row", {"value": "x"})
     model = ReplayChatModel([both, both, "done"])
-    graph = create_fncall_graph(
-        model,
-        table.tools(),
-        dialect="hermes",
-        checkpointer=InMemorySaver(),
-        interrupt_on={"append_row": True},
-    )
+    graph = gated_append(model, table)
     config = cfg("beside-rejected")
     out = await run(graph, "count and append x", mode, config)
     out = await _answer(graph, out, mode, config, "reject")
