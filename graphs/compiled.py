@@ -25,7 +25,7 @@ from fncall_graph.adapters.checkpoint.thread_runs import (
     athread_run,
     thread_run,
 )
-from fncall_graph.nodes._answers import new_turn_guard, no_check, resume_guard
+from fncall_graph.guarantees import new_turn_guard, no_check, resume_guard
 
 from .state import check_input
 
@@ -34,7 +34,7 @@ __all__ = []
 
 class FncallGraph(CompiledStateGraph):
     """The compiled graph, with every ``Command(resume=...)`` checked against what is
-    pending before it runs (see :func:`~fncall_graph.nodes._answers.resume_guard`): an
+    pending before it runs (see :func:`~fncall_graph.guarantees.resume_guard`): an
     answer that answers nothing raises :class:`~fncall_graph.StaleApproval`.
 
     ``invoke``, ``batch`` and ``stream_events`` go through ``stream``/``astream``.
@@ -81,7 +81,7 @@ class FncallGraph(CompiledStateGraph):
     def _new_turn(self, input: Any, merged: RunnableConfig, owns: bool) -> bool:
         """Whether this outermost run brings new input (not an answer, not ``None``) to
         a saved thread of a graph that pauses: it is refused while a review waits
-        (:func:`~fncall_graph.nodes._answers.new_turn_guard`), inside the thread's hold."""
+        (:func:`~fncall_graph.guarantees.new_turn_guard`), inside the thread's hold."""
         saved = self.checkpointer not in (None, True, False)
         thread = (merged.get("configurable") or {}).get("thread_id") is not None
         return self.pauses and owns and saved and thread and input is not None

@@ -16,6 +16,8 @@ from langgraph.types import Checkpointer, Send
 
 __all__ = ["APPROVE", "DEFAULT_MAX_ITERATIONS", "MODEL", "TOOLS", "create_fncall_graph"]
 
+from langchain.agents.middleware.human_in_the_loop import InterruptOnConfig
+
 from fncall_graph._compat import CONFIG_KEY_DURABILITY
 from fncall_graph.adapters import Dialect, get_dialect
 from fncall_graph.adapters.checkpoint.claims import DEFAULT_LEASE
@@ -27,17 +29,16 @@ from fncall_graph.adapters.checkpoint.thread_runs import (
 from fncall_graph.adapters.formats.registry import DialectName, PromptDialectName
 from fncall_graph.adapters.models import accepts_grammar, initial_dialect, resolve_model
 from fncall_graph.adapters.models.call_format import check_call_format
-from fncall_graph.nodes._boundary import ModelBoundary
-from fncall_graph.nodes._plan import DialectPlan
-from fncall_graph.nodes._repeats import DEFAULT_MAX_REPEATS
-from fncall_graph.nodes._review import last_ai_message
-from fncall_graph.nodes.adapter import AdapterNode
-from fncall_graph.nodes.approve import (
-    ApproveNode,
+from fncall_graph.guarantees import (
+    DEFAULT_MAX_REPEATS,
+    DialectPlan,
     InterruptMode,
-    InterruptOnConfig,
+    ModelBoundary,
+    last_ai_message,
     unknown_tool,
 )
+from fncall_graph.nodes.adapter import AdapterNode
+from fncall_graph.nodes.approve import ApproveNode
 from fncall_graph.nodes.hooks import HOOKS, HookNode, hook_name
 from fncall_graph.nodes.model import DEFAULT_MAX_CALLS_PER_REPLY, STOP_REASON_KEY, ModelNode
 from fncall_graph.nodes.react_fallback import ReactFallbackNode
@@ -229,7 +230,7 @@ def create_fncall_graph(
             ``additional_kwargs``; that reply's other calls are answered "not run" too).
             A write always runs (and is asked about, when gated); a read that failed
             runs once more; a new user turn starts afresh; no approval is asked for a
-            call the guard answers (see :mod:`~fncall_graph.nodes._repeats`). ``None``:
+            call the guard answers (see :mod:`~fncall_graph.guarantees`). ``None``:
             calls always run.
         max_calls_per_reply: calls of one model reply that run (or are asked about)
             (default 32, ``DEFAULT_MAX_CALLS_PER_REPLY``); the calls past it are kept as

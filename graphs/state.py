@@ -11,7 +11,7 @@ from langgraph.types import Command
 from typing_extensions import TypedDict  # pydantic reads this one on Python 3.11
 
 from fncall_graph._compat import messages_delta_reducer
-from fncall_graph.nodes._boundary import RenderedInput
+from fncall_graph.guarantees import RenderedInput
 
 __all__ = ["FncallState"]
 

@@ -65,6 +65,7 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
+from langchain.agents.middleware.human_in_the_loop import InterruptOnConfig
 from langchain_core.language_models import BaseChatModel
 from langchain_core.runnables import RunnableConfig
 from langchain_core.tools import BaseTool
@@ -79,7 +80,6 @@ from fncall_graph.examples.database_assistant import (
     mark_read_only,
     sqlite_config,
 )
-from fncall_graph.nodes.approve import InterruptOnConfig
 from fncall_graph.nodes.tools import writes_by_annotation
 
 from . import environment

@@ -12,7 +12,7 @@ from langgraph.types import Command
 
 from fncall_graph.adapters.checkpoint.claims import DEFAULT_LEASE
 from fncall_graph.adapters.tool_effects import is_idempotent
-from fncall_graph.nodes._claimed_calls import arun_claimed, call_claim, run_claimed
+from fncall_graph.guarantees import arun_claimed, call_claim, run_claimed
 
 __all__ = ["AtMostOnceMiddleware"]
 
@@ -35,7 +35,7 @@ class AtMostOnceMiddleware(AgentMiddleware):
     :class:`~fncall_graph.adapters.checkpoint.claims.ToolCallTakenOver`.
 
     It is the claim ``create_fncall_graph``'s tools node makes (the same flow,
-    :func:`~fncall_graph.nodes._claimed_calls.run_claimed`), as ``wrap_tool_call`` for
+    :func:`~fncall_graph.guarantees.run_claimed`), as ``wrap_tool_call`` for
     ``create_agent``. Claims live with the SQLite and PostgreSQL savers (those of
     ``langgraph-checkpoint-sqlite``/``-postgres``, sync or async, and the product's own,
     which also delete a thread's claims with the thread); with another saver they hold

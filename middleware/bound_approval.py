@@ -8,16 +8,21 @@ from collections.abc import Awaitable, Callable, Mapping
 from typing import Annotated, Any, NotRequired, get_args
 
 from langchain.agents.middleware import AgentMiddleware
-from langchain.agents.middleware.human_in_the_loop import DecisionType
+from langchain.agents.middleware.human_in_the_loop import DecisionType, InterruptOnConfig
 from langchain.agents.middleware.types import AgentState, PrivateStateAttr, ToolCallRequest
 from langchain_core.messages import AIMessage, ToolMessage, add_notification_metadata
 from langgraph.config import get_config
 from langgraph.runtime import Runtime
 
 from fncall_graph.adapters.checkpoint.claims import claim_in_task
-from fncall_graph.nodes._decisions import EditDecision, RejectDecision, RespondDecision
-from fncall_graph.nodes._error_answer import error_answer
-from fncall_graph.nodes.approve import ApproveNode, InterruptMode, InterruptOnConfig
+from fncall_graph.guarantees import (
+    EditDecision,
+    InterruptMode,
+    RejectDecision,
+    RespondDecision,
+    error_answer,
+)
+from fncall_graph.nodes.approve import ApproveNode
 
 __all__ = ["BoundApprovalMiddleware"]
 

@@ -24,7 +24,7 @@ from fncall_graph.adapters.formats.registry import DialectName, PromptDialectNam
 from fncall_graph.adapters.models import initial_dialect
 from fncall_graph.adapters.models.call_format import check_call_format
 from fncall_graph.adapters.models.chat_model import DialectChatModel, with_dialect
-from fncall_graph.nodes._plan import DialectPlan
+from fncall_graph.guarantees import DialectPlan
 from fncall_graph.nodes.model import DEFAULT_MAX_CALLS_PER_REPLY, bounded_calls
 from fncall_graph.nodes.react_fallback import REASON_KEY, ReactFallbackNode
 from fncall_graph.nodes.tools import invalid_call_message

@@ -20,7 +20,7 @@ from typing import Any
 from langchain_core.messages import convert_to_openai_messages
 from langchain_core.runnables import RunnableConfig
 
-from ._boundary import ModelBoundary
+from fncall_graph.guarantees import ModelBoundary
 
 __all__ = ["AdapterNode"]
 

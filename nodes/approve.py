@@ -59,41 +59,29 @@ from langgraph.types import interrupt
 
 from fncall_graph._compat import pause, resumed_by_id, resumes_by_id
 from fncall_graph.adapters.checkpoint.claims import TaskClaim, claim_in_task
-
-from ._answers import (
-    ApprovalPending,
-    StaleApproval,
-    _answer_tied,
-    note_answer,
-    own_answer_taken,
-)
-from ._decisions import (
+from fncall_graph.guarantees import (
+    NOT_RUN_KEY,
+    Decision,
     EditDecision,
     EditedAction,
+    InterruptMode,
     RejectDecision,
     RespondDecision,
-    _Decision,
-    _decision_schema,
-    _response_schema,
-    bind_decisions,
+    answer_tied,
+    calls_that_run,
+    current_turn,
+    decision_response_schema,
+    decision_schema,
+    error_answer,
+    normalize_interrupt_on,
+    note_answer,
+    own_answer_taken,
     review_token,
+    unanswered_calls,
+    unknown_tool,
 )
-from ._error_answer import NOT_RUN_KEY, error_answer
-from ._plan import current_turn
-from ._repeats import calls_that_run
-from ._review import InterruptMode, normalize_interrupt_on, unanswered_calls, unknown_tool
 
-__all__ = [
-    "ApprovalPending",
-    "ApproveNode",
-    "InterruptMode",
-    "InterruptOnConfig",
-    "StaleApproval",
-    "bind_decisions",
-    "normalize_interrupt_on",
-    "review_token",
-    "unknown_tool",
-]
+__all__ = ["ApproveNode"]
 
 _DESCRIPTION_PREFIX = "Tool execution requires approval"
 
@@ -123,7 +111,7 @@ class ApproveNode:
             reviewer's message (default: the product's words, the message as it is).
         max_repeats: the graph's repeat guard (``None``: none): a call the guard will
             answer instead of running is not asked about (see
-            :func:`~fncall_graph.nodes._repeats.repeat_answers`, which the tools node's
+            :func:`~fncall_graph.guarantees.repeat_answers`, which the tools node's
             dispatch applies to the same history).
 
     The update the node returns: the ``AIMessage`` again, with edited calls replaced
@@ -280,7 +268,7 @@ class ApproveNode:
 
     def _ask(
         self, state: Mapping[str, Any], config: RunnableConfig
-    ) -> tuple[AIMessage, list[ToolCall], Sequence[_Decision]] | None:
+    ) -> tuple[AIMessage, list[ToolCall], Sequence[Decision]] | None:
         """Interrupt for the open gated calls; on resume, the decisions that came back."""
         pending = self._open(state)
         if pending is None:
@@ -293,12 +281,12 @@ class ApproveNode:
         if self.interrupt_mode == "per_call":
             return ai, calls, self._ask_each(calls, state, config, first=first)
         value = self.request(calls, state)
-        schema = _response_schema(
+        schema = decision_response_schema(
             calls,
             [self.configs[c["name"]]["allowed_decisions"] for c in calls],
             self.tool_names,
             token=value["review_token"],  # type: ignore[typeddict-item]
-            first_review=first or _answer_tied(config),
+            first_review=first or answer_tied(config),
         )
         if resumes_by_id(config) and not resumed_by_id(config, 0):
             # the run answers other interrupts: any answer this one would get is an
@@ -312,7 +300,7 @@ class ApproveNode:
 
     def decide(
         self, call: ToolCall, state: Mapping[str, Any], config: RunnableConfig
-    ) -> _Decision | None:
+    ) -> Decision | None:
         """``per_call`` inside the call's own task (a tool call's, as LangChain's
         middleware reviews it): the decision on ``call``, asked in the task's interrupt,
         so every gated call of a reply waits at once; ``None``: not gated."""
@@ -334,11 +322,11 @@ class ApproveNode:
         *,
         first: bool,
         alone: bool = False,
-    ) -> list[_Decision]:
+    ) -> list[Decision]:
         """``per_call``: one interrupt per gated call, in order, as LangChain's
         ``HumanInTheLoopMiddleware(interrupt_mode="per_call")`` raises them; on resume,
         the calls answered before return their answers again."""
-        answers: list[_Decision] = []
+        answers: list[Decision] = []
         # A run answering by id names the interrupt it answers: those before it took
         # their answers in earlier runs (saved with the task, accepted then); those after
         # it pause, and never take an answer an earlier run left without an id.
@@ -352,13 +340,13 @@ class ApproveNode:
                 "description": self._description(call, state),
                 "review_token": review_token([call]),
             }
-            schema = _decision_schema(
+            schema = decision_schema(
                 call,
                 self.configs[call["name"]]["allowed_decisions"],
                 token=value["review_token"],
                 # an unbound answer to a later call could be a retried answer to an earlier one
                 first_review=(first and i == 0)
-                or _answer_tied(config, i)
+                or answer_tied(config, i)
                 or (named is not None and i <= named),
             )
             if (named is not None and i > named and not resumed_by_id(config, i)) or (
@@ -377,7 +365,7 @@ class ApproveNode:
         return claim_in_task(config, f"approval:{calls[0]['id']}")
 
     def _apply(
-        self, ai: AIMessage, calls: Sequence[ToolCall], decisions: Sequence[_Decision]
+        self, ai: AIMessage, calls: Sequence[ToolCall], decisions: Sequence[Decision]
     ) -> dict[str, Any]:
         edits: dict[str, EditedAction] = {}
         answers: list[ToolMessage] = []

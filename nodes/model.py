@@ -67,10 +67,14 @@ from fncall_graph.adapters.formats.registry import PROMPT_DIALECTS
 from fncall_graph.adapters.formats.stream_reading import read_reply
 from fncall_graph.adapters.models.call_format import CallFormat
 from fncall_graph.adapters.models.pipeline import ModelCall
+from fncall_graph.guarantees import (
+    ModelBoundary,
+    RenderedInput,
+    model_calls_this_turn,
+    repeat_stop,
+    unparsed_streak,
+)
 
-from ._boundary import ModelBoundary, RenderedInput
-from ._plan import model_calls_this_turn, unparsed_streak
-from ._repeats import repeat_stop
 from .adapter import RENDERED_KEY
 from .react_fallback import REASON_KEY
 from .structured_response import STRUCTURED_RESPONSE_KEY, ResponseStrategy
@@ -133,7 +137,7 @@ def iteration_limit_message(limit: int) -> AIMessage:
 
 def repeat_limit_message(name: str, count: int, limit: int) -> AIMessage:
     """The turn's end when the model called ``name`` again with the same arguments
-    ``count`` times after its result was in (see :mod:`~fncall_graph.nodes._repeats`)."""
+    ``count`` times after its result was in (see :mod:`~fncall_graph.guarantees`)."""
     return AIMessage(
         content=(
             f"I stopped: I called {name} again with the same arguments {count} times in "

@@ -14,7 +14,7 @@ from typing import Any
 
 from langchain_core.runnables import RunnableConfig
 
-from ._plan import DialectPlan
+from fncall_graph.guarantees import DialectPlan
 
 __all__ = ["REASON_KEY", "ReactFallbackNode"]
 

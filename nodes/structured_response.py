@@ -34,8 +34,7 @@ from langchain_core.runnables import Runnable, RunnableConfig
 from langchain_core.tools import BaseTool
 
 from fncall_graph.adapters.models.chat_model import with_dialect
-
-from ._boundary import ModelBoundary
+from fncall_graph.guarantees import ModelBoundary
 
 __all__ = ["ResponseStrategy", "StructuredResponseNode"]
 

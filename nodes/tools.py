@@ -36,11 +36,18 @@ from fncall_graph._compat import has_own_async
 from fncall_graph.adapters.checkpoint.claims import DEFAULT_LEASE, TaskClaim
 from fncall_graph.adapters.mcp.errors import MCPCallOutcomeUnknown, MCPServerError
 from fncall_graph.adapters.tool_effects import is_idempotent, is_read_only
-
-from ._claimed_calls import arun_claimed, astored_result, call_claim, run_claimed, stored_result
-from ._daemon_workers import in_daemon_thread, run_in_daemon_thread
-from ._error_answer import error_answer
-from ._repeats import DEFAULT_MAX_REPEATS, repeat_answers
+from fncall_graph.guarantees import (
+    DEFAULT_MAX_REPEATS,
+    arun_claimed,
+    astored_result,
+    call_claim,
+    error_answer,
+    in_daemon_thread,
+    repeat_answers,
+    run_claimed,
+    run_in_daemon_thread,
+    stored_result,
+)
 
 __all__ = [
     "DEFAULT_MAX_STORED_RESULT_CHARS",
@@ -161,7 +168,7 @@ class ToolDispatchNode:
             in a user turn after it succeeded, with nothing written since: a repeat is
             answered with the earlier result instead of running, and the
             ``max_repeats``-th repeat ends the turn; a write always runs (see
-            :mod:`~fncall_graph.nodes._repeats`); ``None``: calls always run.
+            :mod:`~fncall_graph.guarantees`); ``None``: calls always run.
         name: this node's name in the graph, where :meth:`dispatch` sends each call.
         wrappers: LangChain ``wrap_tool_call``/``awrap_tool_call`` hooks (an
             ``AgentMiddleware``'s), outermost first; they run inside the claim and the

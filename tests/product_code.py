@@ -5,10 +5,19 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
-__all__ = ["PRODUCT", "ROOT", "called", "sources"]
+__all__ = ["PACKAGES", "PRODUCT", "ROOT", "called", "sources"]
 
 ROOT = Path(__file__).resolve().parents[1]
-PRODUCT = ("adapters", "nodes", "middleware", "graphs", "fncall_graph")
+# source folder -> the package its modules install as (pyproject's package-dir)
+PACKAGES = {
+    "adapters": "fncall_graph.adapters",
+    "guarantees": "fncall_graph.guarantees",
+    "nodes": "fncall_graph.nodes",
+    "middleware": "fncall_graph.middleware",
+    "graphs": "fncall_graph.graphs",
+    "fncall_graph": "fncall_graph",
+}
+PRODUCT = tuple(PACKAGES)
 
 
 def sources(folders: tuple[str, ...] = PRODUCT) -> dict[str, ast.Module]:

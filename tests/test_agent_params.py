@@ -23,7 +23,7 @@ from typing_extensions import TypedDict
 
 from fncall_graph import create_fncall_graph
 from fncall_graph.graphs.state import FncallState
-from fncall_graph.nodes.approve import bind_decisions
+from fncall_graph.guarantees import bind_decisions
 from fncall_graph.replay import ReplayChatModel
 
 WRITES: list[str] = []

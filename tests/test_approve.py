@@ -21,7 +21,7 @@ from sqlite_tools import SqliteTools
 
 from fncall_graph import StaleApproval, bind_decisions, create_fncall_graph
 from fncall_graph.adapters.checkpoint import postgres_saver, sqlite_saver
-from fncall_graph.nodes.approve import normalize_interrupt_on, review_token
+from fncall_graph.guarantees import normalize_interrupt_on, review_token
 from fncall_graph.testing import ReplayChatModel
 
 TASK = "查询韩梅梅的年龄,然后在log表里记录下"
@@ -536,7 +536,7 @@ def test_an_answer_another_run_took_first_is_an_error(tmp_path, saver):
     # this one started: this run takes nothing, runs nothing, and says so
     from langgraph.graph.state import CompiledStateGraph
 
-    from fncall_graph.nodes._answers import resume_guard
+    from fncall_graph.guarantees import resume_guard
 
     graph, _, tools = build(tmp_path, SERIAL, {"sqlite-write_query": True}, saver)
     seen = graph.invoke({"messages": [("user", TASK)]}, CFG)["__interrupt__"][0]
@@ -550,16 +550,20 @@ def test_an_answer_another_run_took_first_is_an_error(tmp_path, saver):
 
 
 def test_a_run_does_not_apply_an_answer_it_did_not_send():
-    from fncall_graph.nodes._answers import _RunAnswer, note_answer, own_answer_taken
-    from fncall_graph.nodes._decisions import _response_schema
+    from fncall_graph.guarantees import (
+        RunAnswer,
+        decision_response_schema,
+        note_answer,
+        own_answer_taken,
+    )
 
     call = {"name": "w", "args": {}, "id": "c1", "type": "tool_call"}
-    schema = _response_schema(
+    schema = decision_response_schema(
         [call], [["approve", "reject"]], frozenset(), token=review_token([call]), first_review=True
     )
     config = {
         "configurable": {
-            "__fncall_approval_answers": _RunAnswer([{"decisions": [{"type": "approve"}]}])
+            "__fncall_approval_answers": RunAnswer([{"decisions": [{"type": "approve"}]}])
         }
     }
     note_answer(config, schema, schema.model_validate({"decisions": [{"type": "reject"}]}))

@@ -8,7 +8,7 @@ import threading
 
 import pytest
 
-from fncall_graph.nodes._daemon_workers import (
+from fncall_graph.guarantees import (
     in_daemon_thread,
     run_in_daemon_thread,
     wait_for_running_calls,

@@ -10,16 +10,9 @@ import importlib
 from pathlib import Path
 
 import pytest
+from product_code import PACKAGES
 
 ROOT = Path(__file__).resolve().parents[1]
-# source folder -> the package its modules install as
-PACKAGES = {
-    "fncall_graph": "fncall_graph",
-    "adapters": "fncall_graph.adapters",
-    "nodes": "fncall_graph.nodes",
-    "middleware": "fncall_graph.middleware",
-    "graphs": "fncall_graph.graphs",
-}
 
 
 def module_names() -> list[str]:

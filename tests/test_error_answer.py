@@ -1,5 +1,5 @@
 """A tool call answered with an error (it failed, was refused, was not run, or could not
-be read) is answered by one function (``nodes/_error_answer``), so every such answer has
+be read) is answered by one function (``guarantees/error_answers``), so every such answer has
 the same shape: the call's name and id, ``status="error"``, an artifact when one is kept."""
 
 from __future__ import annotations
@@ -9,9 +9,9 @@ import ast
 from langchain_core.messages.tool import invalid_tool_call, tool_call
 from product_code import called, sources
 
-from fncall_graph.nodes._error_answer import error_answer
+from fncall_graph.guarantees import error_answer
 
-HOME = "nodes/_error_answer.py"
+HOME = "guarantees/error_answers.py"
 
 
 def test_an_error_answer_is_built_in_one_place() -> None:
@@ -41,9 +41,9 @@ def test_every_kind_of_error_answer_asks_the_one_function() -> None:
     # create_agent approval middleware: a rejection in LangChain's words
     assert callers == {
         "nodes/tools.py": 4,
-        "nodes/_claimed_calls.py": 1,
+        "guarantees/claimed_calls.py": 1,
         "nodes/approve.py": 1,
-        "nodes/_repeats.py": 3,
+        "guarantees/repeats.py": 3,
         "middleware/bound_approval.py": 1,
     }
 

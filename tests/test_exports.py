@@ -16,14 +16,9 @@ from collections import defaultdict
 from functools import cache
 from pathlib import Path
 
+from product_code import PACKAGES
+
 ROOT = Path(__file__).resolve().parents[1]
-PACKAGES = {
-    "adapters": "fncall_graph.adapters",
-    "nodes": "fncall_graph.nodes",
-    "middleware": "fncall_graph.middleware",
-    "graphs": "fncall_graph.graphs",
-    "fncall_graph": "fncall_graph",
-}
 # the rooms whose lists are held to it
 CHECKED = (
     "adapters/__init__.py",
@@ -33,6 +28,7 @@ CHECKED = (
     "adapters/checkpoint/__init__.py",
     "adapters/checkpoint/thread_runs.py",
     "adapters/checkpoint/claims/",
+    "guarantees/",
     "nodes/",
     "middleware/",
     "graphs/",

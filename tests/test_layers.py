@@ -1,7 +1,8 @@
 """The rooms import downward only, and no module imports itself back through a circle.
 
-adapters/ (formats → models, mcp, checkpoint) knows nothing of nodes/ or graphs/; nodes/
-knows nothing of graphs/; within adapters/, formats/ knows nothing of the other rooms, and
+adapters/ (formats → models, mcp, checkpoint) knows nothing of the rest; guarantees/ (what
+nodes, middleware and the graph's run share) knows only adapters/; nodes/ knows nothing of
+graphs/; within adapters/, formats/ knows nothing of the other rooms, and
 tool_effects (whether a tool only reads, whether a call may run twice) and secrets (what
 error lines mask, files only their owner reads) nothing of any.
 ``fncall_graph._compat`` (the one shim over library internals) may be used anywhere.
@@ -15,15 +16,11 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from product_code import PACKAGES
 
 ROOT = Path(__file__).resolve().parents[1]
-# source folder -> the package its modules install as
-ROOMS = {
-    "adapters": "fncall_graph.adapters",
-    "nodes": "fncall_graph.nodes",
-    "middleware": "fncall_graph.middleware",
-    "graphs": "fncall_graph.graphs",
-}
+# the rooms held to the order (the face and the command may import any of them)
+ROOMS = {folder: package for folder, package in PACKAGES.items() if folder != "fncall_graph"}
 SHIM = "fncall_graph._compat"
 # what each room may import from the product, besides itself and the shim
 ALLOWED = {
@@ -43,12 +40,19 @@ ALLOWED = {
     ),
     "fncall_graph.adapters.checkpoint": (),
     "fncall_graph.adapters": ("fncall_graph.adapters",),
-    "fncall_graph.nodes": ("fncall_graph.adapters",),
-    # the nodes' guarantees as LangChain agent middleware: the same code, not a copy
-    "fncall_graph.middleware": ("fncall_graph.adapters", "fncall_graph.nodes"),
+    # what the nodes, the middleware and the graph's run share: one flow for each guarantee
+    "fncall_graph.guarantees": ("fncall_graph.adapters",),
+    "fncall_graph.nodes": ("fncall_graph.adapters", "fncall_graph.guarantees"),
+    # the guarantees as LangChain agent middleware: the same code, not a copy
+    "fncall_graph.middleware": (
+        "fncall_graph.adapters",
+        "fncall_graph.guarantees",
+        "fncall_graph.nodes",
+    ),
     # the Studio factories serve the product's examples (modules that import no product code)
     "fncall_graph.graphs": (
         "fncall_graph.adapters",
+        "fncall_graph.guarantees",
         "fncall_graph.nodes",
         "fncall_graph.middleware",
         "fncall_graph.examples",

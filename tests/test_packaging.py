@@ -67,10 +67,12 @@ def test_wheel_holds_one_import_package_that_imports(tmp_path: Path) -> None:
 def test_editable_install_maps_the_rooms() -> None:
     import fncall_graph.adapters
     import fncall_graph.graphs
+    import fncall_graph.guarantees
     import fncall_graph.middleware
     import fncall_graph.nodes
 
     assert Path(fncall_graph.adapters.__file__).parent == ROOT / "adapters"
+    assert Path(fncall_graph.guarantees.__file__).parent == ROOT / "guarantees"
     assert Path(fncall_graph.nodes.__file__).parent == ROOT / "nodes"
     assert Path(fncall_graph.graphs.__file__).parent == ROOT / "graphs"
     assert Path(fncall_graph.middleware.__file__).parent == ROOT / "middleware"

@@ -465,7 +465,7 @@ async def test_a_read_beside_a_rejected_write_answers_its_repeat(mode) -> None:
 
 def test_the_review_and_the_dispatch_decide_alike() -> None:
     """One decision for both: the calls a review may ask about are those dispatch runs."""
-    from fncall_graph.nodes._repeats import calls_that_run, repeat_answers
+    from fncall_graph.guarantees import calls_that_run, repeat_answers
 
     table = Table("db")
     tools = {t.name: t for t in table.tools()}

@@ -68,7 +68,7 @@ def test_the_attempts_are_counted_in_one_place() -> None:
     writers = sorted(
         {
             str(path.relative_to(ROOT))
-            for folder in ("adapters", "nodes", "graphs", "fncall_graph")
+            for folder in ("adapters", "guarantees", "nodes", "graphs", "fncall_graph")
             for path in sorted((ROOT / folder).rglob("*.py"))
             for node in ast.walk(ast.parse(path.read_text(encoding="utf-8")))
             if isinstance(node, ast.Constant)

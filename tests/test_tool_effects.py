@@ -17,7 +17,7 @@ from test_mcp import pid_gone, server_pids
 from fncall_graph.adapters.mcp import MCPToolkit
 from fncall_graph.adapters.tool_effects import is_idempotent
 
-PRODUCT = ("adapters", "nodes", "graphs", "fncall_graph")
+PRODUCT = ("adapters", "guarantees", "nodes", "graphs", "fncall_graph")
 # what a tool says of its effects, in its metadata
 MARKS = {"idempotent", "idempotentHint", "readOnlyHint"}
 HOME = "adapters/tool_effects.py"

@@ -6,7 +6,7 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from fncall_graph.nodes.approve import bind_decisions
+from fncall_graph.guarantees import bind_decisions
 
 from .resources import CLIError
 from .terminal import UI, shown

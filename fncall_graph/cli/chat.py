@@ -89,7 +89,7 @@ def _gated_tools(args: argparse.Namespace, tools: Sequence[BaseTool]) -> list[st
     """The tools whose calls ask first: those ``--approve`` names; else, in ``chat``, every
     tool not known to only read (MCP's default is "may write", and a server's annotations
     count only where its entry says ``"trust": "annotations"``)."""
-    from fncall_graph.nodes.approve import unknown_tool
+    from fncall_graph.guarantees import unknown_tool
     from fncall_graph.nodes.tools import writes_by_annotation
 
     named = list(dict.fromkeys(getattr(args, "approve", None) or []))

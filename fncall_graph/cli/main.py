@@ -10,7 +10,7 @@ import sys
 from collections.abc import Callable, Sequence
 from typing import NoReturn
 
-from fncall_graph.nodes._repeats import DEFAULT_MAX_REPEATS
+from fncall_graph.guarantees import DEFAULT_MAX_REPEATS
 
 from .bench import cmd_bench
 from .chat import cmd_chat, cmd_run

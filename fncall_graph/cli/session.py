@@ -21,7 +21,7 @@ from langchain_core.messages import (
 
 from fncall_graph.adapters.formats.base import text_of
 from fncall_graph.graphs.factory import APPROVE, MODEL, TOOLS
-from fncall_graph.nodes._repeats import REPEAT_KEY
+from fncall_graph.guarantees import REPEAT_KEY
 from fncall_graph.trace import ModelCallRecord, Tracer
 
 from .approval import TerminalReview

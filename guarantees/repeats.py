@@ -56,8 +56,8 @@ from langchain_core.tools import BaseTool
 from fncall_graph.adapters.formats.base import text_of
 from fncall_graph.adapters.tool_effects import is_read_only
 
-from ._error_answer import error_answer, not_run
-from ._plan import current_turn
+from .boundary import current_turn
+from .error_answers import error_answer, not_run
 
 __all__ = ["DEFAULT_MAX_REPEATS", "REPEAT_KEY"]
 

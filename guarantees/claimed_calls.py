@@ -22,7 +22,7 @@ from fncall_graph.adapters.checkpoint.claims import (
     claims_for,
 )
 
-from ._error_answer import error_answer
+from .error_answers import error_answer
 
 __all__ = ["arun_claimed", "call_claim", "run_claimed", "unknown_outcome"]
 
