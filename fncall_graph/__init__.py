@@ -43,7 +43,7 @@ _EXPORTS = {
     "ToolCallInProgress": "fncall_graph.adapters.checkpoint.claims",
     "ToolCallAlreadyRan": "fncall_graph.adapters.checkpoint.claims",
     "ToolCallTakenOver": "fncall_graph.adapters.checkpoint.claims",
-    "ThreadBusy": "fncall_graph.adapters.checkpoint.thread_runs",
+    "ThreadBusy": "fncall_graph.adapters.checkpoint.claims",
     "CheckpointNotFound": "fncall_graph.adapters.checkpoint",
     "StaleApproval": "fncall_graph.guarantees",
     "ApprovalPending": "fncall_graph.guarantees",

@@ -18,11 +18,13 @@ from langgraph.graph.state import CompiledStateGraph
 from langgraph.types import Command
 
 from fncall_graph._compat import CONFIG_KEY_CHECKPOINTER
-from fncall_graph.adapters.checkpoint.claims import DEFAULT_LEASE, RUN_KEY, run_ended
-from fncall_graph.adapters.checkpoint.thread_runs import (
+from fncall_graph.adapters.checkpoint.claims import (
+    DEFAULT_LEASE,
     LEASE_KEY,
     MULTITASK_KEY,
+    RUN_KEY,
     athread_run,
+    run_ended,
     thread_run,
 )
 from fncall_graph.guarantees import new_turn_guard, no_check, resume_guard
@@ -127,7 +129,7 @@ class FncallGraph(CompiledStateGraph):
 
     def _hold_terms(self, merged: RunnableConfig, owns: bool) -> dict[str, Any] | None:
         """How an outermost run on a saved thread holds it (one run at a time per
-        thread, :mod:`~fncall_graph.adapters.checkpoint.thread_runs`); ``None``: no hold."""
+        thread, :mod:`~fncall_graph.adapters.checkpoint.claims`); ``None``: no hold."""
         conf = merged.get("configurable") or {}
         saver = self.checkpointer
         if not owns or saver in (None, True, False) or conf.get("thread_id") is None:

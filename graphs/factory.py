@@ -20,8 +20,8 @@ from langchain.agents.middleware.human_in_the_loop import InterruptOnConfig
 
 from fncall_graph._compat import CONFIG_KEY_DURABILITY
 from fncall_graph.adapters import Dialect, get_dialect
-from fncall_graph.adapters.checkpoint.claims import DEFAULT_LEASE
-from fncall_graph.adapters.checkpoint.thread_runs import (
+from fncall_graph.adapters.checkpoint.claims import (
+    DEFAULT_LEASE,
     LEASE_KEY,
     MULTITASK_KEY,
     Multitask,

@@ -70,7 +70,7 @@ def main() -> None:
         pause_in_transactions()
     handler = logging.StreamHandler(sys.stdout)
     handler.setFormatter(logging.Formatter("log: %(message)s"))
-    hold_log = logging.getLogger("fncall_graph.adapters.checkpoint.thread_runs")
+    hold_log = logging.getLogger("fncall_graph.adapters.checkpoint.claims")
     hold_log.addHandler(handler)
     hold_log.setLevel(logging.DEBUG)
 

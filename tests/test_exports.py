@@ -26,7 +26,6 @@ CHECKED = (
     "adapters/models/",
     "adapters/mcp/",
     "adapters/checkpoint/__init__.py",
-    "adapters/checkpoint/thread_runs.py",
     "adapters/checkpoint/claims/",
     "guarantees/",
     "nodes/",

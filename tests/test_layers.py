@@ -153,7 +153,7 @@ def test_every_module_says_what_it_exports(name: str) -> None:
 
 # the tool call claims are a package of one module a job; each imports only those above it
 CLAIMS = "fncall_graph.adapters.checkpoint.claims"
-CLAIMS_ORDER = ("errors", "owner", "store", "lease", "flows")
+CLAIMS_ORDER = ("errors", "owner", "store", "lease", "flows", "thread_runs")
 
 
 def test_claims_modules_import_in_order() -> None:

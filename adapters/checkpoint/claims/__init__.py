@@ -42,7 +42,9 @@ The package, one module a job (each imports only those above it):
 - :mod:`.owner`: who holds a claim (process and attempt), run tokens, lost runs;
 - :mod:`.store`: the claims table in SQLite or PostgreSQL (sync and async), or a dict;
 - :mod:`.lease`: the heartbeat that renews a running call's claim, and takeover;
-- :mod:`.flows`: claim → run → store the outcome; the functions the nodes use.
+- :mod:`.flows`: claim → run → store the outcome; the functions the nodes use;
+- :mod:`.thread_runs`: one run at a time per thread, across processes (a hold row
+  in the same table, renewed by the same lease).
 """
 
 from __future__ import annotations
@@ -76,6 +78,14 @@ from .store import DEFAULT_BUSY_TIMEOUT as DEFAULT_BUSY_TIMEOUT
 from .store import _Finish as _Finish
 from .store import _Get as _Get
 from .store import _Insert as _Insert
+from .thread_runs import (
+    LEASE_KEY,
+    MULTITASK_KEY,
+    Multitask,
+    ThreadBusy,
+    athread_run,
+    thread_run,
+)
 
 # what the rest of the product (nodes, graphs, the package's face) and its users import;
 # the names imported `as` themselves serve the savers beside this package, and tests that
@@ -83,22 +93,28 @@ from .store import _Insert as _Insert
 __all__ = [
     "CLAIMS_TABLE",
     "DEFAULT_LEASE",
+    "LEASE_KEY",
+    "MULTITASK_KEY",
     "RUN_KEY",
     "SWEEP_IDLE",
     "CallClaims",
     "ClaimKey",
     "ClaimRow",
+    "Multitask",
     "TaskClaim",
     "ThreadAlreadyResumed",
+    "ThreadBusy",
     "ToolCallAlreadyRan",
     "ToolCallClaimed",
     "ToolCallInProgress",
     "ToolCallTakenOver",
     "aforget_deleted_threads",
     "aforget_thread",
+    "athread_run",
     "claim_in_task",
     "claims_for",
     "forget_deleted_threads",
     "forget_thread",
     "run_ended",
+    "thread_run",
 ]

@@ -33,18 +33,11 @@ from typing import Any, Literal
 
 from langgraph.checkpoint.base import BaseCheckpointSaver
 
-from .claims import (
-    CallClaims,
-    ClaimKey,
-    ClaimRow,
-    Owner,
-    ToolCallClaimed,
-    ToolCallTakenOver,
-    claims_for,
-)
-from .claims.lease import DEFAULT_LEASE, _beat, _forget
-from .claims.owner import THREAD_RUN_ID, _this_process
-from .claims.store import _arun, _Get, _Insert, _Release, _Swap
+from .errors import ToolCallClaimed, ToolCallTakenOver
+from .flows import CallClaims, claims_for
+from .lease import DEFAULT_LEASE, _beat, _forget
+from .owner import THREAD_RUN_ID, ClaimKey, ClaimRow, Owner, _this_process
+from .store import _arun, _Get, _Insert, _Release, _Swap
 
 __all__ = ["LEASE_KEY", "MULTITASK_KEY", "Multitask", "ThreadBusy", "athread_run", "thread_run"]
 
