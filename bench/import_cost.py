@@ -8,7 +8,7 @@ median, its ratio to ``create_agent``'s, and the heavy packages loaded — the M
 provider clients and web stacks a user should pay for only when a model spec, URL or MCP
 toolkit needs them (``sys.modules`` after the import; what ``create_agent`` itself loads,
 LangGraph's SDK client and httpx, is listed too). Nothing is asserted here: the test on
-which modules load is ``tests/test_import_cost.py``.
+which modules load is ``tests/house/test_import_cost.py``.
 
     python bench/import_cost.py [--repeats 9] [--python OTHER_PYTHON]
 
@@ -24,7 +24,7 @@ import statistics
 import subprocess
 import sys
 
-#: Packages the face must not load until used (see tests/test_import_cost.py), then what
+#: Packages the face must not load until used (see tests/house/test_import_cost.py), then what
 #: LangChain and LangGraph load themselves.
 HEAVY = (
     "mcp",

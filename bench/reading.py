@@ -1,7 +1,7 @@
 """Reading a known call format vs auto-detection: real calls read, quoted calls run, echoes run.
 
 Per call format (the calls written from each format's chat template, as in
-tests/test_known_format.py), read as a native reply whose server has no tool parser:
+tests/formats/test_known_format.py), read as a native reply whose server has no tool parser:
 
 - real:    the model's own calls, in the placements an engine reads (alone, after a
            sentence, after paragraphs, in a list item, followed by a sentence, two calls

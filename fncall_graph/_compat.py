@@ -1,6 +1,6 @@
 """The few things LangGraph and LangChain have no public API for, in one place.
 
-Each entry says what it is for and is checked by ``tests/test_compat.py``, which fails
+Each entry says what it is for and is checked by ``tests/house/test_compat.py``, which fails
 loudly when a release moves or changes it. An import that breaks here breaks at import
 time: nothing falls back silently to a different behaviour.
 """

@@ -1,6 +1,6 @@
 """Two processes answering the same paused ``create_agent`` threads at the same instant.
 
-Used by tests/test_middleware_race.py, as tests/race_child.py is for the product's
+Used by tests/e2e/test_middleware_race.py, as tests/race_child.py is for the product's
 graph: a thread asks to log one action with a gated ``log_action`` tool whose side effect
 is a row in a SQLite file of its own, and each worker (a spawned OS process) answers
 every thread when a shared barrier releases both.

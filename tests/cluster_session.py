@@ -4,7 +4,7 @@ One thread asks the recording's four questions; the fourth pauses before
 ``sqlite-write_query`` and is approved. Every run is created on one replica and joined
 there (``runs.create`` + ``runs.join``: ``runs.wait`` can answer with an older state
 when another replica ran the run), and each run of a thread goes to the next replica in
-turn. Used by tests/test_cluster.py and bench/server_cluster.py.
+turn. Used by tests/e2e/test_cluster.py and bench/server_cluster.py.
 """
 
 from __future__ import annotations

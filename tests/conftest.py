@@ -88,21 +88,21 @@ def vocab():
 # the group an xdist_group mark adds to a node id on the worker does not reach the
 # scheduler on pytest 9, whose node ids are no longer the string xdist rewrites.
 XDIST_GROUPS = {
-    "tests/test_call_format.py": "call-format",  # llama.cpp server
-    "tests/test_cli_grammar.py": "cli-grammar",  # fncall-graph serve-local
-    "tests/test_cluster.py": "cluster",  # PostgreSQL, Redis, two replicas
-    "tests/test_constrained_graph.py": "constrained-graph",  # llama.cpp server
-    "tests/test_local_server.py": "local-server",  # llama.cpp server
-    "tests/test_mcp_conformance.py::test_client_scenario_2026_07_28": "conformance-2026",
-    "tests/test_mcp_non_object_result.py": "mcp-non-object-result",  # MCP servers
-    "tests/test_mcp_stacks.py": "mcp-stacks",  # two weather servers
-    "tests/test_server_everything.py": "server-everything",  # server-everything
-    "tests/test_standard_chat_model.py": "standard-chat-model",  # llama.cpp servers
-    "tests/test_structured_output_with_tools.py": "structured-output",  # llama.cpp server
-    "tests/test_studio.py": "studio",  # langgraph dev
+    "tests/models/test_call_format.py": "call-format",  # llama.cpp server
+    "tests/cli/test_cli_grammar.py": "cli-grammar",  # fncall-graph serve-local
+    "tests/e2e/test_cluster.py": "cluster",  # PostgreSQL, Redis, two replicas
+    "tests/graphs/test_constrained_graph.py": "constrained-graph",  # llama.cpp server
+    "tests/models/test_local_server.py": "local-server",  # llama.cpp server
+    "tests/mcp/test_mcp_conformance.py::test_client_scenario_2026_07_28": "conformance-2026",
+    "tests/mcp/test_mcp_non_object_result.py": "mcp-non-object-result",  # MCP servers
+    "tests/mcp/test_mcp_stacks.py": "mcp-stacks",  # two weather servers
+    "tests/mcp/test_server_everything.py": "server-everything",  # server-everything
+    "tests/models/test_standard_chat_model.py": "standard-chat-model",  # llama.cpp servers
+    "tests/models/test_structured_output_with_tools.py": "structured-output",  # llama.cpp server
+    "tests/e2e/test_studio.py": "studio",  # langgraph dev
     # a wheel built in the repository (build/, *.egg-info) beside pip reading it
-    "tests/test_packaging.py": "repo-build",
-    "tests/test_install_output.py": "repo-build",
+    "tests/e2e/test_packaging.py": "repo-build",
+    "tests/e2e/test_install_output.py": "repo-build",
 }
 
 

@@ -3,7 +3,7 @@ after a tool call finished and before its result was saved.
 
 Usage: ``python history_child.py CHECKPOINTS EFFECTS TURNS [KEEP]``
 
-Runs TURNS tool turns (tests/test_history_once.py's ``TurnModel`` and ``record`` tool,
+Runs TURNS tool turns (tests/checkpoint/test_history_once.py's ``TurnModel`` and ``record`` tool,
 ``sqlite_saver(CHECKPOINTS, store_messages_once=True, keep_checkpoints=KEEP)``); on the
 last turn the process
 kills itself with SIGKILL inside the saver's ``put_writes`` of the tool's result, before
@@ -23,6 +23,7 @@ from typing import Any
 from langchain_core.messages import ToolMessage
 
 sys.path.insert(0, str(Path(__file__).parent))
+sys.path.insert(0, str(Path(__file__).parent / "checkpoint"))  # test_history_once
 from test_history_once import CONFIG, build, user
 
 from fncall_graph.adapters.checkpoint import sqlite_saver

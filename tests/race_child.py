@@ -1,6 +1,6 @@
 """Two processes approving the same paused threads at the same instant.
 
-Used by tests/test_concurrent_resume.py. A thread asks to log one action with a gated
+Used by tests/e2e/test_concurrent_resume.py. A thread asks to log one action with a gated
 ``log_action`` tool whose side effect is a row in a SQLite file of its own (not the
 checkpoints), so the test can count how often the tool really ran. Each worker is an OS
 process (multiprocessing, spawn); a shared barrier releases both workers into every
