@@ -8,6 +8,7 @@ time: nothing falls back silently to a different behaviour.
 from __future__ import annotations
 
 import threading
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, NoReturn
 
 from langchain_core.callbacks import BaseCallbackManager
@@ -47,10 +48,14 @@ __all__ = [
     "has_own_async",
     "messages_delta_reducer",
     "pause",
+    "pause_all",
+    "plain_answer",
     "resumed_by_id",
     "resumes_by_id",
     "streams_tokens",
+    "task_answers",
     "task_position",
+    "validate_answer",
 ]
 
 
@@ -159,6 +164,84 @@ def resumed_by_id(config: Any, index: int = 0) -> bool:
     answers = configurable.get(CONFIG_KEY_RESUME_MAP)
     task_ns = configurable.get("checkpoint_ns")
     return bool(answers) and task_ns is not None and _interrupt_id(task_ns, index) in answers
+
+
+# Several interrupts of one task pending at once. ``interrupt`` raises one at a time;
+# LangGraph keeps the answers a task has taken as one list (a ``RESUME`` write sent through
+# CONFIG_KEY_SEND, read back as its scratchpad's ``resume``: item ``n`` answers interrupt
+# number ``n``) and hands out a run's answer without an id through the scratchpad's
+# ``get_null_resume``; a ``GraphInterrupt`` may carry several interrupts.
+from langgraph._internal._constants import (  # noqa: E402
+    CONFIG_KEY_SCRATCHPAD,
+    CONFIG_KEY_SEND,
+    RESUME,
+)
+from langgraph.types import _validate_resume  # noqa: E402
+
+
+def task_answers(config: Any, count: int) -> tuple[list[Any], dict[int, Any]]:
+    """The answers the task ``config`` belongs to has for its interrupts ``0 .. count-1``:
+    those saved with the task by earlier runs (a list, ``None`` where none was), and
+    those this run brings by interrupt id (``Command(resume={interrupt.id: value})``),
+    by interrupt number.
+
+    LangGraph itself adds one answer of the run to the saved ones (the one for the
+    interrupt after them); it is left out of the first list, and is in the second."""
+    configurable = (config or {}).get("configurable") or {}
+    scratchpad = configurable[CONFIG_KEY_SCRATCHPAD]
+    task_ns = configurable["checkpoint_ns"]
+    answers = configurable.get(CONFIG_KEY_RESUME_MAP) or {}
+    brought = {
+        n: answers[_interrupt_id(task_ns, n)]
+        for n in range(count)
+        if _interrupt_id(task_ns, n) in answers
+    }
+    # the run's own values are the map's objects; saved ones were read from the checkpoint
+    mine = {id(v) for v in answers.values()}
+    saved = [None if id(v) in mine else v for v in scratchpad.resume[:count]]
+    return saved + [None] * (count - len(saved)), brought
+
+
+def plain_answer(config: Any) -> Any:
+    """The answer without an interrupt id the run of the task ``config`` belongs to
+    brought (``Command(resume=value)``), taken so no other interrupt takes it; ``None``:
+    none. An earlier run's answer that no interrupt took may wait there too: a run that
+    answers by id must not read it (see :func:`resumes_by_id`)."""
+    configurable = (config or {}).get("configurable") or {}
+    return configurable[CONFIG_KEY_SCRATCHPAD].get_null_resume(True)
+
+
+def validate_answer(response_schema: Any, value: Any) -> Any:
+    """``value`` checked against ``response_schema`` as ``interrupt`` checks an answer: a
+    ``pydantic.ValidationError`` marked as an invalid answer (LangGraph and ``ToolNode``
+    then save nothing and let it through, so the interrupt can be answered again)."""
+    return _validate_resume(TypeAdapter(response_schema), value)
+
+
+def pause_all(
+    config: Any, asks: Sequence[tuple[Any, int, Any]], answers: Sequence[Any]
+) -> NoReturn:
+    """Pause the task ``config`` belongs to at several interrupts at once, each
+    ``(value, index, response_schema)`` raised as ``interrupt`` raises its interrupt
+    number ``index`` (the same id, so ``Command(resume={interrupt.id: ...})`` answers
+    it), after saving ``answers`` with the task (item ``n`` the answer to interrupt
+    ``n``, ``None`` for one still asked): :func:`task_answers` reads them back."""
+    configurable = (config or {}).get("configurable") or {}
+    task_ns = configurable["checkpoint_ns"]
+    saved = list(answers)
+    if any(a is not None for a in saved):
+        configurable[CONFIG_KEY_SCRATCHPAD].resume[:] = saved
+        configurable[CONFIG_KEY_SEND]([(RESUME, saved)])
+    raise GraphInterrupt(
+        tuple(
+            Interrupt(
+                value,
+                _interrupt_id(task_ns, index),
+                response_schema=TypeAdapter(schema).json_schema(),
+            )
+            for value, index, schema in asks
+        )
+    )
 
 
 def task_position(config: Any) -> tuple[str, str, str] | None:

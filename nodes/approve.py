@@ -36,8 +36,17 @@ that is no longer pending, an answer when nothing is pending. An unbound answer 
 alone) is taken only when it cannot be meant for anything else: while the pending review
 is the thread's first.
 
-What a review covers (``interrupt_on``, the calls still unanswered) is :mod:`._review`'s;
-the decisions, their binding and the response schema that checks them, :mod:`._decisions`'.
+``interrupt_mode="per_call"`` asks in LangChain's per-call shape instead: one interrupt
+per gated call (``{"type": "tool_approval", "tool_call_id", "name", "args",
+"description", "review_token"}``), all raised in the same step, each answered with one
+decision keyed by its id, ``Command(resume={interrupt.id: decision, ...})``, as
+LangChain's per-call client loop sends them. A resume may answer some: their answers
+are kept (bound to their calls) and the others stay pending under the same ids. Nothing
+runs until every gated call of the reply is decided.
+
+What a review covers (``interrupt_on``, the calls still unanswered), the decisions, their
+binding and the response schemas that check them are
+:mod:`fncall_graph.guarantees.approvals`'.
 """
 
 from __future__ import annotations
@@ -57,7 +66,15 @@ from langchain_core.runnables import RunnableConfig
 from langchain_core.tools import BaseTool
 from langgraph.types import interrupt
 
-from fncall_graph._compat import pause, resumed_by_id, resumes_by_id
+from fncall_graph._compat import (
+    pause,
+    pause_all,
+    plain_answer,
+    resumed_by_id,
+    resumes_by_id,
+    task_answers,
+    validate_answer,
+)
 from fncall_graph.adapters.checkpoint.claims import TaskClaim, claim_in_task
 from fncall_graph.guarantees import (
     NOT_RUN_KEY,
@@ -106,7 +123,8 @@ class ApproveNode:
         tools: the graph's tools themselves (what a ``when`` predicate is given; their
             names count as ``tool_names``).
         interrupt_mode: ``"batched"``: one interrupt per reply; ``"per_call"``: one per
-            gated call, in LangChain's ``ToolApprovalRequest`` shape.
+            gated call, in LangChain's ``ToolApprovalRequest`` shape, all pending at
+            once, each answered by its own id (a resume may answer some of them).
         rejection: the ``ToolMessage`` answering a rejected call, from the call and the
             reviewer's message (default: the product's words, the message as it is).
         max_repeats: the graph's repeat guard (``None``: none): a call the guard will
@@ -311,8 +329,20 @@ class ApproveNode:
         first = (
             self.first_review(state, ai) and bool(gated) and gated[0].get("id") == call.get("id")
         )
-        [decision] = self._ask_each([call], state, config, first=first, alone=True)
+        [decision] = self._ask_each([call], state, config, first=first)
         return decision
+
+    def _tool_approval(self, call: ToolCall, state: Mapping[str, Any]) -> dict[str, Any]:
+        """The ``per_call`` interrupt value for one gated call: LangChain's
+        ``ToolApprovalRequest`` plus the ``review_token`` that binds its answer."""
+        return {
+            "type": "tool_approval",
+            "tool_call_id": call.get("id") or "",
+            "name": call["name"],
+            "args": call["args"],
+            "description": self._description(call, state),
+            "review_token": review_token([call]),
+        }
 
     def _ask_each(
         self,
@@ -321,43 +351,56 @@ class ApproveNode:
         config: RunnableConfig,
         *,
         first: bool,
-        alone: bool = False,
     ) -> list[Decision]:
-        """``per_call``: one interrupt per gated call, in order, as LangChain's
-        ``HumanInTheLoopMiddleware(interrupt_mode="per_call")`` raises them; on resume,
-        the calls answered before return their answers again."""
-        answers: list[Decision] = []
-        # A run answering by id names the interrupt it answers: those before it took
-        # their answers in earlier runs (saved with the task, accepted then); those after
-        # it pause, and never take an answer an earlier run left without an id.
-        named = next((i for i in range(len(calls)) if resumed_by_id(config, i)), None)
-        for i, call in enumerate(calls):
-            value = {
-                "type": "tool_approval",
-                "tool_call_id": call.get("id") or "",
-                "name": call["name"],
-                "args": call["args"],
-                "description": self._description(call, state),
-                "review_token": review_token([call]),
-            }
-            schema = decision_schema(
+        """``per_call``: one interrupt per gated call, all raised together (as LangChain's
+        ``HumanInTheLoopMiddleware(interrupt_mode="per_call")`` raises them, each in its
+        call's tool task), each answered by its own id; a run may answer some of them,
+        and the others are asked again with the same ids.
+
+        Interrupt number ``i`` is call ``i``'s, whichever calls are answered, so its id
+        does not change. The answers taken are saved with the task, bound to their calls,
+        and the decisions return once every call has one.
+        """
+        values = [self._tool_approval(c, state) for c in calls]
+        schemas = [
+            decision_schema(
                 call,
                 self.configs[call["name"]]["allowed_decisions"],
                 token=value["review_token"],
                 # an unbound answer to a later call could be a retried answer to an earlier one
-                first_review=(first and i == 0)
-                or answer_tied(config, i)
-                or (named is not None and i <= named),
+                first_review=(first and i == 0) or answer_tied(config, i),
             )
-            if (named is not None and i > named and not resumed_by_id(config, i)) or (
-                alone and named is None and resumes_by_id(config)
-            ):
-                # (alone: the task's one call; the run answers other tasks' interrupts)
-                pause(config, value, i, schema)
-            answers.append(interrupt(value, response_schema=schema))
-            note_answer(config, schema, answers[-1])
+            for i, (call, value) in enumerate(zip(calls, values, strict=True))
+        ]
+        saved, brought = task_answers(config, len(calls))
+        answers = [s if s is not None else brought.get(i) for i, s in enumerate(saved)]
+        new = {i for i, s in enumerate(saved) if s is None and i in brought}
+        if None in answers and not resumes_by_id(config):
+            # an answer without an id: for the one call asked (LangGraph refuses it while
+            # several are). A run answering by id never takes one: it would be an earlier
+            # run's, left at the checkpoint because it was refused.
+            plain = plain_answer(config)
+            if plain is not None:
+                new.add(answers.index(None))
+                answers[answers.index(None)] = plain
+        # every answer checked before any is saved: one refused, none is taken
+        decisions = [
+            None if a is None else validate_answer(schema, a)
+            for a, schema in zip(answers, schemas, strict=True)
+        ]
+        for i in sorted(new):
+            note_answer(config, schemas[i], decisions[i])
+        if None in decisions:
+            held = [
+                None
+                if d is None
+                else {**d.model_dump(mode="json"), "tool_call_id": c.get("id") or ""}
+                for d, c in zip(decisions, calls, strict=True)
+            ]
+            asks = [(values[i], i, schemas[i]) for i, d in enumerate(decisions) if d is None]
+            pause_all(config, asks, held)
         own_answer_taken(config)
-        return answers
+        return decisions  # type: ignore[return-value]
 
     @staticmethod
     def _claim(calls: Sequence[ToolCall], config: RunnableConfig) -> TaskClaim | None:

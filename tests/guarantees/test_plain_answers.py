@@ -138,11 +138,12 @@ def test_plain_decisions_tied_by_the_checkpoint_the_client_read():
     assert written == ["a", "b"]
 
 
-def test_an_answer_refused_earlier_is_not_taken_by_the_next_call_of_a_per_call_review():
-    """LangGraph keeps an answer without an id written at the checkpoint even when the
-    review refused it, and hands it to whichever interrupt asks next: after the first
-    call of a per-call review is answered by id, the second call pauses for its own
-    decision instead of taking the refused answer (which would run it unreviewed)."""
+def test_an_answer_refused_earlier_is_not_taken_by_the_last_call_of_a_per_call_review():
+    """A per-call review asks about all its calls at once, and an answer without an id is
+    refused while several are asked (LangGraph's own rule). Once one is answered by id,
+    a plain answer for the other is refused on the turn's second review (it could be the
+    first review's answer sent again); LangGraph keeps it written at the checkpoint, and
+    the run that answers that call by id takes its own answer, not that one."""
     two = {
         "content": "",
         "tool_calls": [{"name": "log", "args": {"entry": e}, "id": e} for e in ("b1", "b2")],
@@ -150,12 +151,14 @@ def test_an_answer_refused_earlier_is_not_taken_by_the_next_call_of_a_per_call_r
     graph, written = _graph([one_call("a"), two, "done"], interrupt_mode="per_call")
     cfg = {"configurable": {"thread_id": "t"}}
     graph.invoke({"messages": [("user", "log a, then b1 and b2")]}, cfg)
-    [first] = graph.invoke(Command(resume=PLAIN["per_call"]), cfg)["__interrupt__"]
-    assert first.value["tool_call_id"] == "b1"
-    with pytest.raises(StaleApproval):  # the turn's second review: refused
+    first, second = graph.invoke(Command(resume=PLAIN["per_call"]), cfg)["__interrupt__"]
+    assert [first.value["tool_call_id"], second.value["tool_call_id"]] == ["b1", "b2"]
+    with pytest.raises(RuntimeError, match="multiple pending interrupts"):
         graph.invoke(Command(resume=PLAIN["per_call"]), cfg)
-    [second] = graph.invoke(Command(resume={first.id: {"type": "approve"}}), cfg)["__interrupt__"]
-    assert second.value["tool_call_id"] == "b2"
+    [left] = graph.invoke(Command(resume={first.id: {"type": "approve"}}), cfg)["__interrupt__"]
+    assert left.id == second.id
+    with pytest.raises(StaleApproval, match="first review of a user's turn"):
+        graph.invoke(Command(resume=PLAIN["per_call"]), cfg)  # an approve, refused
     assert written == ["a"]
     done = graph.invoke(Command(resume={second.id: {"type": "reject"}}), cfg)
     assert done["messages"][-1].content == "done"

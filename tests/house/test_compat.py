@@ -202,6 +202,82 @@ def test_pause_stops_a_task_as_interrupt_does_without_taking_an_answer() -> None
     assert got[-2:] == ["a", "b"]
 
 
+def test_a_task_asks_several_interrupts_at_once_and_keeps_the_answers_it_took() -> None:
+    """``pause_all`` raises several interrupts with the ids ``interrupt`` gives its
+    interrupts 0 and 1, and saves the answers given with the task; ``task_answers`` reads
+    those back, apart from the answers a run brings by id (LangGraph's own pick for the
+    next interrupt included); ``plain_answer`` takes an answer without an id."""
+    from langgraph.types import Command, interrupt
+
+    from fncall_graph._compat import pause_all, plain_answer, task_answers
+
+    mode = ["together"]
+    seen: list[tuple[list[object], dict[int, object], object]] = []
+    got: list[object] = []
+
+    def ask(state: _State, config: RunnableConfig) -> _State:
+        if mode[0] == "one by one":
+            got.append(interrupt("q0"))
+            got.append(interrupt("q1"))
+            return {"n": state["n"] + 1}
+        saved, brought = task_answers(config, 2)
+        plain = None if brought else plain_answer(config)
+        seen.append((saved, brought, plain))
+        answers = [s if s is not None else brought.get(n) for n, s in enumerate(saved)]
+        if plain is not None:
+            answers[answers.index(None)] = plain
+        if None in answers:
+            asks = [(f"q{n}", n, str) for n, a in enumerate(answers) if a is None]
+            pause_all(config, asks, answers)
+        return {"n": state["n"] + 1}
+
+    builder = StateGraph(_State)
+    builder.add_node("ask", ask)
+    builder.add_edge(START, "ask")
+    graph = builder.compile(checkpointer=InMemorySaver())
+
+    # the ids are interrupt's own: its interrupt 0 takes the first id's answer, and its
+    # interrupt 1, asked next, has the second id
+    ids = {"configurable": {"thread_id": "ids"}}
+    p0, p1 = graph.invoke({"n": 0}, ids)["__interrupt__"]
+    assert (p0.value, p1.value, p0.response_schema) == ("q0", "q1", {"type": "string"})
+    mode[0] = "one by one"
+    [then] = graph.invoke(Command(resume={p0.id: "A"}), ids)["__interrupt__"]
+    assert (then.value, then.id, got) == ("q1", p1.id, ["A"])
+    mode[0] = "together"
+
+    config = {"configurable": {"thread_id": "t"}}
+    seen.clear()
+    first, second = graph.invoke({"n": 0}, config)["__interrupt__"]
+    [left] = graph.invoke(Command(resume={second.id: "B"}), config)["__interrupt__"]
+    assert (left.value, left.id) == ("q0", first.id)
+    assert graph.invoke(Command(resume="A"), config)["n"] == 1
+    assert seen == [
+        ([None, None], {}, None),
+        ([None, None], {1: "B"}, None),
+        ([None, "B"], {}, "A"),
+    ]
+    # the first answered first: LangGraph adds its answer to the task's own; read apart
+    config = {"configurable": {"thread_id": "t2"}}
+    seen.clear()
+    first, second = graph.invoke({"n": 0}, config)["__interrupt__"]
+    graph.invoke(Command(resume={first.id: "A"}), config)
+    assert graph.invoke(Command(resume={second.id: "B"}), config)["n"] == 1
+    assert seen[1:] == [([None, None], {0: "A"}, None), (["A", None], {1: "B"}, None)]
+
+
+def test_an_answer_is_checked_as_interrupt_checks_it() -> None:
+    from langgraph.errors import is_invalid_resume
+    from pydantic import ValidationError
+
+    from fncall_graph._compat import validate_answer
+
+    assert validate_answer(int, "3") == 3
+    with pytest.raises(ValidationError) as refused:
+        validate_answer(int, "three")
+    assert is_invalid_resume(refused.value)
+
+
 def test_an_mcp1_session_keeps_its_pending_requests_where_the_answer_looks() -> None:
     from importlib.metadata import version
 

@@ -589,8 +589,10 @@ def test_per_call_asks_once_per_gated_call_in_langchain_s_shape(tmp_path, saver)
         saver,
         interrupt_mode="per_call",
     )
-    first = graph.invoke({"messages": [("user", "记两条")]}, CFG)["__interrupt__"][0]
+    # both asked at once (tests/nodes/test_per_call_interrupts.py has the rest)
+    first, asked = graph.invoke({"messages": [("user", "记两条")]}, CFG)["__interrupt__"]
     calls = messages(graph)[-1].tool_calls
+    assert asked.value["tool_call_id"] == calls[1]["id"]
     assert first.value == {
         "type": "tool_approval",
         "tool_call_id": calls[0]["id"],
@@ -601,8 +603,8 @@ def test_per_call_asks_once_per_gated_call_in_langchain_s_shape(tmp_path, saver)
     }
     assert first.response_schema["discriminator"]["propertyName"] == "type"
     # one decision, keyed by the interrupt id, as LangChain's clients send it
-    second = graph.invoke(Command(resume={first.id: {"type": "approve"}}), CFG)["__interrupt__"][0]
-    assert second.value["tool_call_id"] == calls[1]["id"] and second.value["args"] == DROP
+    [second] = graph.invoke(Command(resume={first.id: {"type": "approve"}}), CFG)["__interrupt__"]
+    assert second.id == asked.id and second.value["args"] == DROP
     assert writes(tools) == []  # nothing runs before every gated call is decided
     # a not-allowed decision is refused before it is saved; the same interrupt stays
     with pytest.raises(ValidationError, match="'edit' is not allowed"):
@@ -618,7 +620,7 @@ def test_per_call_asks_once_per_gated_call_in_langchain_s_shape(tmp_path, saver)
             ),
             CFG,
         )
-    # the answer to the first call, retried against the second: refused, nothing runs
+    # the answer to the first call, retried: its interrupt is answered; nothing runs
     with pytest.raises(StaleApproval):
         graph.invoke(Command(resume={first.id: {"type": "approve"}}), CFG)
     with pytest.raises(StaleApproval):
