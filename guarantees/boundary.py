@@ -23,7 +23,7 @@ from fncall_graph.adapters.formats.grammar import grammar_max_bytes
 from fncall_graph.adapters.models import is_tools_unsupported_error, unreachable_server
 from fncall_graph.adapters.models.call_format import CallFormat, resolve_call_format
 from fncall_graph.adapters.models.chat_model import DialectChatModel, with_dialect
-from fncall_graph.adapters.models.pipeline import ModelCall
+from fncall_graph.adapters.models.model_call import ModelCall
 from fncall_graph.adapters.models.structured_output import requested_json
 from fncall_graph.adapters.secrets import redact_exception, secrets_of
 

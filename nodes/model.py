@@ -66,7 +66,7 @@ from fncall_graph.adapters.formats.normalize import MARKUP_FORMAT_KEY
 from fncall_graph.adapters.formats.registry import PROMPT_DIALECTS
 from fncall_graph.adapters.formats.stream_reading import read_reply
 from fncall_graph.adapters.models.call_format import CallFormat
-from fncall_graph.adapters.models.pipeline import ModelCall
+from fncall_graph.adapters.models.model_call import ModelCall
 from fncall_graph.guarantees import (
     ModelBoundary,
     RenderedInput,

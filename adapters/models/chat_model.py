@@ -7,6 +7,11 @@ LangGraph's and LangChain's own agents (``create_react_agent``, ``create_agent``
 history with the dialect, calls the model with the dialect's stop sequences, and reads
 the reply back into an ``AIMessage`` with ``tool_calls``; streaming yields
 ``AIMessageChunk``s whose sum is that same message.
+
+What the wrapper is as LangChain sees it is here too: the chat model inside it (which
+takes LangChain's standard constructor parameters), its name, its serialized dialect, the
+parameters that key its cache entries and its tracing parameters. A call is made ready
+and read in :mod:`.model_call`.
 """
 
 from __future__ import annotations
@@ -24,7 +29,7 @@ from langchain_core.language_models.chat_models import BaseChatModel
 from langchain_core.load.serializable import SerializedConstructor, SerializedNotImplemented
 from langchain_core.messages import AIMessage, AIMessageChunk, BaseMessage
 from langchain_core.outputs import ChatGeneration, ChatGenerationChunk, ChatResult
-from langchain_core.runnables import Runnable, RunnableConfig
+from langchain_core.runnables import Runnable, RunnableBinding, RunnableConfig
 from langchain_core.runnables.configurable import DynamicRunnable
 from langchain_core.tools import BaseTool
 from pydantic import BaseModel, ConfigDict, PrivateAttr, field_validator, model_validator
@@ -32,24 +37,128 @@ from pydantic import BaseModel, ConfigDict, PrivateAttr, field_validator, model_
 from ..formats.base import Dialect
 from ..formats.registry import get_dialect
 from ..formats.stream_reading import restore_read_reply
-from .binding import NativeBindings, tool_binding
 from .call_format import check_call_format
 from .capabilities import accepts_grammar
-from .identity import (
-    MODEL_PARAMS,
-    chat_model_in,
-    dialect_spec,
-    identifying_params,
-    ls_params,
-    model_name_of,
-    with_params,
-)
-from .pipeline import ModelCall
-from .prepare import prepare_call
+from .model_call import ModelCall, NativeBindings, chat_model_in, prepare_call, tool_binding
 from .runs import arun_call, astream_call, child_callbacks, run_call, stream_call
 from .structured_output import structured_output
 
 __all__ = ["DialectChatModel", "with_dialect"]
+
+#: LangChain's standard chat-model constructor parameters, set on the wrapped model
+MODEL_PARAMS = frozenset(
+    {
+        "temperature",
+        "max_tokens",
+        "stop",
+        "timeout",
+        "max_retries",
+        "api_key",
+        "base_url",
+        "streaming",
+    }
+)
+
+
+def with_params(model: Any, params: dict[str, Any]) -> BaseChatModel:
+    """``model`` rebuilt with LangChain's standard ``params`` set, each by its field's
+    name or alias (``timeout`` is ``ChatOpenAI``'s ``request_timeout``); rebuilt, not
+    copied, so that clients made from them (timeouts, retries) are made again.
+
+    Raises:
+        TypeError: when ``model`` is not a chat model itself (bound or configurable).
+        ValueError: for a parameter the model does not have.
+    """
+    if not isinstance(model, BaseChatModel):
+        raise TypeError(
+            f"with_dialect: {', '.join(sorted(params))} can be set here only on a chat model; "
+            f"set them on the model before binding or making it configurable "
+            f"(got {type(model).__name__})"
+        )
+    fields = type(model).model_fields
+    by_name = bool(
+        model.model_config.get("populate_by_name") or model.model_config.get("validate_by_name")
+    )
+
+    def key(name: str) -> str:
+        field = fields[name]
+        return name if by_name or field.alias is None else field.alias
+
+    named: dict[str, str] = {}
+    for param in params:
+        found = next(
+            (n for n, f in fields.items() if param in (n, f.alias) and not f.exclude), None
+        )
+        if found is None:
+            raise ValueError(
+                f"with_dialect: {type(model).__name__} has no {param!r} parameter; the "
+                "wrapper passes it to the wrapped model and has none of its own"
+            )
+        named[param] = found
+    # what was given when it was made, less runtime state (clients are excluded fields)
+    kept = {
+        key(n): getattr(model, n)
+        for n in model.model_fields_set
+        if n in fields and not fields[n].exclude and n not in named.values()
+    }
+    return type(model)(**kept, **{key(named[p]): v for p, v in params.items()})
+
+
+def model_name_of(chat: BaseChatModel) -> str:
+    """``chat``'s model name, e.g. ``"gpt-4o-mini"`` (its class name when it has none)."""
+    for attr in ("model_name", "model", "model_id"):
+        value = getattr(chat, attr, None)
+        if isinstance(value, str) and value:
+            return value
+    return chat.get_name()
+
+
+def dialect_spec(dialect: Dialect) -> dict[str, Any] | None:
+    """``dialect`` as its registry name and options, or ``None`` when those do not make
+    the same dialect again (a custom dialect)."""
+    options = {k: v for k, v in vars(dialect).items() if not k.startswith("_")}
+    try:
+        again = get_dialect(dialect.name, **options)
+    except (TypeError, ValueError):
+        return None
+    return {"name": dialect.name, **options} if repr(again) == repr(dialect) else None
+
+
+def identifying_params(
+    model: Runnable, dialect: Dialect, call_format: str | None
+) -> dict[str, Any]:
+    """The wrapper's cache key: the wrapped model's own parameters, so wrappers of two
+    models never share a cache entry, with the dialect and what else reads replies."""
+    params: dict[str, Any] = {
+        "dialect": repr(dialect),
+        "model": chat_model_in(model).asdict(),
+    }
+    if call_format is not None:  # replies are read in it
+        params["call_format"] = call_format
+    if isinstance(model, RunnableBinding):  # its arguments go with every call
+        params["bound"] = repr(sorted(model.kwargs.items()))
+    return params
+
+
+def ls_params(
+    chat: BaseChatModel, model_name: str, stop: list[str] | None, kwargs: dict[str, Any]
+) -> LangSmithParams:
+    """Tracing parameters of the wrapped model ``chat``, seen through the dialect."""
+    provider = type(chat).__name__
+    provider = provider[4:] if provider.startswith("Chat") else provider.removesuffix("Chat")
+    model = kwargs.get("model")
+    params = LangSmithParams(
+        ls_provider=provider.lower(),
+        ls_model_name=model if isinstance(model, str) else model_name,
+        ls_model_type="chat",
+    )
+    for name, key in (("temperature", "ls_temperature"), ("max_tokens", "ls_max_tokens")):
+        value = kwargs.get(name, getattr(chat, name, None))
+        if isinstance(value, int | float) and not isinstance(value, bool):
+            params[key] = value  # type: ignore[literal-required]
+    if stop:
+        params["ls_stop"] = stop
+    return params
 
 
 class DialectChatModel(BaseChatModel):
@@ -326,7 +435,7 @@ class DialectChatModel(BaseChatModel):
         render_only: bool = False,
     ) -> ModelCall:
         """Render the history once (unless given); what to call, with what input and
-        arguments (see :func:`~fncall_graph.adapters.models.prepare.prepare_call`)."""
+        arguments (see :func:`~fncall_graph.adapters.models.model_call.prepare_call`)."""
         return prepare_call(
             messages,
             stop,

@@ -17,7 +17,7 @@ from langchain_core.runnables.config import ensure_config, get_callback_manager_
 from langgraph.constants import TAG_NOSTREAM
 
 from ..formats.base import text_of
-from .pipeline import SEES_WRAPPED_RUN, ModelCall
+from .model_call import SEES_WRAPPED_RUN, ModelCall
 from .structured_output import ReplyWithoutCall
 
 __all__ = []

@@ -79,8 +79,7 @@ def test_the_wrapper_asks_the_rule_for_every_tool_name() -> None:
     # structured output's tool, the native call's tool names, a ``tool_choice``'s tool
     assert callers == {
         "adapters/models/structured_output.py": 1,
-        "adapters/models/prepare.py": 1,
-        "adapters/models/binding.py": 1,
+        "adapters/models/model_call.py": 2,
     }
 
 

