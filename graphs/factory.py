@@ -1,4 +1,9 @@
-"""``create_fncall_graph``: wire the adapter, model, tools, approve and react_fallback nodes."""
+"""``create_fncall_graph``: wire the adapter, model, tools, approve and react_fallback nodes.
+
+The options are checked by :class:`~fncall_graph.guarantees.GraphOptions` (the rules the
+middleware apply too), the edges that read the state are :mod:`.routes`'; this module
+builds the nodes and draws the graph.
+"""
 
 from __future__ import annotations
 
@@ -7,19 +12,18 @@ from typing import Any, Literal, get_type_hints
 
 from langchain.agents.middleware import AgentMiddleware
 from langchain_core.language_models import BaseChatModel
-from langchain_core.messages import AIMessage, AnyMessage, InvalidToolCall, ToolCall, ToolMessage
 from langchain_core.tools import BaseTool
 from langchain_core.tools import tool as as_tool
 from langgraph.graph import END, START, StateGraph
 from langgraph.store.base import BaseStore
-from langgraph.types import Checkpointer, Send
+from langgraph.types import Checkpointer
 
 __all__ = ["APPROVE", "DEFAULT_MAX_ITERATIONS", "MODEL", "TOOLS", "create_fncall_graph"]
 
 from langchain.agents.middleware.human_in_the_loop import InterruptOnConfig
 
 from fncall_graph._compat import CONFIG_KEY_DURABILITY
-from fncall_graph.adapters import Dialect, get_dialect
+from fncall_graph.adapters import Dialect
 from fncall_graph.adapters.checkpoint.claims import (
     DEFAULT_LEASE,
     LEASE_KEY,
@@ -28,19 +32,18 @@ from fncall_graph.adapters.checkpoint.claims import (
 )
 from fncall_graph.adapters.formats.registry import DialectName, PromptDialectName
 from fncall_graph.adapters.models import accepts_grammar, initial_dialect, resolve_model
-from fncall_graph.adapters.models.call_format import check_call_format
 from fncall_graph.guarantees import (
     DEFAULT_MAX_REPEATS,
     DialectPlan,
+    GraphOptions,
     InterruptMode,
     ModelBoundary,
-    last_ai_message,
     unknown_tool,
 )
 from fncall_graph.nodes.adapter import AdapterNode
 from fncall_graph.nodes.approve import ApproveNode
 from fncall_graph.nodes.hooks import HOOKS, HookNode, hook_name
-from fncall_graph.nodes.model import DEFAULT_MAX_CALLS_PER_REPLY, STOP_REASON_KEY, ModelNode
+from fncall_graph.nodes.model import DEFAULT_MAX_CALLS_PER_REPLY, ModelNode
 from fncall_graph.nodes.react_fallback import ReactFallbackNode
 from fncall_graph.nodes.structured_response import ResponseStrategy, StructuredResponseNode
 from fncall_graph.nodes.tools import (
@@ -52,6 +55,18 @@ from fncall_graph.nodes.tools import (
 
 from .compiled import FncallGraph
 from .hooks import Middleware
+from .routes import (
+    ADAPTER,
+    APPROVE,
+    MODEL,
+    REACT_FALLBACK,
+    STRUCTURED,
+    TOOLS,
+    Route,
+    RoutedStep,
+    Routes,
+    Step,
+)
 from .state import (
     FncallDebugState,
     FncallInput,
@@ -60,16 +75,12 @@ from .state import (
     GraphState,
     with_fields,
 )
-from .steps import Route, RoutedStep, Step
 
 #: Model calls allowed in one user turn by default (``max_iterations``), in every path
 #: (the CLI's too): enough for a few dependent calls and an answer; a model that repeats
 #: one call is stopped sooner by ``max_repeats``.
 DEFAULT_MAX_ITERATIONS = 10
 
-#: The graph's node names.
-ADAPTER, MODEL, TOOLS, APPROVE = "adapter", "model", "tools", "approve"
-REACT_FALLBACK, STRUCTURED = "react_fallback", "structured_response"
 # supersteps one model call can take: the model (twice in a native graph's thread that
 # switched dialect: it sends the call on to the adapter), the adapter, its approval, its tools
 _STEPS_PER_ITERATION = 5
@@ -94,24 +105,56 @@ def _as_tools(tools: Sequence[BaseTool | Callable[..., Any]]) -> list[BaseTool]:
     return out
 
 
-def _open_calls(
-    ai: AIMessage, messages: Sequence[AnyMessage], schema_tools: frozenset[str]
-) -> tuple[list[ToolCall], list[InvalidToolCall]]:
-    """``ai``'s calls (readable, unreadable) that no ``ToolMessage`` after it answers, as
-    create_agent's edges find them (a schema tool's call is the model step's own)."""
-    answered = set()
-    for m in reversed(messages):  # the messages after ``ai`` only: a step's, a hook's
-        if m is ai:
-            break
-        if isinstance(m, ToolMessage):
-            answered.add(m.tool_call_id)
-    calls = [
-        c
-        for c in ai.tool_calls
-        if (c.get("id") or "") not in answered and c["name"] not in schema_tools
-    ]
-    invalid = [c for c in ai.invalid_tool_calls if (c.get("id") or "") not in answered]
-    return calls, invalid
+def _builder(debug_state: bool, schemas: list[type], context_schema: type | None) -> StateGraph:
+    """The graph's builder: its state, input and output with the extra fields."""
+    return StateGraph(
+        with_fields(GraphDebugState if debug_state else GraphState, schemas, "State"),
+        context_schema=context_schema,
+        # the graph's own fields (and create_agent's jump_to) are never input
+        input_schema=with_fields(
+            FncallInput, schemas, "Input", exclude={*get_type_hints(GraphDebugState), "jump_to"}
+        ),
+        output_schema=with_fields(
+            FncallDebugState if debug_state else FncallState, schemas, "Output"
+        ),
+    )
+
+
+def _add_hooks(
+    builder: StateGraph,
+    hooks: Middleware,
+    chains: dict[str, list[str]],
+    routes: Routes,
+    everywhere: list[str],
+) -> None:
+    """A node per middleware hook, each chain in create_agent's order, and the edge after
+    each (its ``jump_to`` may go to the model, the tools or the end)."""
+    for hook, chain in chains.items():
+        for i, node in enumerate(chain):
+            middleware_of = next(m for m in hooks.with_hook(hook) if hook_name(m, hook) == node)
+            builder.add_node(node, Step.of(node, HookNode(middleware_of, hook)))
+            following = chain[i + 1] if i + 1 < len(chain) else None
+            targets = [*everywhere, *chain[i + 1 : i + 2], STRUCTURED, END]
+            if not routes.structured:
+                targets.remove(STRUCTURED)
+            route = Route(routes.after_hook(hook, following))
+            builder.add_conditional_edges(node, route, list(dict.fromkeys(targets)))
+
+
+def _run_config(options: GraphOptions) -> dict[str, Any]:
+    """The config every run of the graph starts from (``invoke``'s own goes over it)."""
+    run_config: dict[str, Any] = {
+        "recursion_limit": options.max_iterations * _STEPS_PER_ITERATION + 12,
+        "max_concurrency": options.max_concurrency,
+    }
+    if options.saves:
+        # the graph-level default LangGraph reads when invoke() gets no durability
+        run_config["configurable"] = {
+            CONFIG_KEY_DURABILITY: options.durability,
+            MULTITASK_KEY: options.multitask,
+            LEASE_KEY: options.lease,
+        }
+    return run_config
 
 
 def create_fncall_graph(
@@ -334,6 +377,14 @@ def create_fncall_graph(
         name: the compiled graph's name.
         debug: LangGraph debug output.
 
+    Raises:
+        ValueError: a value an option's rule refuses (each argument is checked by its one
+            rule, :func:`~fncall_graph.guarantees.check_option`, the middleware's too),
+            naming the argument; ``interrupt_on`` with ``checkpointer=False``; two tools
+            of one name; an ``idempotent_tools`` or ``interrupt_on`` name that is no tool.
+        TypeError: a tool that is neither a ``BaseTool`` nor a function,
+            ``idempotent_tools`` given as a string, ``interrupt_on`` that is no mapping.
+
     Returns:
         A compiled LangGraph graph: ``invoke``/``ainvoke``/``stream``/``astream`` with
         ``{"messages": [...]}``, every stream mode, ``get_state``, ``get_state_history``,
@@ -358,78 +409,55 @@ def create_fncall_graph(
         print(result["messages"][-1].content)
         ```
     """
-    if max_iterations < 1:
-        raise ValueError(f"max_iterations must be at least 1, got {max_iterations}")
-    if max_repeats is not None and max_repeats < 1:
-        raise ValueError(f"max_repeats must be at least 1 or None, got {max_repeats}")
-    if max_calls_per_reply is not None and max_calls_per_reply < 1:
-        raise ValueError(
-            f"max_calls_per_reply must be at least 1 or None, got {max_calls_per_reply}"
-        )
-    if max_concurrency < 1:
-        raise ValueError(f"max_concurrency must be at least 1, got {max_concurrency}")
-    if max_result_chars is not None and max_result_chars < 1:
-        raise ValueError(f"max_result_chars must be at least 1 or None, got {max_result_chars}")
-    if max_stored_result_chars is not None and max_stored_result_chars < 1:
-        raise ValueError(
-            f"max_stored_result_chars must be at least 1 or None, got {max_stored_result_chars}"
-        )
-    if multitask not in ("enqueue", "reject"):
-        raise ValueError(f"multitask must be 'enqueue' or 'reject', got {multitask!r}")
-    if lease is not None and not lease > 0:
-        raise ValueError(f"lease must be positive seconds or None, got {lease!r}")
-    if tool_timeout is not None and tool_timeout <= 0:
-        raise ValueError(f"tool_timeout must be positive seconds or None, got {tool_timeout}")
-
-    if constrained not in (None, True, False, "first_call"):
-        raise ValueError(
-            f"constrained must be None, True, False or 'first_call', got {constrained!r}"
-        )
-    if durability not in ("sync", "async", "exit"):
-        raise ValueError(f"durability must be 'sync', 'async' or 'exit', got {durability!r}")
-    if interrupt_on and checkpointer is False:
-        raise ValueError(
-            "interrupt_on needs a checkpointer: the paused thread must be saved to be resumed "
-            "with Command(resume=...); checkpointer=False refuses even a parent graph's. "
-            "Pass checkpointer=None inside a graph that has one, or a saver."
-        )
-
+    options = GraphOptions(
+        max_iterations=max_iterations,
+        max_repeats=max_repeats,
+        max_calls_per_reply=max_calls_per_reply,
+        max_concurrency=max_concurrency,
+        max_result_chars=max_result_chars,
+        max_stored_result_chars=max_stored_result_chars,
+        multitask=multitask,
+        lease=lease,
+        tool_timeout=tool_timeout,
+        constrained=constrained,
+        durability=durability,
+        interrupt_mode=interrupt_mode,
+        interrupt_on=interrupt_on,
+        idempotent_tools=idempotent_tools,
+        fallback=fallback,
+        call_format=call_format,
+        checkpointer=checkpointer,
+    )
     chat_model = model if isinstance(model, BaseChatModel) else resolve_model(model)
     hooks = Middleware(middleware)
     tool_list = _as_tools([*tools, *hooks.tools])
-    schemas = hooks.state_schemas(state_schema)
-    if isinstance(interrupt_on, str):
-        if interrupt_on != "annotations":
-            raise ValueError(
-                f"interrupt_on must be a mapping of tool names or 'annotations', got {interrupt_on!r}"
-            )
-        interrupt_on = writes_by_annotation(tool_list) or None
-    fallback_dialect = get_dialect(fallback)
-    if fallback_dialect.native:
-        raise ValueError("fallback must be a prompt dialect (hermes, qwen or react), not native")
-    initial = initial_dialect(chat_model, dialect, fallback_dialect)
-
+    gates = options.interrupt_on
+    if gates == "annotations":
+        gates = writes_by_annotation(tool_list) or None
+    problem = unknown_tool(options.idempotent_tools, [t.name for t in tool_list])
+    if problem:
+        raise ValueError(f"idempotent_tools names {problem}")
     # create_agent's ToolStrategy/ProviderStrategy, on the model step (else None's)
     strategy = ResponseStrategy(response_format)
     clash = sorted(strategy.names & {t.name for t in tool_list})
     if clash:
         raise ValueError(f"response_format's schema tool(s) {clash} share a tool's name")
+    initial = initial_dialect(chat_model, dialect, options.fallback)
     plan = DialectPlan(
         initial=initial,
-        fallback=fallback_dialect,
+        fallback=options.fallback,
         tools=[*tool_list, *strategy.tools],
         system_prompt=system_prompt,
         unparsed_limit=unparsed_limit,
     )
-    if constrained is None:
-        constrained = "first_call" if accepts_grammar(chat_model) else False
-    if call_format is not None:
-        call_format = check_call_format(call_format)
+    grammar = options.constrained
+    if grammar is None:
+        grammar = "first_call" if accepts_grammar(chat_model) else False
     boundary = ModelBoundary(
         chat_model,
         plan,
-        constrained=constrained,
-        call_format=call_format,
+        constrained=grammar,
+        call_format=options.call_format,
         call_kwargs=strategy.call_kwargs if strategy.active else None,
     )
     # middleware hooks, each a node, in create_agent's order: before_agent at the start,
@@ -437,212 +465,89 @@ def create_fncall_graph(
     chains = {hook: [hook_name(m, hook) for m in hooks.with_hook(hook)] for hook in HOOKS}
     before_agent, before_model = chains["before_agent"], chains["before_model"]
     after_model, after_agent = chains["after_model"], chains["after_agent"]
-    # where the run and each tool round go on, by plain edges (LangGraph takes them
-    # without reading the state): a prompt dialect's graph at the adapter (its thread
-    # never speaks native again, as a switch goes to another prompt dialect; a thread
-    # another graph saved native passes the adapter, which leaves it as it is); a native
-    # graph at the model, which sends a thread that switched dialect on to the adapter
-    first = before_model[0] if before_model else (MODEL if initial.native else ADAPTER)
-    adapter_node = AdapterNode(boundary)
+    tools_node = ToolDispatchNode(
+        tool_list,
+        timeout=options.tool_timeout,
+        max_result_chars=options.max_result_chars,
+        max_stored_result_chars=options.max_stored_result_chars,
+        idempotent_tools=options.idempotent_tools,
+        lease=options.lease,
+        max_repeats=options.max_repeats,
+        name=TOOLS,
+        wrappers=hooks.tool_wrappers,
+    )
+    approve_node = None
+    if gates:
+        approve_node = ApproveNode(
+            gates,
+            tools=tool_list,
+            interrupt_mode=options.interrupt_mode,
+            max_repeats=options.max_repeats,
+        )
+    structured_node = None
+    if response_format is not None and not strategy.active:
+        structured_node = StructuredResponseNode(boundary, response_format)
+    routes = Routes(
+        plan=plan,
+        strategy=strategy,
+        tools=tools_node,
+        approve=approve_node,
+        structured=structured_node is not None,
+        before_model=before_model[0] if before_model else None,
+        after_agent=after_agent[0] if after_agent else None,
+        native=initial.native,
+    )
+    first, entries, ends = routes.first, routes.entries, routes.ends
     model_node = ModelNode(
         boundary,
-        max_iterations=max_iterations,
+        max_iterations=options.max_iterations,
         fallback_node=REACT_FALLBACK,
         render_node=ADAPTER if first == MODEL else None,
         wrap_model_call=hooks.wrap_model_call,
         awrap_model_call=hooks.awrap_model_call,
-        max_calls_per_reply=max_calls_per_reply,
+        max_calls_per_reply=options.max_calls_per_reply,
         strategy=strategy if strategy.active else None,
     )
-    fallback_node = ReactFallbackNode(plan)
-    structured_node = (
-        StructuredResponseNode(boundary, response_format)
-        if response_format is not None and not strategy.active
-        else None
-    )
-    problem = unknown_tool(idempotent_tools, [t.name for t in tool_list])
-    if problem:
-        raise ValueError(f"idempotent_tools names {problem}")
-    tools_node = ToolDispatchNode(
-        tool_list,
-        timeout=tool_timeout,
-        max_result_chars=max_result_chars,
-        max_stored_result_chars=max_stored_result_chars,
-        idempotent_tools=idempotent_tools,
-        lease=lease,
-        max_repeats=max_repeats,
-        name=TOOLS,
-        wrappers=hooks.tool_wrappers,
-    )
-    approve_node = (
-        ApproveNode(
-            interrupt_on, tools=tool_list, interrupt_mode=interrupt_mode, max_repeats=max_repeats
-        )
-        if interrupt_on
-        else None
-    )
 
-    def to_model(state: dict[str, Any]) -> str:
-        # a prompt dialect's thread is rendered by the adapter first; native skips it
-        return MODEL if plan.current(state).native else ADAPTER
-
-    def enter_model(state: dict[str, Any]) -> str:
-        return before_model[0] if before_model else to_model(state)
-
-    def leave(state: dict[str, Any]) -> str:
-        return after_agent[0] if after_agent else END
-
-    def to_tools(ai: AIMessage, state: dict[str, Any]) -> str | list[Send]:
-        # the reply's calls no answer has yet, each to the tools; none: the model again
-        calls, invalid = _open_calls(ai, state["messages"], strategy.names)
-        pending = ai.model_copy(update={"tool_calls": calls, "invalid_tool_calls": invalid})
-        return tools_node.dispatch(pending, state["messages"]) or enter_model(state)
-
-    def calls_of(ai: AIMessage, state: dict[str, Any]) -> str | list[Send]:
-        if approve_node is not None and approve_node.needs_review(state):
-            return APPROVE
-        return to_tools(ai, state)
-
-    def route_after_model(state: dict[str, Any]) -> str | list[Send]:
-        # as create_agent's model-to-tools edge: the latest reply's calls that no answer
-        # (a hook's, a structured answer's) has yet go on; all answered: the model again,
-        # unless a structured answer ended the run; no calls: the end
-        messages = state["messages"]
-        ai = last_ai_message(messages)
-        if ai is None:
-            return leave(state)
-        if not (ai.tool_calls or ai.invalid_tool_calls):
-            if (
-                structured_node is not None
-                and ai is messages[-1]
-                and not ai.additional_kwargs.get(STOP_REASON_KEY)
-            ):
-                return STRUCTURED  # the model's answer, in the shape asked for
-            return leave(state)
-        if any(_open_calls(ai, messages, strategy.names)):
-            return calls_of(ai, state)
-        if strategy.answered(state):
-            return leave(state)  # the schema tool's call, taken: the structured answer
-        return enter_model(state)
-
-    def route_after_approve(state: dict[str, Any]) -> str | list[Send]:
-        # run every call not answered by a rejection; all rejected: back to the model
-        ai = last_ai_message(state["messages"])
-        return enter_model(state) if ai is None else to_tools(ai, state)
-
-    def after_hook(
-        then: Callable[[dict[str, Any]], Any], *, ending: bool = False
-    ) -> Callable[[dict[str, Any]], Any]:
-        # a hook's jump_to goes first (as in create_agent); else the chain goes on
-        def route(state: dict[str, Any]) -> Any:
-            jump = state.get("jump_to")
-            if jump == "end":
-                return END if ending else leave(state)
-            if jump == "model":
-                return enter_model(state)
-            if jump == "tools":
-                ai = last_ai_message(state["messages"])
-                return calls_of(ai, state) if ai is not None else enter_model(state)
-            return then(state)
-
-        return route
-
-    builder = StateGraph(
-        with_fields(GraphDebugState if keep_model_input else GraphState, schemas, "State"),
-        context_schema=context_schema,
-        # the graph's own fields (and create_agent's jump_to) are never input
-        input_schema=with_fields(
-            FncallInput, schemas, "Input", exclude={*get_type_hints(GraphDebugState), "jump_to"}
-        ),
-        output_schema=with_fields(
-            FncallDebugState if keep_model_input else FncallState, schemas, "Output"
-        ),
-    )
-    ends = [after_agent[0]] if after_agent else [END]
-    calls = [APPROVE, TOOLS] if interrupt_on else [TOOLS]
+    builder = _builder(keep_model_input, hooks.state_schemas(state_schema), context_schema)
+    calls = [APPROVE, TOOLS] if approve_node is not None else [TOOLS]
     # drawn: the hand-over when native calling fails; in a native graph, a call of a
     # thread that switched to a prompt dialect, to be rendered first
     handovers = [REACT_FALLBACK, ADAPTER] if model_node.render_node else [REACT_FALLBACK]
-    # where a model call starts: where an edge chooses (it reads the state anyway), the
-    # adapter for a prompt dialect's thread, else the model
-    if before_model:
-        entries = [before_model[0]]
-    else:
-        entries = [ADAPTER, MODEL] if initial.native else [ADAPTER]
     if after_model:
-        model: Step = Step(MODEL, model_node.invoke, model_node.ainvoke)
+        model_step = Step.of(MODEL, model_node)
     else:
         # the model's reply says where the run goes: its calls (to approval or the
         # tools), the structured answer, the end, or the model again (its calls all
         # answered in the step: a schema tool's, a wrap_model_call's answers)
-        model = RoutedStep(MODEL, model_node.invoke, model_node.ainvoke, route_after_model)
+        model_step = RoutedStep.of(MODEL, model_node, route=routes.route_after_model)
         handovers += [*calls, *ends, *([STRUCTURED] if structured_node is not None else [])]
         if strategy.names or hooks.wrap_model_call is not None:
             handovers += entries  # as create_agent draws it
-    builder.add_node(ADAPTER, Step(ADAPTER, adapter_node.invoke, adapter_node.ainvoke))
-    builder.add_node(MODEL, model, destinations=tuple(dict.fromkeys(handovers)))
-    builder.add_node(
-        REACT_FALLBACK, Step(REACT_FALLBACK, fallback_node.invoke, fallback_node.ainvoke)
-    )
-    builder.add_node(TOOLS, Step(TOOLS, tools_node.invoke, tools_node.ainvoke))
+    builder.add_node(ADAPTER, Step.of(ADAPTER, AdapterNode(boundary)))
+    builder.add_node(MODEL, model_step, destinations=tuple(dict.fromkeys(handovers)))
+    builder.add_node(REACT_FALLBACK, Step.of(REACT_FALLBACK, ReactFallbackNode(plan)))
+    builder.add_node(TOOLS, Step.of(TOOLS, tools_node))
     builder.add_edge(ADAPTER, MODEL)
     builder.add_edge(REACT_FALLBACK, ADAPTER)
-    everywhere = [*entries, ADAPTER, MODEL, *calls, *ends]
-    for hook, chain in chains.items():
-        for i, node in enumerate(chain):
-            middleware_of = next(m for m in hooks.with_hook(hook) if hook_name(m, hook) == node)
-            hook_node = HookNode(middleware_of, hook)
-            builder.add_node(node, Step(node, hook_node.invoke, hook_node.ainvoke))
-            nxt = chain[i + 1] if i + 1 < len(chain) else None
-            if hook == "before_agent":
-                then: Callable[[dict[str, Any]], Any] = (
-                    (lambda s, n=nxt: n) if nxt else enter_model  # type: ignore[misc]
-                )
-            elif hook == "before_model":
-                then = (lambda s, n=nxt: n) if nxt else to_model  # type: ignore[misc]
-            elif hook == "after_model":
-                then = (lambda s, n=nxt: n) if nxt else route_after_model  # type: ignore[misc]
-            else:
-                then = lambda s, n=nxt: n or END  # type: ignore[misc]  # noqa: E731
-            targets = [*everywhere, *(chain[i + 1 : i + 2] or []), STRUCTURED, END]
-            if structured_node is None:
-                targets.remove(STRUCTURED)
-            route = after_hook(then, ending=hook == "after_agent")
-            builder.add_conditional_edges(node, Route(route), list(dict.fromkeys(targets)))
+    _add_hooks(builder, hooks, chains, routes, [*entries, ADAPTER, MODEL, *calls, *ends])
     builder.add_edge(START, before_agent[0] if before_agent else first)
     if structured_node is not None:
-        builder.add_node(
-            STRUCTURED, Step(STRUCTURED, structured_node.invoke, structured_node.ainvoke)
-        )
-        builder.add_conditional_edges(STRUCTURED, Route(leave), ends)
+        builder.add_node(STRUCTURED, Step.of(STRUCTURED, structured_node))
+        builder.add_conditional_edges(STRUCTURED, Route(routes.leave), ends)
     if approve_node is not None:
-        builder.add_node(APPROVE, Step(APPROVE, approve_node.invoke, approve_node.ainvoke))
-        builder.add_conditional_edges(APPROVE, Route(route_after_approve), [TOOLS, *entries])
+        builder.add_node(APPROVE, Step.of(APPROVE, approve_node))
+        builder.add_conditional_edges(APPROVE, Route(routes.route_after_approve), [TOOLS, *entries])
     if after_model:
         builder.add_edge(MODEL, after_model[0])
     if strategy.names:
-        # a reply's schema call gave the answer: the run ends once its tools ran
-        def after_tools(state: dict[str, Any]) -> str:
-            return leave(state) if strategy.answered(state) else first
-
-        builder.add_conditional_edges(TOOLS, Route(after_tools), [first, *ends])
+        builder.add_conditional_edges(TOOLS, Route(routes.after_tools), [first, *ends])
     else:
         builder.add_edge(TOOLS, first)
 
     graph = builder.compile(checkpointer=checkpointer, store=store, name=name, debug=debug)
-    run_config: dict[str, Any] = {
-        "recursion_limit": max_iterations * _STEPS_PER_ITERATION + 12,
-        "max_concurrency": max_concurrency,
-    }
-    if checkpointer is not None and checkpointer is not False:
-        # the graph-level default LangGraph reads when invoke() gets no durability
-        run_config["configurable"] = {
-            CONFIG_KEY_DURABILITY: durability,
-            MULTITASK_KEY: multitask,
-            LEASE_KEY: lease,
-        }
     return FncallGraph.of(
-        graph.with_config(**run_config),
+        graph.with_config(**_run_config(options)),
         input_keys=frozenset(get_type_hints(builder.input_schema)),
         pauses=approve_node is not None,
     )

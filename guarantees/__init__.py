@@ -78,6 +78,7 @@ if TYPE_CHECKING:
         NOT_RUN_KEY,
         error_answer,
     )
+    from .options import GraphOptions, check_option
     from .repeats import (
         DEFAULT_MAX_REPEATS,
         REPEAT_KEY,
@@ -128,6 +129,8 @@ _HOMES = {
     "wait_for_running_calls": "daemon_workers",
     "NOT_RUN_KEY": "error_answers",
     "error_answer": "error_answers",
+    "GraphOptions": "options",
+    "check_option": "options",
     "DEFAULT_MAX_REPEATS": "repeats",
     "REPEAT_KEY": "repeats",
     "calls_that_run": "repeats",
@@ -157,6 +160,7 @@ __all__ = [
     "DialectPlan",
     "EditDecision",
     "EditedAction",
+    "GraphOptions",
     "InterruptMode",
     "ModelBoundary",
     "RejectDecision",
@@ -170,6 +174,7 @@ __all__ = [
     "bind_decisions",
     "call_claim",
     "calls_that_run",
+    "check_option",
     "current_turn",
     "decision_response_schema",
     "decision_schema",

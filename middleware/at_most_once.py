@@ -12,7 +12,7 @@ from langgraph.types import Command
 
 from fncall_graph.adapters.checkpoint.claims import DEFAULT_LEASE
 from fncall_graph.adapters.tool_effects import is_idempotent
-from fncall_graph.guarantees import arun_claimed, call_claim, run_claimed
+from fncall_graph.guarantees import arun_claimed, call_claim, check_option, run_claimed
 
 __all__ = ["AtMostOnceMiddleware"]
 
@@ -85,14 +85,9 @@ class AtMostOnceMiddleware(AgentMiddleware):
         self, *, idempotent_tools: Sequence[str] = (), lease: float | None = DEFAULT_LEASE
     ) -> None:
         super().__init__()
-        if isinstance(idempotent_tools, str):
-            raise TypeError(
-                f"idempotent_tools must be a list of tool names, got the string {idempotent_tools!r}"
-            )
-        if lease is not None and not lease > 0:
-            raise ValueError(f"lease must be a positive number of seconds or None, got {lease!r}")
-        self.idempotent_tools = frozenset(idempotent_tools)
-        self.lease = lease
+        # the rules create_fncall_graph applies to the same arguments
+        self.idempotent_tools = frozenset(check_option("idempotent_tools", idempotent_tools))
+        self.lease = check_option("lease", lease)
 
     def wrap_tool_call(
         self,

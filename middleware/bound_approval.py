@@ -20,6 +20,7 @@ from fncall_graph.guarantees import (
     InterruptMode,
     RejectDecision,
     RespondDecision,
+    check_option,
     error_answer,
 )
 from fncall_graph.nodes.approve import ApproveNode
@@ -178,11 +179,9 @@ class BoundApprovalMiddleware(AgentMiddleware):
         interrupt_mode: InterruptMode = "batched",
     ) -> None:
         super().__init__()
-        if not isinstance(interrupt_on, Mapping):
-            raise TypeError(
-                "interrupt_on must be a dict of tool name -> True, False or "
-                f"{{'allowed_decisions': [...]}}; got {type(interrupt_on).__name__}"
-            )
+        # the rules create_fncall_graph applies to the same arguments
+        check_option("interrupt_on", interrupt_on)
+        check_option("interrupt_mode", interrupt_mode)
         if edit_notice is not None and not isinstance(edit_notice, str):
             raise TypeError(f"edit_notice must be a string or None; got {edit_notice!r}")
         configs: dict[str, Any] = {

@@ -22,9 +22,8 @@ from langgraph.types import Command
 from fncall_graph.adapters import Dialect, get_dialect
 from fncall_graph.adapters.formats.registry import DialectName, PromptDialectName
 from fncall_graph.adapters.models import initial_dialect
-from fncall_graph.adapters.models.call_format import check_call_format
 from fncall_graph.adapters.models.chat_model import DialectChatModel, with_dialect
-from fncall_graph.guarantees import DialectPlan
+from fncall_graph.guarantees import DialectPlan, check_option
 from fncall_graph.nodes.model import DEFAULT_MAX_CALLS_PER_REPLY, bounded_calls
 from fncall_graph.nodes.react_fallback import REASON_KEY, ReactFallbackNode
 from fncall_graph.nodes.tools import invalid_call_message
@@ -135,19 +134,12 @@ class DialectMiddleware(AgentMiddleware[DialectState, Any, Any]):
         max_calls_per_reply: int | None = DEFAULT_MAX_CALLS_PER_REPLY,
     ) -> None:
         super().__init__()
-        if max_calls_per_reply is not None and max_calls_per_reply < 1:
-            raise ValueError(
-                f"max_calls_per_reply must be at least 1 or None, got {max_calls_per_reply}"
-            )
-        self.max_calls_per_reply = max_calls_per_reply
+        # the rules create_fncall_graph applies to the same arguments
+        self.max_calls_per_reply = check_option("max_calls_per_reply", max_calls_per_reply)
         auto = isinstance(dialect, str) and dialect == "auto"
         self.dialect: Dialect | None = None if auto else get_dialect(dialect)
-        self.fallback = get_dialect(fallback)
-        if self.fallback.native:
-            raise ValueError(
-                f"fallback must be a prompt dialect (hermes, qwen, react), got {fallback!r}"
-            )
-        self.call_format = None if call_format is None else check_call_format(call_format)
+        self.fallback: Dialect = check_option("fallback", fallback)
+        self.call_format = check_option("call_format", call_format)
         self._plans: dict[str, DialectPlan] = {}
         self._wrapped: OrderedDict[tuple[int, str], tuple[Any, DialectChatModel]] = OrderedDict()
         self._lock = threading.Lock()
