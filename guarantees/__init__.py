@@ -14,7 +14,9 @@ or a middleware of ``create_agent``), imported from here by its name:
 * **repeats** — the repeat guard: a read made again in the same turn answered from the
   history;
 * **boundary** — the thread's dialect now (:class:`DialectPlan`) and the model bound for it
-  (:class:`ModelBoundary`), shared by the ``adapter`` and ``model`` nodes.
+  (:class:`ModelBoundary`), shared by the ``adapter`` and ``model`` nodes;
+* **options** — one rule per option (:func:`check_option`), so the factory
+  (:class:`GraphOptions`, checked once) and the middleware refuse a bad value alike.
 
 Example:
     >>> from fncall_graph.guarantees import error_answer
