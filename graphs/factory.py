@@ -246,11 +246,13 @@ def create_fncall_graph(
             write, as MCP's defaults have it (see
             :mod:`~fncall_graph.adapters.tool_effects`).
         interrupt_mode: ``"batched"`` (default): one interrupt per reply, as above;
-            ``"per_call"``: one interrupt per gated call, in order, shaped like
-            LangChain's ``HumanInTheLoopMiddleware(interrupt_mode="per_call")``
+            ``"per_call"``: one interrupt per gated call, all pending at once, shaped
+            like LangChain's ``HumanInTheLoopMiddleware(interrupt_mode="per_call")``
             (``{"type": "tool_approval", "tool_call_id", "name", "args", "description"}``
-            and a ``response_schema`` for one decision), each answered with one decision
-            (``Command(resume={interrupt.id: {"type": "approve"}})``).
+            and a ``response_schema`` for one decision), answered by id with one
+            decision each, together or some at a time
+            (``Command(resume={interrupt.id: {"type": "approve"}, ...})``); the reply's
+            calls run once every gated one is decided.
         durability: when a step's checkpoint is saved (LangGraph's ``durability``):
             ``"sync"`` (default) saves it before the next step starts, so after a crash
             only the step that was running re-runs (a tool call in flight is not run
