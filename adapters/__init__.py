@@ -5,28 +5,9 @@ Nothing here knows about graphs; nodes call into this package.
 
 from __future__ import annotations
 
-from .formats.base import (
-    CallEvent,
-    ContentDelta,
-    Dialect,
-    InvalidCallEvent,
-    PromptDialect,
-    ReasoningDelta,
-)
+from .formats.base import Dialect
 from .formats.normalize import normalize
 from .formats.registry import get_dialect
-from .formats.schema import ToolSpec
 from .models.chat_model import with_dialect
 
-__all__ = [
-    "CallEvent",
-    "ContentDelta",
-    "Dialect",
-    "InvalidCallEvent",
-    "PromptDialect",
-    "ReasoningDelta",
-    "ToolSpec",
-    "get_dialect",
-    "normalize",
-    "with_dialect",
-]
+__all__ = ["Dialect", "get_dialect", "normalize", "with_dialect"]

@@ -51,7 +51,7 @@ ENTRY_POINTS = {
     "with_dialect": "from fncall_graph import with_dialect",
     "normalize": "from fncall_graph import normalize",
     "fncall-graph --help": (
-        "from fncall_graph.cli import build_parser; build_parser().format_help()"
+        "from fncall_graph.cli.main import build_parser; build_parser().format_help()"
     ),
 }
 

@@ -31,7 +31,8 @@ from pathlib import Path
 
 from langchain_core.messages import AIMessage
 
-from fncall_graph.adapters import PromptDialect, get_dialect
+from fncall_graph.adapters import get_dialect
+from fncall_graph.adapters.formats.base import PromptDialect
 from fncall_graph.adapters.formats.readers import AUTO
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))

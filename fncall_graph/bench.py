@@ -42,7 +42,7 @@ from fncall_graph.cli.resources import MCP_LOG, default_db_path, stderr_into
 from fncall_graph.examples import database_assistant as example
 from fncall_graph.graphs import create_fncall_graph
 
-__all__ = ["default_modes", "measure", "run_mode"]
+__all__ = ["default_modes", "measure"]
 
 TABLES = ("students", "sqlite_sequence", "log")
 COLUMNS = {"students": ("name", "age"), "log": ("action", "timestamp"), "sqlite_sequence": ("seq",)}

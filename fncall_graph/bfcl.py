@@ -39,7 +39,7 @@ from langchain_core.messages import AIMessage
 from fncall_graph.adapters import with_dialect
 from fncall_graph.adapters.models import resolve_model
 
-__all__ = ["CATEGORIES", "BFCLDataError", "calls_match", "load_items", "measure", "tools_of"]
+__all__ = ["BFCLDataError", "measure"]
 
 CATEGORIES: tuple[str, ...] = ("simple", "multiple", "parallel", "parallel_multiple", "irrelevance")
 """The categories measured, in the order they run."""

@@ -39,7 +39,6 @@ from fncall_graph.adapters.tool_effects import is_idempotent, is_read_only
 from fncall_graph.guarantees import (
     DEFAULT_MAX_REPEATS,
     arun_claimed,
-    astored_result,
     call_claim,
     error_answer,
     in_daemon_thread,
@@ -53,10 +52,8 @@ __all__ = [
     "DEFAULT_MAX_STORED_RESULT_CHARS",
     "DEFAULT_TOOL_TIMEOUT",
     "ToolDispatchNode",
-    "astored_result",
     "invalid_call_message",
     "stored_result",
-    "tool_error_message",
     "writes_by_annotation",
 ]
 

@@ -34,7 +34,7 @@ from .claim_aware import ClaimAware
 from .claims.store import _aiosqlite_file
 from .retries import Retries
 
-__all__ = ["CheckpointWriteError", "DurableAsyncSqliteSaver", "DurableSqliteSaver"]
+__all__ = ["CheckpointWriteError"]
 
 # the savers' logger, whose records these were before they had a module of their own
 log = logging.getLogger("fncall_graph.adapters.checkpoint.savers")

@@ -64,10 +64,10 @@ from langgraph.checkpoint.base import (
 from langgraph.checkpoint.serde.base import SerializerProtocol
 
 from .claims.store import asaver_connection, saver_connection
-from .message_blocks import MESSAGES_TABLE, Encoded, MessageHistory, Row, StoredMessageMissing
+from .message_blocks import MESSAGES_TABLE, Encoded, MessageHistory, Row
 from .saver_mixins import SaverMixins
 
-__all__ = ["MESSAGES_TABLE", "MessageHistory", "StoredMessageMissing", "stores_messages_once"]
+__all__ = []
 
 S = TypeVar("S", bound=BaseCheckpointSaver)
 

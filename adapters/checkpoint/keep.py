@@ -63,7 +63,7 @@ from langgraph.checkpoint.base import (
 from .claims.store import asaver_connection, saver_connection
 from .saver_mixins import SaverMixins
 
-__all__ = ["CheckpointNotFound", "check_keep", "keeps_checkpoints", "refuses_missing_checkpoints"]
+__all__ = ["CheckpointNotFound"]
 
 log = logging.getLogger(__name__)
 

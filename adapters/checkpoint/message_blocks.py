@@ -26,7 +26,7 @@ from langgraph.checkpoint.serde.base import SerializerProtocol
 
 from fncall_graph._compat import DeltaSnapshot
 
-__all__ = ["MESSAGES_TABLE", "MessageHistory", "StoredMessageMissing"]
+__all__ = []
 
 MESSAGES_TABLE = "fncall_messages"
 

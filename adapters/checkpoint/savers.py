@@ -62,11 +62,8 @@ if TYPE_CHECKING:
     from langgraph.checkpoint.postgres.aio import AsyncPostgresSaver
 
 __all__ = [
-    "DEFAULT_BUSY_TIMEOUT",
     "CheckpointNotFound",
     "CheckpointWriteError",
-    "DurableAsyncSqliteSaver",
-    "DurableSqliteSaver",
     "async_postgres_saver",
     "async_sqlite_saver",
     "postgres_saver",

@@ -26,18 +26,12 @@ from .errors import (
 )
 
 if TYPE_CHECKING:
-    from ..formats.schema import clean_schema
     from .config import parse_mcp_config
-    from .oauth import OAuthSettings
     from .prompts import MCPPrompt
-    from .results import MCPArtifact
     from .toolkit import MCPToolkit, load_mcp_tools
 
 _LAZY = {
-    "clean_schema": "..formats.schema",
     "parse_mcp_config": ".config",
-    "OAuthSettings": ".oauth",
-    "MCPArtifact": ".results",
     "MCPPrompt": ".prompts",
     "MCPToolkit": ".toolkit",
     "load_mcp_tools": ".toolkit",
@@ -55,15 +49,12 @@ def __dir__() -> list[str]:
 
 
 __all__ = [
-    "MCPArtifact",
     "MCPAuthError",
     "MCPCallOutcomeUnknown",
     "MCPConfigError",
     "MCPPrompt",
     "MCPServerError",
     "MCPToolkit",
-    "OAuthSettings",
-    "clean_schema",
     "load_mcp_tools",
     "parse_mcp_config",
 ]

@@ -33,7 +33,7 @@ from .connections import (
 from .errors import MCPConfigError
 from .oauth import OAuthSettings
 
-__all__ = ["oauth_settings", "parse_mcp_config"]
+__all__ = ["parse_mcp_config"]
 
 logger = logging.getLogger(__name__)
 

@@ -10,7 +10,7 @@ from typing import Any, TypeVar
 
 from .stack import wire
 
-__all__ = ["callable_tools"]
+__all__ = []
 
 # the sessions' logger, whose records these were before they had a module of their own
 logger = logging.getLogger("fncall_graph.adapters.mcp.sessions")

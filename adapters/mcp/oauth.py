@@ -32,7 +32,7 @@ from pydantic import AliasChoices, AnyUrl, BaseModel, ConfigDict, Field
 from ..secrets import private_folder
 from .errors import MCPAuthError
 
-__all__ = ["OAuthSettings", "TokenCache", "default_token_dir"]
+__all__ = []
 
 log = logging.getLogger(__name__)
 

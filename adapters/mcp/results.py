@@ -19,7 +19,7 @@ from mcp.types import CallToolResult
 
 from .stack import wire
 
-__all__ = ["MCPArtifact"]
+__all__ = []
 
 
 class MCPArtifact(TypedDict, total=False):

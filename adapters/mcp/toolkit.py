@@ -80,14 +80,12 @@ from .errors import MCPConfigError, MCPServerError
 from .oauth import AuthorizePage, OAuthSettings, oauth_for, open_in_browser
 from .prompts import MCPPrompt, get_prompt, list_prompts
 from .resources import resource_tools
-from .results import MCPArtifact
 from .sampling import sampler
 from .sessions import Server
 from .tools import listed_tool, make_tool
 
 __all__ = [
     "DEFAULT_CALL_TIMEOUT",
-    "MCPArtifact",
     "MCPPrompt",
     "MCPToolkit",
     "load_mcp_tools",

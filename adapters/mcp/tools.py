@@ -22,7 +22,7 @@ from .stack import wire
 if TYPE_CHECKING:
     from .sessions import Server
 
-__all__ = ["result_for_model"]
+__all__ = []
 
 
 #: What a tool's call runs: its hooks and arguments in, the message's content and artifact out.

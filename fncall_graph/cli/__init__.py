@@ -31,6 +31,6 @@ dialect; errors in one line), :mod:`.terminal` (what the person sees), :mod:`.se
 (a thread's turns), :mod:`.approval` (decisions at the terminal).
 """
 
-from .main import build_parser, main
+from .main import main
 
-__all__ = ["build_parser", "main"]
+__all__ = ["main"]

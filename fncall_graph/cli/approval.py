@@ -11,7 +11,7 @@ from fncall_graph.guarantees import bind_decisions
 from .resources import CLIError
 from .terminal import UI, shown
 
-__all__ = ["TerminalReview"]
+__all__ = []
 
 
 class TerminalReview:

@@ -21,7 +21,7 @@ from fncall_graph.graphs import environment
 
 from .terminal import UI, _first_line, shown
 
-__all__ = ["MCP_LOG", "URL_MAX_TOKENS", "default_db_path", "load_model", "stderr_into"]
+__all__ = ["MCP_LOG", "default_db_path", "stderr_into"]
 
 PROG = "fncall-graph"
 DIALECTS = ("auto", *DIALECT_NAMES)

@@ -13,7 +13,7 @@ from typing import Any, ClassVar, TextIO
 
 from fncall_graph.trace import ModelCallRecord
 
-__all__ = ["UI", "shown"]
+__all__ = []
 
 
 # What stays as it is in text of many lines (``lines=True``): its line breaks and tabs,

@@ -34,11 +34,9 @@ __all__ = [
     "QUESTIONS",
     "READ_TOOLS",
     "SYSTEM_PROMPT",
-    "WRITE_TOOLS",
     "make_database",
     "mark_read_only",
     "sqlite_config",
-    "sqlite_server_command",
     "table_rows",
 ]
 

@@ -24,7 +24,7 @@ except ImportError:  # mcp 1.x
     from mcp.server.fastmcp import FastMCP  # type: ignore[no-redef]
 from mcp.types import ToolAnnotations
 
-__all__ = ["get_weather", "main", "mcp"]
+__all__ = ["get_weather"]
 
 mcp = FastMCP(name="weather")
 

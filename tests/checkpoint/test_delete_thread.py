@@ -18,13 +18,12 @@ from fncall_graph.adapters.checkpoint import (
     sqlite_saver,
 )
 from fncall_graph.adapters.checkpoint.claims import (
-    CLAIMS_TABLE,
     SWEEP_IDLE,
-    aforget_deleted_threads,
     claims_for,
     forget_deleted_threads,
     forget_thread,
 )
+from fncall_graph.adapters.checkpoint.claims.store import CLAIMS_TABLE, aforget_deleted_threads
 from fncall_graph.testing import ReplayChatModel
 
 CALL = '<tool_call>\n{"name": "note", "arguments": {"text": "x"}}\n</tool_call>'

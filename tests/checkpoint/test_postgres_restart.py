@@ -86,7 +86,7 @@ def test_a_restart_inside_a_tool_call_leaves_its_claim_settled(server):
     nothing is left waiting (no ToolCallInProgress for the next turn)."""
     import psycopg
 
-    from fncall_graph.adapters.checkpoint.claims import CLAIMS_TABLE
+    from fncall_graph.adapters.checkpoint.claims.store import CLAIMS_TABLE
 
     two_turns(server.url, inside_first_call=lambda: restart(server))
     with psycopg.connect(server.url) as db:
@@ -136,7 +136,7 @@ async def test_async_postgres_saver_recovers_after_a_restart(server):
 async def test_a_restart_inside_an_async_tool_call_leaves_its_claim_settled(server):
     import psycopg
 
-    from fncall_graph.adapters.checkpoint.claims import CLAIMS_TABLE
+    from fncall_graph.adapters.checkpoint.claims.store import CLAIMS_TABLE
 
     await two_async_turns(server.url, inside_first_call=lambda: restart(server))
     with psycopg.connect(server.url) as db:

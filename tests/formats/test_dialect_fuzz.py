@@ -32,15 +32,17 @@ from dialect_variants import PROMPT_VARIANTS
 from langchain_core.messages import AIMessage
 
 from fncall_graph.adapters import (
-    CallEvent,
-    ContentDelta,
     Dialect,
-    InvalidCallEvent,
-    PromptDialect,
-    ReasoningDelta,
     get_dialect,
     normalize,
     with_dialect,
+)
+from fncall_graph.adapters.formats.base import (
+    CallEvent,
+    ContentDelta,
+    InvalidCallEvent,
+    PromptDialect,
+    ReasoningDelta,
 )
 from fncall_graph.adapters.formats.messages import text_of
 from fncall_graph.adapters.formats.stream_reading import restore_read_reply

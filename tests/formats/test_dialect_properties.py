@@ -26,14 +26,13 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
 
-from fncall_graph.adapters import (
+from fncall_graph.adapters import get_dialect
+from fncall_graph.adapters.formats.base import (
     CallEvent,
     ContentDelta,
     InvalidCallEvent,
     PromptDialect,
     ReasoningDelta,
-    ToolSpec,
-    get_dialect,
 )
 from fncall_graph.adapters.formats.events import ParseEvent, ShownMarkup
 from fncall_graph.adapters.formats.messages import text_of
@@ -44,6 +43,7 @@ from fncall_graph.adapters.formats.scanner import (
     _held_from,
     _marker_table,
 )
+from fncall_graph.adapters.formats.schema import ToolSpec
 
 # --------------------------------------------------------------------------- dialects
 

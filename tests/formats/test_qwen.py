@@ -16,7 +16,8 @@ from langchain_core.messages import (
     ToolMessage,
 )
 
-from fncall_graph.adapters import ContentDelta, get_dialect
+from fncall_graph.adapters import get_dialect
+from fncall_graph.adapters.formats.base import ContentDelta
 from fncall_graph.adapters.formats.messages import dumps
 from fncall_graph.adapters.formats.qwen import QwenDialect, describe_tool
 from fncall_graph.adapters.formats.readers.qwen import FN_ARGS, FN_EXIT, FN_NAME, FN_RESULT

@@ -1,7 +1,9 @@
-"""A module's ``__all__`` lists what is imported from it elsewhere: by another room, by the
-tests, scripts, notebooks or the docs (a code block, a doctest, or a name in backticks),
-or by its room's package, which lists it in turn. A name only its own room uses is
-imported by its module path and not listed, so each list says what the module offers.
+"""A module's ``__all__`` lists what the product offers from it: a name another room of the
+product imports, the notebooks import or the docs show (a code block, a doctest, or a name
+in backticks), or one its room's package lists in turn for such a user. The tests, the
+scripts and the benchmarks are no such user: they import what they need by its module
+path, which needs no listing. So each list says what the module offers, and all of them
+together stay short enough to read (``MOST_EXPORTED``).
 
 The public face (``fncall_graph/__init__.py``) lists its public names whoever uses them.
 """
@@ -16,6 +18,7 @@ from collections import defaultdict
 from functools import cache
 from pathlib import Path
 
+import pytest
 from product_code import PACKAGES
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -23,10 +26,10 @@ ROOT = Path(__file__).resolve().parents[2]
 CHECKED = (
     "adapters/__init__.py",
     "adapters/tool_effects.py",
+    "adapters/secrets.py",
     "adapters/models/",
     "adapters/mcp/",
-    "adapters/checkpoint/__init__.py",
-    "adapters/checkpoint/claims/",
+    "adapters/checkpoint/",
     "guarantees/",
     "nodes/",
     "middleware/",
@@ -36,8 +39,31 @@ CHECKED = (
 # the MCP seam: both SDK generations offer the same names, which the seam hands on
 SEAM = ("adapters/mcp/stack.py", "adapters/mcp/_sdk1.py", "adapters/mcp/_sdk2.py")
 FACE = "fncall_graph/__init__.py"
-# where code that imports the product lives, besides the product itself
-USERS = ("tests", "scripts", "bench")
+# the replay model under its earlier name, listed for those who import it from there
+EARLIER = ("fncall_graph/testing.py",)
+# still listed though only the tests import them; each goes from here when its list drops it
+NOT_YET = frozenset(
+    {
+        "adapters/models/call_format.py: FAMILIES",
+        "adapters/models/call_format.py: chat_template_of_file",
+        "adapters/models/call_format.py: forget_call_formats",
+        "adapters/models/call_format.py: format_of_name",
+        "adapters/models/local_server.py: bundled_gguf_path",
+        "adapters/models/local_server.py: shared_server",
+        "adapters/models/local_server.py: stop_shared_server",
+        "adapters/models/structured_output.py: ReplyWithoutCall",
+        "graphs/studio.py: SQLITE_DB_ENV",
+        "graphs/studio.py: default_sqlite_db",
+        "guarantees/__init__.py: RunAnswer",
+        "guarantees/__init__.py: astored_result",
+        "guarantees/__init__.py: unknown_outcome",
+        "guarantees/__init__.py: wait_for_running_calls",
+        "guarantees/claimed_calls.py: unknown_outcome",
+        "guarantees/daemon_workers.py: wait_for_running_calls",
+    }
+)
+# the names all the product's lists hold together, at most
+MOST_EXPORTED = 300
 
 
 def module_name(rel: Path) -> str:
@@ -141,26 +167,23 @@ def parsed(code: str) -> ast.Module:
 
 
 def uses() -> tuple[dict[tuple[str, str], set[str]], set[str]]:
-    """Who uses each (module, name), as rooms; and the names the docs' prose shows."""
+    """Who uses each (module, name): a product module (by its path), ``"docs"``,
+    ``"notebooks"`` or ``"install"`` (the command and the Studio graphs); and the names the
+    docs' prose shows."""
     users: dict[tuple[str, str], set[str]] = defaultdict(set)
-    for path in sorted(p for top in (*PACKAGES, *USERS) for p in (ROOT / top).rglob("*.py")):
+    for path in sorted(p for top in PACKAGES for p in (ROOT / top).rglob("*.py")):
         rel = str(path.relative_to(ROOT))
         text = path.read_text(encoding="utf-8")
-        top = rel.split("/")[0]
-        if top in PACKAGES:
-            module = module_name(path.relative_to(ROOT))
-            for pair in used_names(parsed(text), module, path.name == "__init__.py"):
-                users[pair].add(rel)
-            doctest = "\n".join(
-                line.strip()[4:]
-                for line in text.splitlines()
-                if line.strip().startswith((">>> ", "... "))
-            )
-            for pair in used_names(parsed(doctest)):
-                users[pair].add("docs")
-        else:
-            for pair in used_names(parsed(text)):
-                users[pair].add(top)
+        module = module_name(path.relative_to(ROOT))
+        for pair in used_names(parsed(text), module, path.name == "__init__.py"):
+            users[pair].add(rel)
+        doctest = "\n".join(
+            line.strip()[4:]
+            for line in text.splitlines()
+            if line.strip().startswith((">>> ", "... "))
+        )
+        for pair in used_names(parsed(doctest)):
+            users[pair].add("docs")
     prose: set[str] = set()
     for path in [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]:
         text = path.read_text(encoding="utf-8")
@@ -168,6 +191,15 @@ def uses() -> tuple[dict[tuple[str, str], set[str]], set[str]]:
         for pair in used_names(parsed("\n\n".join(blocks))):
             users[pair].add("docs")
         prose.update(re.findall(r"`(?:[\w.]+\.)?(\w+)`", text))
+        # a call the prose shows in backticks: `MCPToolkit(parse_mcp_config(connections))`
+        for span in re.findall(r"`([^`]+)`", re.sub(r"```.*?```", "", text, flags=re.S)):
+            prose.update(re.findall(r"(\w+)\(", span) if "\n\n" not in span else ())
+    # what the install and a LangGraph server run: the command, the Studio graphs
+    for path in (ROOT / "pyproject.toml", ROOT / "langgraph.json"):
+        text = path.read_text(encoding="utf-8")
+        for match in re.finditer(r"fncall_graph(?:\.\w+)+:\w+", text):
+            if hit := by_path(match.group(0).replace(":", ".")):
+                users[hit].add("install")
     for path in sorted((ROOT / "notebooks").glob("*.ipynb")):
         cells = json.loads(path.read_text(encoding="utf-8"))["cells"]
         code = "\n".join("".join(c["source"]) for c in cells if c["cell_type"] == "code")
@@ -177,19 +209,35 @@ def uses() -> tuple[dict[tuple[str, str], set[str]], set[str]]:
     return users, prose
 
 
-@cache
-def listed(rel: str) -> list[str]:
+def literal_list(rel: str) -> list[str] | None:
+    """A module's ``__all__`` when it is written out (a list or tuple of strings)."""
     tree = ast.parse((ROOT / rel).read_text(encoding="utf-8"))
     for node in tree.body:
         targets = node.targets if isinstance(node, ast.Assign) else []
         if isinstance(node, ast.AnnAssign):
             targets = [node.target]
         if any(getattr(t, "id", "") == "__all__" for t in targets):
-            return list(ast.literal_eval(node.value))  # type: ignore[arg-type]
-    return []
+            with contextlib.suppress(ValueError):
+                return list(ast.literal_eval(node.value))  # type: ignore[arg-type]
+    return None
 
 
-def test_every_listed_name_is_imported_outside_its_room() -> None:
+@cache
+def listed(rel: str) -> list[str]:
+    return literal_list(rel) or []
+
+
+def exported_count() -> dict[str, int]:
+    """How many names each of the product's written-out ``__all__`` lists holds, by path.
+
+    The face's list is built from its lazy map (``sorted(_EXPORTS)``), so it is not
+    counted: each of its names is listed again by the module it comes from.
+    """
+    counts = {rel: len(names) for rel in MODULES.values() if (names := literal_list(rel))}
+    return dict(sorted(counts.items()))
+
+
+def test_every_listed_name_is_offered_to_the_product_docs_or_notebooks() -> None:
     users, prose = uses()
     packages = {m: rel for m, rel in MODULES.items() if rel.endswith("__init__.py")}
 
@@ -198,7 +246,7 @@ def test_every_listed_name_is_imported_outside_its_room() -> None:
         for user in users.get((module, name), ()):
             if user == rel:
                 continue
-            if room(user) != room(rel):  # another room, the tests, the docs, ...
+            if room(user) != room(rel):  # another room, the docs, the notebooks
                 return True
             package = next((m for m, r in packages.items() if r == user), None)
             if package and package != module and name in listed(user) and offered(package, name):
@@ -208,11 +256,28 @@ def test_every_listed_name_is_imported_outside_its_room() -> None:
     unused = sorted(
         f"{rel}: {name}"
         for module, rel in MODULES.items()
-        if rel.startswith(CHECKED) and rel not in (*SEAM, FACE)
+        if rel.startswith(CHECKED) and rel not in (*SEAM, FACE, *EARLIER)
         for name in listed(rel)
-        if not offered(module, name)
+        if not offered(module, name) and f"{rel}: {name}" not in NOT_YET
     )
-    assert not unused, "listed, but used only in its own room:\n" + "\n".join(unused)
+    assert not unused, (
+        "listed, but not used by another room, the docs or the notebooks (the tests import "
+        "it by its module path):\n" + "\n".join(unused)
+    )
+
+
+@pytest.mark.xfail(
+    reason="the lists of adapters/formats/ and adapters/models/ are still held to the earlier "
+    "rule (a name the tests import is listed)",
+    strict=False,
+)
+def test_the_lists_hold_at_most_the_names_the_product_offers() -> None:
+    counts = exported_count()
+    biggest = sorted(counts.items(), key=lambda item: -item[1])[:10]
+    assert sum(counts.values()) <= MOST_EXPORTED, (
+        f"{sum(counts.values())} names listed, at most {MOST_EXPORTED}; the longest lists: "
+        + ", ".join(f"{rel} {n}" for rel, n in biggest)
+    )
 
 
 def test_the_rooms_are_the_layouts() -> None:

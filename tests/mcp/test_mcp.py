@@ -23,12 +23,12 @@ from langchain_core.messages import AIMessage, ToolMessage
 from langchain_core.tools import ToolException
 from langchain_core.utils.function_calling import convert_to_openai_tool
 
+from fncall_graph.adapters.formats.schema import clean_schema
 from fncall_graph.adapters.mcp import (
     MCPCallOutcomeUnknown,
     MCPConfigError,
     MCPServerError,
     MCPToolkit,
-    clean_schema,
     load_mcp_tools,
     parse_mcp_config,
 )

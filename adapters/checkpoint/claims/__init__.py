@@ -66,15 +66,13 @@ from .owner import Owner as Owner
 from .owner import Status as Status
 from .owner import _start_time as _start_time
 from .owner import lost_run as lost_run
+from .store import DEFAULT_BUSY_TIMEOUT as DEFAULT_BUSY_TIMEOUT
 from .store import (
-    CLAIMS_TABLE,
     SWEEP_IDLE,
-    aforget_deleted_threads,
     aforget_thread,
     forget_deleted_threads,
     forget_thread,
 )
-from .store import DEFAULT_BUSY_TIMEOUT as DEFAULT_BUSY_TIMEOUT
 from .store import _Finish as _Finish
 from .store import _Get as _Get
 from .store import _Insert as _Insert
@@ -91,7 +89,6 @@ from .thread_runs import (
 # the names imported `as` themselves serve the savers beside this package, and tests that
 # play another process or drive a store directly
 __all__ = [
-    "CLAIMS_TABLE",
     "DEFAULT_LEASE",
     "LEASE_KEY",
     "MULTITASK_KEY",
@@ -108,7 +105,6 @@ __all__ = [
     "ToolCallClaimed",
     "ToolCallInProgress",
     "ToolCallTakenOver",
-    "aforget_deleted_threads",
     "aforget_thread",
     "athread_run",
     "claim_in_task",

@@ -24,14 +24,7 @@ from langgraph.checkpoint.memory import InMemorySaver
 
 from .owner import ClaimKey, ClaimRow, Status
 
-__all__ = [
-    "CLAIMS_TABLE",
-    "SWEEP_IDLE",
-    "aforget_deleted_threads",
-    "aforget_thread",
-    "forget_deleted_threads",
-    "forget_thread",
-]
+__all__ = ["SWEEP_IDLE", "aforget_thread", "forget_deleted_threads", "forget_thread"]
 
 log = logging.getLogger(__name__)
 
