@@ -19,10 +19,10 @@ from typing import Any
 
 from langchain_core.messages.tool import ToolCall
 
-from .call_args import nests_too_deep, python_literal
-from .schema import ToolLike, to_tool_specs
+from .base import ToolLike, to_tool_specs
+from .calls import nests_too_deep, python_literal
 
-__all__ = ["tool_schemas", "typed_args", "typed_call"]
+__all__ = []
 
 _NO_VALUE = object()
 

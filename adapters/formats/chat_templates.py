@@ -26,7 +26,7 @@ from .readers.json_tags import GIGACHAT_SEPS
 from .readers.kimi import K3_TAGS
 from .readers.xml_params import FUNCTION, NS
 
-__all__ = ["TEMPLATE_MARKERS", "format_of_template"]
+__all__ = ["format_of_template"]
 
 
 def _opens(name: str) -> tuple[str, ...]:

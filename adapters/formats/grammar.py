@@ -40,13 +40,7 @@ from typing import Any
 
 from .readers.qwen import FN_ARGS, FN_NAME
 
-__all__ = [
-    "call_grammar",
-    "grammar_extra_body",
-    "grammar_max_bytes",
-    "qwen_call_grammar",
-    "schema_to_gbnf",
-]
+__all__ = ["grammar_max_bytes", "schema_to_gbnf"]
 
 #: Most characters in one JSON string a grammar admits.
 MAX_STRING_CHARS = 128

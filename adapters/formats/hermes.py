@@ -41,16 +41,22 @@ from langchain_core.messages import (
     SystemMessage,
 )
 
-from .base import PromptDialect
-from .events import ParseEvent
+from .base import (
+    PromptDialect,
+    ToolLike,
+    dumps,
+    group_tool_results,
+    reasoning_of,
+    text_of,
+    to_tool_specs,
+)
+from .calls import ParseEvent
 from .markup import THINK, TOOL_CALL, Block
-from .messages import dumps, group_tool_results, reasoning_of, text_of
 from .normalize import normalize
 from .readers import KNOWN_MARKUP
 from .readers.tool_call_tag import read_tool_call, tool_call_may_close
-from .schema import ToolLike, to_tool_specs
 
-__all__ = ["HISTORY_WORDING", "TOOLS_PROMPT", "HermesDialect", "HistoryWording"]
+__all__ = []
 
 _OPEN, _CLOSE = TOOL_CALL.open, TOOL_CALL.close[0]
 #: Hermes' result tag: each tool result goes back to the model inside it.

@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
-__all__ = ["CHATML", "TOOL_CALL", "Block"]
+__all__ = ["TOOL_CALL"]
 
 
 @dataclass(frozen=True)

@@ -15,15 +15,13 @@ from typing import Any, ClassVar
 
 from langchain_core.messages import AIMessage, BaseMessage
 
-from .base import Dialect
-from .events import ContentDelta, ParseEvent, StreamParser
-from .neutralise import neutralise
+from .base import Dialect, ToolLike, neutralise
+from .calls import ContentDelta, ParseEvent, StreamParser
 from .normalize import normalize
 from .readers import KNOWN_MARKUP
 from .readers.qwen import QWEN_MARKERS
-from .schema import ToolLike
 
-__all__ = ["NativeDialect"]
+__all__ = []
 
 
 class _TextStreamParser(StreamParser):

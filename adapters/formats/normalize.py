@@ -21,20 +21,16 @@ from langchain_core.messages import AIMessage, BaseMessage
 from langchain_core.messages.tool import InvalidToolCall, ToolCall
 
 from .arg_types import tool_schemas, typed_call
-from .base import Dialect
-from .call_ids import CallIds, merge_calls, unparsed_calls, used_call_ids
-from .detection import auto_read, opened_thought, quoting_answer, read_text
-from .events import MARKUP_FORMAT_KEY
-from .messages import split_content, text_of
-from .placement import explains_its_calls
+from .base import Dialect, ToolLike, split_content, text_of
+from .calls import MARKUP_FORMAT_KEY, CallIds, merge_calls, unparsed_calls, used_call_ids
+from .own_calls import Echoes, auto_read, opened_thought, quoting_answer, read_text
+from .own_calls import echo_sources as _echo_texts
 from .readers import get_reader
-from .reading import Echoes
-from .reading import echo_sources as _echo_texts
 from .registry import get_dialect
-from .schema import ToolLike
+from .scanner import explains_its_calls
 from .stream_reading import StreamReading, fitted_call
 
-__all__ = ["MARKUP_FORMAT_KEY", "CallIds", "normalize", "used_call_ids"]
+__all__ = ["MARKUP_FORMAT_KEY", "normalize", "used_call_ids"]
 
 
 def normalize(
@@ -112,7 +108,7 @@ def normalize(
             :data:`~fncall_graph.adapters.formats.readers.CALL_FORMATS`; ``None``:
             detected.
         echo_sources: the messages before the reply (their tool results and user messages
-            are read), the texts themselves, or an :class:`~.reading.Echoes` made of them;
+            are read), the texts themselves, or an :class:`~.own_calls.Echoes` made of them;
             see above.
 
     Raises:

@@ -42,24 +42,23 @@ from langchain_core.messages import (
     ToolMessage,
 )
 
-from .base import PromptDialect
-from .events import ParseEvent, StreamParser
+from .base import (
+    PromptDialect,
+    ToolLike,
+    ToolSpec,
+    dumps,
+    group_tool_results,
+    text_of,
+    to_tool_specs,
+)
+from .calls import ParseEvent, StreamParser
 from .markup import THINK, Block
-from .messages import dumps, group_tool_results, text_of
 from .normalize import normalize
 from .readers import KNOWN_MARKUP
 from .readers.qwen import COLONS, FN_ARGS, FN_EXIT, FN_NAME, FN_RESULT, QWEN_MARKERS, read_calls
 from .scanner import MarkupStreamParser
-from .schema import ToolLike, ToolSpec, to_tool_specs
 
-__all__ = [
-    "PHRASES",
-    "Lang",
-    "QwenDialect",
-    "QwenPhrases",
-    "describe_tool",
-    "tool_system_prompt",
-]
+__all__ = []
 
 
 Lang = Literal["en", "zh"]

@@ -68,37 +68,37 @@ from langchain_core.messages import (
 )
 from langchain_core.messages.tool import tool_call
 
-from .base import PromptDialect
-from .call_args import (
+from .base import (
+    ZERO_WIDTH_SPACE,
+    PromptDialect,
+    ToolLike,
+    ToolSpec,
+    dumps,
+    group_tool_results,
+    reasoning_of,
+    text_of,
+    to_tool_specs,
+)
+from .calls import (
     TOO_DEEP,
+    CallEvent,
+    ContentDelta,
+    ParseEvent,
+    brackets_closed,
     call_from_object,
     coerce_args,
+    find_unquoted,
     invalid,
     loads_lenient,
     nests_too_deep,
     new_call_id,
 )
-from .events import CallEvent, ContentDelta, ParseEvent
-from .json_text import brackets_closed, find_unquoted
 from .markup import THINK, Block
-from .messages import dumps, group_tool_results, reasoning_of, text_of
-from .neutralise import ZERO_WIDTH_SPACE
 from .normalize import normalize
-from .placement import shown_as_example
 from .readers import KNOWN_MARKUP
-from .schema import ToolLike, ToolSpec, to_tool_specs
+from .scanner import shown_as_example
 
-__all__ = [
-    "ACTION",
-    "BARE_INPUT_KEY",
-    "OBSERVATION",
-    "STOP",
-    "SYSTEM_PROMPT",
-    "THOUGHT",
-    "ReActDialect",
-    "fenced_action",
-    "single_input",
-]
+__all__ = []
 
 # ReAct's markers, each written once; its blocks and tables are made of them
 STOP = "Observation:"

@@ -29,34 +29,28 @@ from langchain_core.messages.tool import (
 from langchain_core.utils.json import parse_partial_json
 
 from .arg_types import tool_schemas, typed_call
-from .base import Dialect
-from .call_ids import CallIds, call_key, field_call, field_unreadable, unmatched
-from .detection import MARKUP_STARTS, quotes_its_calls, quoting_answer
-from .events import (
+from .base import Dialect, split_content, text_of
+from .calls import (
     MARKUP_FORMAT_KEY,
     CallEvent,
+    CallIds,
     ContentDelta,
     InvalidCallEvent,
     ParseEvent,
     ReasoningDelta,
     StreamParser,
+    call_key,
+    field_call,
+    field_unreadable,
+    unmatched,
 )
-from .messages import split_content, text_of
-from .placement import explains_its_calls
+from .own_calls import MARKUP_STARTS, Echoes, quotes_its_calls, quoting_answer
 from .readers import get_reader
 from .readers.bare import BARE_STARTS
 from .readers.whole_reply import OPENERS, may_be_calls_only
-from .reading import Echoes
+from .scanner import explains_its_calls
 
-__all__ = [
-    "READ_REPLY_KEY",
-    "HeldMarkup",
-    "ReadingPlan",
-    "StreamReading",
-    "fitted_call",
-    "read_reply",
-    "restore_read_reply",
-]
+__all__ = ["StreamReading", "fitted_call", "read_reply", "restore_read_reply"]
 
 
 class ReadingPlan(Protocol):

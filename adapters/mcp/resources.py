@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 import pydantic
 from langchain_core.tools import StructuredTool, ToolException
 
-from ..formats.schema import clean_schema
+from ..formats.base import clean_schema
 from .listing import paginate
 from .results import MCPArtifact, contents_for_model
 from .stack import MCPError, wire

@@ -8,7 +8,7 @@ from collections.abc import Mapping
 from typing import Any
 from urllib.parse import unquote
 
-from ..formats.schema import clean_schema
+from ..formats.base import clean_schema
 
 __all__ = []
 

@@ -44,15 +44,7 @@ from ..formats.base import Dialect
 from ..formats.chat_templates import format_of_template
 from ..formats.readers import CALL_FORMATS
 
-__all__ = [
-    "FAMILIES",
-    "CallFormat",
-    "chat_template_of_file",
-    "check_call_format",
-    "forget_call_formats",
-    "format_of_name",
-    "resolve_call_format",
-]
+__all__ = ["CallFormat", "check_call_format", "resolve_call_format"]
 
 #: The key of a model's ``metadata`` that declares its call format (a spec's ``?format=``).
 CALL_FORMAT_KEY = "fncall_call_format"

@@ -51,14 +51,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from langchain_openai import ChatOpenAI
 
-__all__ = [
-    "DEFAULT_CHAT_TEMPLATE",
-    "LocalModelServer",
-    "LocalServerError",
-    "bundled_gguf_path",
-    "shared_server",
-    "stop_shared_server",
-]
+__all__ = ["DEFAULT_CHAT_TEMPLATE", "MODEL_ALIAS", "LocalModelServer", "LocalServerError"]
 
 #: Chat template for SmolLM2: its own ChatML turns and default system prompt, plus the
 #: Hermes tool block (tools in ``<tools>``, calls in ``<tool_call>``, results in

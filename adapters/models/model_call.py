@@ -29,12 +29,11 @@ from langchain_core.runnables.configurable import DynamicRunnable
 from langchain_core.tools import BaseTool
 from langchain_core.utils.function_calling import convert_to_openai_tool
 
-from ..formats.base import Dialect, text_of
+from ..formats.base import Dialect, text_of, to_tool_spec, to_tool_specs
 from ..formats.grammar import schema_to_gbnf
 from ..formats.normalize import normalize, used_call_ids
+from ..formats.own_calls import Echoes, echo_sources
 from ..formats.readers import get_reader
-from ..formats.reading import Echoes, echo_sources
-from ..formats.schema import to_tool_spec, to_tool_specs
 from ..formats.stream_reading import StreamReading, fitted_call
 from .call_format import resolve_call_format
 from .capabilities import accepts_grammar
@@ -42,6 +41,7 @@ from .structured_output import JSON_OUTPUT_KEY, asking_for_json, repaired_json, 
 
 __all__ = ["SEES_WRAPPED_RUN", "ModelCall"]
 
+# -- the tools bound: what bind_tools binds, and the model bound natively once per list
 # bound with the tools: the tools as given to bind_tools, before conversion
 GIVEN_TOOLS = "dialect_tools"
 # bound with the tools: bind_tools' ``strict`` and ``parallel_tool_calls``
@@ -126,6 +126,7 @@ def chosen_tools(tools: list[Any] | None, tool_choice: Any) -> list[Any] | None:
     return picked
 
 
+# -- the chat model inside a bound or configurable runnable
 def chat_model_in(model: Any) -> BaseChatModel:
     """The chat model a runnable wraps: itself, a binding's, a configurable one's default.
 
@@ -146,6 +147,7 @@ def chat_model_in(model: Any) -> BaseChatModel:
     return inner
 
 
+# -- one model call: sent, its reply read once
 #: A callback handler with this attribute set to ``True`` also sees the wrapped model's
 #: own run (the rendered prompt it was sent, its reply before reading). Every other
 #: handler (usage counters, tracers, ``astream_events``) sees one chat-model run per
@@ -309,6 +311,7 @@ def _context_handlers_muted() -> Iterator[None]:
             var.reset(token)
 
 
+# -- a call made ready
 def prepare_call(
     messages: list[BaseMessage],
     stop: list[str] | None,

@@ -32,10 +32,9 @@ from langchain_core.utils.function_calling import convert_to_json_schema
 from langchain_core.utils.pydantic import is_basemodel_subclass
 from pydantic import BaseModel, ValidationError
 
-from ..formats.base import loads_lenient, text_of
-from ..formats.schema import to_tool_spec
+from ..formats.base import loads_lenient, text_of, to_tool_spec
 
-__all__ = ["ReplyWithoutCall"]
+__all__ = ["requested_json"]
 
 #: bound keyword argument of a call whose reply is to be JSON: ``{"schema": ...}``
 #: (a JSON schema, or ``None`` for any object)

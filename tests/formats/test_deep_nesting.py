@@ -21,7 +21,7 @@ from langchain_core.messages.tool import tool_call_chunk
 from langchain_core.outputs import ChatGeneration, ChatGenerationChunk, ChatResult
 
 from fncall_graph.adapters import get_dialect, with_dialect
-from fncall_graph.adapters.formats.call_args import MAX_ARGS_DEPTH, coerce_args, loads_lenient
+from fncall_graph.adapters.formats.calls import MAX_ARGS_DEPTH, coerce_args, loads_lenient
 from fncall_graph.adapters.formats.normalize import normalize
 from fncall_graph.adapters.formats.stream_reading import restore_read_reply
 

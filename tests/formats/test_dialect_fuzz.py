@@ -37,14 +37,13 @@ from fncall_graph.adapters import (
     normalize,
     with_dialect,
 )
-from fncall_graph.adapters.formats.base import (
+from fncall_graph.adapters.formats.base import PromptDialect, text_of
+from fncall_graph.adapters.formats.calls import (
     CallEvent,
     ContentDelta,
     InvalidCallEvent,
-    PromptDialect,
     ReasoningDelta,
 )
-from fncall_graph.adapters.formats.messages import text_of
 from fncall_graph.adapters.formats.stream_reading import restore_read_reply
 from fncall_graph.testing import ReplayChatModel
 

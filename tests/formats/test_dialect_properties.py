@@ -27,23 +27,22 @@ from hypothesis import strategies as st
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
 
 from fncall_graph.adapters import get_dialect
-from fncall_graph.adapters.formats.base import (
+from fncall_graph.adapters.formats.base import PromptDialect, ToolSpec, text_of
+from fncall_graph.adapters.formats.calls import (
     CallEvent,
     ContentDelta,
     InvalidCallEvent,
-    PromptDialect,
+    ParseEvent,
     ReasoningDelta,
+    ShownMarkup,
 )
-from fncall_graph.adapters.formats.events import ParseEvent, ShownMarkup
-from fncall_graph.adapters.formats.messages import text_of
-from fncall_graph.adapters.formats.placement import is_label
 from fncall_graph.adapters.formats.scanner import (
     MarkupStreamParser,
     _find_from,
     _held_from,
     _marker_table,
+    is_label,
 )
-from fncall_graph.adapters.formats.schema import ToolSpec
 
 # --------------------------------------------------------------------------- dialects
 

@@ -21,7 +21,7 @@ from langchain_core.tools import tool
 
 from fncall_graph import create_fncall_graph
 from fncall_graph.adapters import get_dialect, normalize, with_dialect
-from fncall_graph.adapters.formats.neutralise import ZERO_WIDTH_SPACE
+from fncall_graph.adapters.formats.base import ZERO_WIDTH_SPACE
 from fncall_graph.adapters.formats.stream_reading import restore_read_reply
 from fncall_graph.testing import ReplayChatModel
 

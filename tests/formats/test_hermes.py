@@ -25,7 +25,7 @@ from langchain_core.messages import (
 )
 
 from fncall_graph.adapters import get_dialect
-from fncall_graph.adapters.formats.events import (
+from fncall_graph.adapters.formats.calls import (
     CallEvent,
     ContentDelta,
     InvalidCallEvent,

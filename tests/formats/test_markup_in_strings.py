@@ -25,8 +25,12 @@ from langchain_core.messages import AIMessage, AIMessageChunk, BaseMessage
 from langchain_core.outputs import ChatGeneration, ChatGenerationChunk, ChatResult
 
 from fncall_graph.adapters import get_dialect, with_dialect
-from fncall_graph.adapters.formats.events import StreamParser
-from fncall_graph.adapters.formats.json_text import find_unquoted, in_json_string, split_unquoted
+from fncall_graph.adapters.formats.calls import (
+    StreamParser,
+    find_unquoted,
+    in_json_string,
+    split_unquoted,
+)
 from fncall_graph.adapters.formats.normalize import normalize
 from fncall_graph.adapters.formats.readers import AUTO, READERS, Reader
 from fncall_graph.adapters.formats.stream_reading import restore_read_reply

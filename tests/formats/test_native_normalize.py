@@ -13,7 +13,7 @@ import pytest
 from langchain_core.messages import AIMessage, AIMessageChunk, HumanMessage, ToolMessage
 
 from fncall_graph.adapters import get_dialect, normalize
-from fncall_graph.adapters.formats.events import ContentDelta
+from fncall_graph.adapters.formats.calls import ContentDelta
 
 IMAGE_GEN_ARGS = {"prompt": "a cat under a cherry tree"}
 IMAGE_GEN = (

@@ -9,8 +9,8 @@ import pytest
 from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 
 from fncall_graph.adapters import get_dialect, normalize
+from fncall_graph.adapters.formats.base import text_of
 from fncall_graph.adapters.formats.markup import CHATML
-from fncall_graph.adapters.formats.messages import text_of
 from fncall_graph.adapters.formats.readers import READERS
 from fncall_graph.adapters.formats.stream_reading import restore_read_reply
 from fncall_graph.adapters.models.chat_model import with_dialect

@@ -1,4 +1,4 @@
-"""Where a call stands: made by the model, or only shown (adapters/formats/placement.py).
+"""Where a call stands: made by the model, or only shown (adapters/formats/scanner.py).
 
 Both sides of the rule, in every call format, read whole and streamed: markup that a
 reply shows where Markdown or prose quotes it (a list item's text, a blockquote, code,
@@ -19,9 +19,9 @@ from langchain_core.tools import tool
 from test_known_format import WEATHER, WRITE
 
 from fncall_graph.adapters import normalize, with_dialect
-from fncall_graph.adapters.formats.events import CallEvent, ContentDelta, ShownMarkup
-from fncall_graph.adapters.formats.placement import Placement, explains_its_calls
+from fncall_graph.adapters.formats.calls import CallEvent, ContentDelta, ShownMarkup
 from fncall_graph.adapters.formats.readers import get_reader
+from fncall_graph.adapters.formats.scanner import Placement, explains_its_calls
 from fncall_graph.adapters.formats.stream_reading import restore_read_reply
 from fncall_graph.testing import ReplayChatModel
 

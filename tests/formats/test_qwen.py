@@ -17,11 +17,10 @@ from langchain_core.messages import (
 )
 
 from fncall_graph.adapters import get_dialect
-from fncall_graph.adapters.formats.base import ContentDelta
-from fncall_graph.adapters.formats.messages import dumps
+from fncall_graph.adapters.formats.base import ToolSpec, dumps, to_tool_spec
+from fncall_graph.adapters.formats.calls import ContentDelta
 from fncall_graph.adapters.formats.qwen import QwenDialect, describe_tool
 from fncall_graph.adapters.formats.readers.qwen import FN_ARGS, FN_EXIT, FN_NAME, FN_RESULT
-from fncall_graph.adapters.formats.schema import ToolSpec, to_tool_spec
 
 FIXTURES = Path(__file__).parents[1] / "fixtures"
 DATA: dict[str, Any] = json.loads((FIXTURES / "seed003_qwen.json").read_text(encoding="utf-8"))

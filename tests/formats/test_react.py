@@ -24,13 +24,13 @@ from langchain_core.messages import (
 from langchain_core.tools import StructuredTool
 
 from fncall_graph.adapters import get_dialect, normalize, with_dialect
-from fncall_graph.adapters.formats.events import (
+from fncall_graph.adapters.formats.base import text_of
+from fncall_graph.adapters.formats.calls import (
     CallEvent,
     ContentDelta,
     InvalidCallEvent,
     ReasoningDelta,
 )
-from fncall_graph.adapters.formats.messages import text_of
 from fncall_graph.adapters.formats.react import ReActDialect
 from fncall_graph.adapters.formats.stream_reading import restore_read_reply
 from fncall_graph.testing import ReplayChatModel

@@ -21,9 +21,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from langchain_core.messages import AIMessage
 
-from fncall_graph.adapters.formats.detection import markup_dialect
-from fncall_graph.adapters.formats.events import ContentDelta
+from fncall_graph.adapters.formats.calls import ContentDelta
 from fncall_graph.adapters.formats.normalize import normalize
+from fncall_graph.adapters.formats.own_calls import markup_dialect
 from fncall_graph.adapters.formats.readers import AUTO, READERS
 
 MARKERS = sorted(

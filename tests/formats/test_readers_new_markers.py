@@ -26,7 +26,7 @@ from test_readers import (
     streamed,
 )
 
-from fncall_graph.adapters.formats.detection import markup_dialect
+from fncall_graph.adapters.formats.own_calls import markup_dialect
 from fncall_graph.adapters.formats.readers import AUTO
 
 Calls = list[tuple[str, dict[str, Any]]]

@@ -1,6 +1,6 @@
 """A tool's name and input schema, whatever form the tool came in (a LangChain tool, a
 function or pydantic model, an OpenAI tool dict, an MCP tool dict), are read by one rule:
-``to_tool_spec`` (``adapters/formats/schema.py``); the wrapper's calls ask it too."""
+``to_tool_spec`` (``adapters/formats/base.py``); the wrapper's calls ask it too."""
 
 from __future__ import annotations
 
@@ -13,10 +13,10 @@ from pydantic import BaseModel
 from typing_extensions import TypedDict
 
 from fncall_graph.adapters import with_dialect
-from fncall_graph.adapters.formats.schema import to_tool_spec
+from fncall_graph.adapters.formats.base import to_tool_spec
 from fncall_graph.replay import ReplayChatModel
 
-HOME = "adapters/formats/schema.py"
+HOME = "adapters/formats/base.py"
 # the schema as written, not the cleaned one: a call grammar holds arguments to all of it
 GRAMMAR = "adapters/formats/grammar.py"
 # the tools node checks arguments against an MCP tool's schema as its server wrote it

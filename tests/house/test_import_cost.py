@@ -102,7 +102,7 @@ def test_names_moved_out_of_the_import_path_still_import_from_where_they_were() 
     import fncall_graph.adapters.mcp as mcp_package
     from fncall_graph import MCPToolkit, load_mcp_tools
     from fncall_graph._compat import ChatOpenAIMaxTokens
-    from fncall_graph.adapters.formats.schema import clean_schema
+    from fncall_graph.adapters.formats.base import clean_schema
     from fncall_graph.adapters.mcp import MCPAuthError, MCPPrompt, parse_mcp_config
     from fncall_graph.adapters.mcp import toolkit as toolkit_module
     from fncall_graph.adapters.mcp.errors import MCPServerError

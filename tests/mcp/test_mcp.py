@@ -23,7 +23,7 @@ from langchain_core.messages import AIMessage, ToolMessage
 from langchain_core.tools import ToolException
 from langchain_core.utils.function_calling import convert_to_openai_tool
 
-from fncall_graph.adapters.formats.schema import clean_schema
+from fncall_graph.adapters.formats.base import clean_schema
 from fncall_graph.adapters.mcp import (
     MCPCallOutcomeUnknown,
     MCPConfigError,

@@ -19,7 +19,7 @@ from typing import Any, ClassVar
 from langchain_core.messages import AIMessage, BaseMessage
 
 from ..base import PromptDialect
-from ..events import CallEvent, ContentDelta, InvalidCallEvent, ParseEvent, StreamParser
+from ..calls import CallEvent, ContentDelta, InvalidCallEvent, ParseEvent, StreamParser
 from ..markup import CHATML, THINK, Block
 from ..scanner import MarkupStreamParser
 from .bare import BareCalls
@@ -38,17 +38,7 @@ from .tool_call_tag import ToolCallTagReader
 from .whole_reply import PythonicTagReader, may_be_calls_only, read_whole_reply
 from .xml_params import FunctionTagReader, MinimaxReader, SeedOssReader, Step3Reader
 
-__all__ = [
-    "AUTO",
-    "CALL_FORMATS",
-    "KNOWN_MARKUP",
-    "NO_CALL_MARKUP",
-    "READERS",
-    "AutoReader",
-    "KnownFormat",
-    "Reader",
-    "get_reader",
-]
+__all__ = ["CALL_FORMATS", "get_reader"]
 
 READERS: tuple[Reader, ...] = (
     ToolCallTagReader(),

@@ -28,17 +28,22 @@ from langchain_core.messages import AIMessage, BaseMessage
 from langchain_core.messages.tool import InvalidToolCall, ToolCall
 
 from ..base import PromptDialect
-from ..call_args import invalid
-from ..events import CallEvent, ContentDelta, InvalidCallEvent, ParseEvent, StreamParser
-from ..json_text import brackets_closed
+from ..calls import (
+    CallEvent,
+    ContentDelta,
+    InvalidCallEvent,
+    ParseEvent,
+    StreamParser,
+    brackets_closed,
+    invalid,
+)
 from ..markup import THINK, TOOL_CALL, Block
-from ..placement import Placement
-from ..scanner import MarkupStreamParser
+from ..scanner import MarkupStreamParser, Placement
 from .base import read_json_calls
 from .mistral import TOOL_CALLS
 from .whole_reply import PYTHONIC, read_pythonic, read_whole_reply
 
-__all__ = ["BARE_STARTS", "BareCalls", "bare_calls", "xlam_unwrapped"]
+__all__ = []
 
 
 class _InlineCalls(StreamParser):

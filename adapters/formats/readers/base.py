@@ -11,7 +11,7 @@ A new format is one file with one :class:`Reader` and one line in the registry
 
 Values read as text are typed once, by the tool's schema, in
 :mod:`~fncall_graph.adapters.formats.arg_types` (for every format); arguments JSON cannot
-carry make a call unreadable (:func:`~fncall_graph.adapters.formats.call_args.coerce_args`).
+carry make a call unreadable (:func:`~fncall_graph.adapters.formats.calls.coerce_args`).
 """
 
 from __future__ import annotations
@@ -22,32 +22,24 @@ from typing import Any, ClassVar
 
 from langchain_core.messages.tool import tool_call
 
-from ..call_args import (
+from ..calls import (
     TOO_DEEP,
+    CallEvent,
+    ContentDelta,
+    ParseEvent,
+    brackets_closed,
     call_from_object,
     coerce_args,
+    in_json_string,
     invalid,
     loads_lenient,
     nests_too_deep,
     new_call_id,
     python_literal,
 )
-from ..events import CallEvent, ContentDelta, ParseEvent
-from ..json_text import brackets_closed, in_json_string
 from ..markup import Block
 
-__all__ = [
-    "ARGS_KEYS",
-    "FormatReader",
-    "Reader",
-    "call_event",
-    "json_value",
-    "named_call",
-    "named_call_and_text",
-    "read_json_calls",
-    "strict_prefix",
-    "text_args",
-]
+__all__ = []
 
 #: Where formats put a call's arguments, tried in this order.
 ARGS_KEYS = ("arguments", "parameters", "args", "input")

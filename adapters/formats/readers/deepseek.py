@@ -25,14 +25,19 @@ import re
 from collections.abc import Iterable, Iterator
 from typing import ClassVar
 
-from ..call_args import invalid
-from ..events import ParseEvent
-from ..json_text import brackets_closed, in_json_string, partition_unquoted, split_unquoted
+from ..calls import (
+    ParseEvent,
+    brackets_closed,
+    in_json_string,
+    invalid,
+    partition_unquoted,
+    split_unquoted,
+)
 from ..markup import Block
 from .base import Reader, named_call
 from .xml_params import STEP_CALLS
 
-__all__ = ["CALLS_BEGIN", "END_OF_SENTENCE", "DeepSeekReader"]
+__all__ = []
 
 CALLS_BEGIN, CALLS_END = "<｜tool▁calls▁begin｜>", "<｜tool▁calls▁end｜>"
 CALL_BEGIN, CALL_END, SEP = "<｜tool▁call▁begin｜>", "<｜tool▁call▁end｜>", "<｜tool▁sep｜>"

@@ -27,13 +27,12 @@ import re
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 
-from ..call_args import invalid
-from ..events import ParseEvent
+from ..calls import ParseEvent, invalid
 from ..markup import EOS, Block
 from .base import FormatReader, named_call, text_args
 from .deepseek import END_OF_SENTENCE
 
-__all__ = ["DSML", "GCML", "INVOKE_FORMATS", "InvokeReader"]
+__all__ = []
 
 
 @dataclass(frozen=True)

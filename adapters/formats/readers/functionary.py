@@ -18,13 +18,11 @@ import re
 from collections.abc import Iterable, Iterator
 from typing import ClassVar
 
-from ..call_args import invalid
-from ..events import ContentDelta, ParseEvent
-from ..json_text import brackets_closed, in_json_string
+from ..calls import ContentDelta, ParseEvent, brackets_closed, in_json_string, invalid
 from ..markup import Block
 from .base import Reader, named_call, named_call_and_text, strict_prefix
 
-__all__ = ["MARKER", "FunctionaryReader", "bare_recipient"]
+__all__ = []
 
 MARKER = ">>>"
 _RECIPIENT = re.compile(r"[A-Za-z_][\w.\-]*")

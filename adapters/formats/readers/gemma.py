@@ -28,12 +28,11 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
-from ..call_args import invalid
-from ..events import ParseEvent
+from ..calls import ParseEvent, invalid
 from ..markup import Block
 from .base import FormatReader, Reader, json_value, named_call
 
-__all__ = ["GEMMA_FORMATS", "GemmaReader", "GemmaThoughtReader", "read_gemma_calls"]
+__all__ = []
 
 
 @dataclass(frozen=True)

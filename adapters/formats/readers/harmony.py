@@ -21,13 +21,11 @@ import re
 from collections.abc import Iterable, Iterator
 from typing import ClassVar
 
-from ..call_args import invalid
-from ..events import ParseEvent
-from ..json_text import brackets_closed
+from ..calls import ParseEvent, brackets_closed, invalid
 from ..markup import Block
 from .base import Reader, named_call
 
-__all__ = ["CHANNEL", "END", "HarmonyReader"]
+__all__ = []
 
 _NAME = re.compile(r"^\s*(?:functions\.)?([\w.\-]+)")
 #: harmony's special tokens; its markers are made of them

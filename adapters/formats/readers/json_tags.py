@@ -46,14 +46,13 @@ import re
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 
-from ..call_args import invalid
-from ..events import ParseEvent
+from ..calls import ParseEvent, invalid
 from ..markup import CHATML, EOS, THINK, TOOL_CALL, TOOL_CALL_END, Block
 from .base import ARGS_KEYS, FormatReader, named_call, read_json_calls
 from .tool_call_tag import read_tool_call
 from .whole_reply import PYTHONIC, read_pythonic
 
-__all__ = ["GIGACHAT_SEPS", "JSON_TAG_FORMATS", "JsonTagReader"]
+__all__ = []
 
 
 @dataclass(frozen=True)

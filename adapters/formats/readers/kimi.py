@@ -31,13 +31,11 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
-from ..call_args import invalid
-from ..events import ParseEvent
-from ..json_text import brackets_closed, partition_unquoted, split_unquoted
+from ..calls import ParseEvent, brackets_closed, invalid, partition_unquoted, split_unquoted
 from ..markup import CHATML, TOOL_CALL_END, Block
 from .base import Reader, named_call
 
-__all__ = ["CALL", "K3_TAGS", "SECTION", "KimiK3Reader", "KimiReader"]
+__all__ = []
 
 SECTION = ("<|tool_calls_section_begin|>", "<|tool_calls_section_end|>")
 CALL, ARGS, END = "<|tool_call_begin|>", "<|tool_call_argument_begin|>", TOOL_CALL_END

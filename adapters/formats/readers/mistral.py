@@ -20,13 +20,11 @@ import re
 from collections.abc import Iterable, Iterator
 from typing import ClassVar
 
-from ..call_args import invalid
-from ..events import ParseEvent
-from ..json_text import brackets_closed, in_json_string
+from ..calls import ParseEvent, brackets_closed, in_json_string, invalid
 from ..markup import EOS, Block
 from .base import Reader, named_call_and_text, read_json_calls, strict_prefix
 
-__all__ = ["TOOL_CALLS", "MistralReader"]
+__all__ = []
 
 #: Mistral's call token (tokenizer v3 and v11+), and its reasoning block (Magistral)
 TOOL_CALLS = "[TOOL_CALLS]"

@@ -21,13 +21,11 @@ import re
 from collections.abc import Iterable, Iterator
 from typing import ClassVar
 
-from ..call_args import invalid
-from ..events import ParseEvent
-from ..json_text import brackets_closed, partition_unquoted, split_unquoted
+from ..calls import ParseEvent, brackets_closed, invalid, partition_unquoted, split_unquoted
 from ..markup import Block
 from .base import Reader, named_call
 
-__all__ = ["PlamoReader"]
+__all__ = []
 
 
 def _tag(name: str) -> str:

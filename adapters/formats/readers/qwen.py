@@ -21,11 +21,19 @@ from collections.abc import Iterator
 
 from langchain_core.messages.tool import tool_call
 
-from ..call_args import coerce_args, invalid, nests_too_deep, new_call_id
-from ..events import CallEvent, ContentDelta, ParseEvent
-from ..json_text import find_unquoted, in_json_string
+from ..calls import (
+    CallEvent,
+    ContentDelta,
+    ParseEvent,
+    coerce_args,
+    find_unquoted,
+    in_json_string,
+    invalid,
+    nests_too_deep,
+    new_call_id,
+)
 
-__all__ = ["FN_ARGS", "FN_EXIT", "FN_NAME", "FN_RESULT"]
+__all__ = []
 
 FN_NAME = "✿FUNCTION✿"
 FN_ARGS = "✿ARGS✿"

@@ -11,11 +11,11 @@ Engine: agent runtimes' argument repair (LiteLLM, hermes-agent); no server makes
 
 from __future__ import annotations
 
-from ..events import CallEvent, InvalidCallEvent, ParseEvent
+from ..calls import CallEvent, InvalidCallEvent, ParseEvent
 from ..markup import Block
 from .base import Reader
 
-__all__ = ["json_call_repaired"]
+__all__ = []
 
 
 def json_call_repaired(

@@ -26,13 +26,12 @@ import re
 from collections.abc import Iterable, Iterator
 from typing import ClassVar
 
-from ..events import ContentDelta, ParseEvent
-from ..json_text import in_json_string
+from ..calls import ContentDelta, ParseEvent, in_json_string
 from ..markup import THINK, TOOL_CALL, Block
 from .base import Reader, read_json_calls
 from .xml_params import FUNCTION, not_inside_value, read_arg_pairs, read_function_calls
 
-__all__ = ["ToolCallTagReader", "read_tool_call", "tool_call_may_close"]
+__all__ = ["ToolCallTagReader"]
 
 # GLM: a bare tool name, then <arg_key> pairs or nothing
 _GLM = re.compile(r"[^\s<>{}\[\]\"']+\s*(?:<tool_sep>\s*)?(?:<arg_key>|$)")

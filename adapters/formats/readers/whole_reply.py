@@ -38,22 +38,21 @@ import re
 from collections.abc import Iterable, Mapping
 from typing import Any, ClassVar
 
-from ..call_args import TOO_DEEP, invalid, literal_value, nests_too_deep
-from ..events import CallEvent, ParseEvent
-from ..json_text import brackets_closed, in_json_string
+from ..calls import (
+    TOO_DEEP,
+    CallEvent,
+    ParseEvent,
+    brackets_closed,
+    in_json_string,
+    invalid,
+    literal_value,
+    nests_too_deep,
+)
 from ..markup import Block
 from .base import Reader, call_event, named_call, read_json_calls, strict_prefix
 from .xml_params import read_invokes
 
-__all__ = [
-    "OPENERS",
-    "PYTHONIC",
-    "PythonicTagReader",
-    "may_be_calls_only",
-    "read_pythonic",
-    "read_whole_reply",
-    "whole_reply_format",
-]
+__all__ = []
 
 #: What a reply made only of calls starts with: held back while streaming until it ends.
 OPENERS = ("{", "[", "```")
@@ -219,7 +218,7 @@ def _strings_repaired(body: str) -> str:
 
 
 def _literal(node: ast.expr) -> Any:
-    """A Python literal as JSON (:func:`~..call_args.python_literal`'s rules), with JSON's
+    """A Python literal as JSON (:func:`~..calls.python_literal`'s rules), with JSON's
     ``true``/``false``/``null`` taken as theirs."""
     return literal_value(node)
 

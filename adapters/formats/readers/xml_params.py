@@ -65,9 +65,7 @@ import re
 from collections.abc import Iterable, Iterator
 from typing import Any, ClassVar
 
-from ..call_args import invalid
-from ..events import ContentDelta, ParseEvent
-from ..json_text import find_unquoted, in_json_string
+from ..calls import ContentDelta, ParseEvent, find_unquoted, in_json_string, invalid
 from ..markup import TOOL_CALL, Block
 from .base import (
     Reader,
@@ -77,16 +75,7 @@ from .base import (
     text_args,
 )
 
-__all__ = [
-    "FunctionTagReader",
-    "MinimaxReader",
-    "SeedOssReader",
-    "Step3Reader",
-    "not_inside_value",
-    "read_arg_pairs",
-    "read_function_calls",
-    "read_invokes",
-]
+__all__ = []
 
 FUNCTION, FUNCTION_END = "<function=", "</function>"
 PARAM, PARAM_END = "<parameter=", "</parameter>"
