@@ -52,6 +52,7 @@ __all__ = [
     "plain_answer",
     "resumed_by_id",
     "resumes_by_id",
+    "run_tool_calls_here",
     "streams_tokens",
     "task_answers",
     "task_position",
@@ -283,3 +284,37 @@ async def answer_mcp1_request(session: Any, request_id: int | str, error: Any) -
         return False
     await stream.send(JSONRPCError(jsonrpc="2.0", id=request_id, error=error))
     return True
+
+
+# ToolNode's one-call path (``_func`` without its thread pool): ``ToolNode.invoke`` runs
+# every call in a thread pool it makes per invoke (a thread started per call); a caller
+# that runs the call in a thread of its own anyway (the tools node's sync chain, for its
+# timeout) would otherwise hand each call over twice. The pieces are ToolNode's own.
+from langchain_core.runnables.config import get_config_list  # noqa: E402
+from langgraph._internal._constants import CONF, CONFIG_KEY_RUNTIME  # noqa: E402
+from langgraph.prebuilt.tool_node import ToolNode, ToolRuntime  # noqa: E402
+
+
+def run_tool_calls_here(node: ToolNode, input: Any, config: Any) -> Any:
+    """``node.invoke(input, config)`` with its calls run one after another in the
+    caller's thread, as ToolNode runs them in its pool: each with its ``ToolRuntime``,
+    through ``wrap_tool_call``, the outputs combined as ``invoke`` combines them."""
+    runtime = (config.get(CONF) or {}).get(CONFIG_KEY_RUNTIME)
+    if runtime is None:  # outside a graph's task: ToolNode says what is missing
+        return node.invoke(input, config)
+    calls, input_type = node._parse_input(input)
+    outputs = []
+    for call, cfg in zip(calls, get_config_list(config, len(calls)), strict=True):
+        tool_runtime = ToolRuntime(
+            state=node._extract_state(input, cfg),
+            tool_call_id=call["id"],
+            config=cfg,
+            context=runtime.context,
+            store=runtime.store,
+            stream_writer=runtime.stream_writer,
+            tools=list(node.tools_by_name.values()),
+            execution_info=runtime.execution_info,
+            server_info=runtime.server_info,
+        )
+        outputs.append(node._run_one(call, input_type, tool_runtime))
+    return node._combine_tool_outputs(outputs, input_type)

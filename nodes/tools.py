@@ -32,7 +32,7 @@ from langgraph.prebuilt import ToolNode
 from langgraph.prebuilt.tool_node import ToolCallRequest, ToolCallWrapper
 from langgraph.types import Send
 
-from fncall_graph._compat import has_own_async
+from fncall_graph._compat import has_own_async, run_tool_calls_here
 from fncall_graph.adapters.checkpoint.claims import DEFAULT_LEASE, TaskClaim
 from fncall_graph.adapters.mcp.errors import MCPCallOutcomeUnknown, MCPServerError
 from fncall_graph.adapters.tool_effects import is_idempotent, is_read_only
@@ -264,6 +264,10 @@ class ToolDispatchNode:
             return {"messages": [invalid_call_message(call)]}
         if call.get("type") == _ANSWERED:
             return {"messages": [call["message"]]}
+        if self.timeout is not None:
+            # the sync chain runs the call in a daemon thread (its timeout layer): not
+            # in ToolNode's pool first, a second thread per call
+            return run_tool_calls_here(self.tool_node, payload, config)
         return self.tool_node.invoke(payload, config)
 
     async def ainvoke(self, payload: list[Any], config: RunnableConfig) -> Any:
