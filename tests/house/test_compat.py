@@ -10,12 +10,15 @@ import asyncio
 from typing import Annotated
 
 import pytest
-from langchain_core.messages import AIMessage, HumanMessage, RemoveMessage
+from langchain_core.messages import AIMessage, HumanMessage, RemoveMessage, ToolMessage
 from langchain_core.runnables import RunnableConfig
-from langchain_core.tools import BaseTool, StructuredTool, tool
+from langchain_core.tools import BaseTool, InjectedToolCallId, StructuredTool, tool
 from langgraph.channels import DeltaChannel
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.graph import START, StateGraph
+from langgraph.prebuilt import InjectedState
+from langgraph.prebuilt.tool_node import ToolRuntime
+from langgraph.types import Command
 from typing_extensions import TypedDict
 
 from fncall_graph._compat import (
@@ -371,3 +374,88 @@ def test_a_delta_channel_s_full_copy_is_the_snapshot_type() -> None:
     restored = channel.from_checkpoint(DeltaSnapshot([1, 2]))
     assert restored.get() == [1, 2]
     assert DeltaSnapshot([1]).value == [1]
+
+
+# ToolNode's per-call code, run in the caller's thread (run_tool_calls_here)
+
+
+def _tool_runtime_keywords(function: object) -> set[str]:
+    """The keywords a function's ``ToolRuntime(...)`` call passes."""
+    import ast
+    import inspect
+    import textwrap
+
+    tree = ast.parse(textwrap.dedent(inspect.getsource(function)))
+    return {
+        k.arg
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Call) and getattr(node.func, "id", None) == "ToolRuntime"
+        for k in node.keywords
+    }
+
+
+def test_tool_node_builds_each_call_s_runtime_as_run_tool_calls_here_does() -> None:
+    import dataclasses
+    import inspect
+
+    from langgraph.prebuilt.tool_node import ToolNode, ToolRuntime
+
+    from fncall_graph._compat import run_tool_calls_here
+
+    fields = {f.name for f in dataclasses.fields(ToolRuntime)}
+    # a new field of ToolRuntime, or one ToolNode fills differently, must be passed here too
+    assert _tool_runtime_keywords(ToolNode._func) == fields
+    assert _tool_runtime_keywords(run_tool_calls_here) == fields
+    source = inspect.getsource(ToolNode._func)
+    for step in ("_parse_input", "_extract_state", "_run_one", "_combine_tool_outputs"):
+        assert f"self.{step}(" in source or f"self.{step}," in source, step
+
+
+def test_run_tool_calls_here_gives_what_tool_node_gives() -> None:
+    from langgraph.graph import MessagesState
+    from langgraph.prebuilt import ToolNode
+
+    from fncall_graph._compat import run_tool_calls_here
+
+    @tool
+    def count(state: Annotated[dict, InjectedState]) -> str:
+        """Count the messages."""
+        return str(len(state["messages"]))
+
+    @tool
+    def who(call_id: Annotated[str, InjectedToolCallId], runtime: ToolRuntime) -> str:
+        """Say the call's id and the tools beside it."""
+        return f"{call_id} {runtime.tool_call_id} {sorted(t.name for t in runtime.tools)}"
+
+    @tool
+    def jump(call_id: Annotated[str, InjectedToolCallId]) -> Command:
+        """Answer with a Command."""
+        return Command(update={"messages": [ToolMessage("jumped", tool_call_id=call_id)]})
+
+    @tool
+    def fail(x: int) -> str:
+        """Fail."""
+        raise ValueError("no")
+
+    calls = [
+        {"name": "count", "args": {}, "id": "c1"},
+        {"name": "who", "args": {}, "id": "c2"},
+        {"name": "jump", "args": {}, "id": "c3"},
+        {"name": "fail", "args": {"x": 1}, "id": "c4"},
+    ]
+    node = ToolNode([count, who, jump, fail], handle_tool_errors=True)
+
+    def run(here: bool) -> list[tuple[str, str, str]]:
+        builder = StateGraph(MessagesState)
+        if here:
+            builder.add_node("tools", lambda s, config: run_tool_calls_here(node, s, config))
+        else:
+            builder.add_node("tools", node)
+        builder.add_edge(START, "tools")
+        out = builder.compile().invoke(
+            {"messages": [HumanMessage("go"), AIMessage("", tool_calls=calls)]}
+        )
+        return [(m.tool_call_id, m.content, m.status) for m in out["messages"][2:]]
+
+    assert run(here=True) == run(here=False)
+    assert len(run(here=True)) == 4
