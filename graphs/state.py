@@ -13,7 +13,7 @@ from typing_extensions import TypedDict  # pydantic reads this one on Python 3.1
 from fncall_graph._compat import messages_delta_reducer
 from fncall_graph.guarantees import RenderedInput
 
-__all__ = ["FncallState"]
+__all__ = []
 
 #: Updates of the history between two full copies of it in a checkpoint: a run that
 #: goes on from a checkpoint replays at most this many steps' writes, and a saver that

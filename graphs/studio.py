@@ -86,8 +86,6 @@ from . import environment
 from .factory import create_fncall_graph
 
 __all__ = [
-    "SQLITE_DB_ENV",
-    "default_sqlite_db",
     "open_sqlite_assistant",
     "open_weather_assistant",
     "sqlite_assistant",

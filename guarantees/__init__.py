@@ -38,7 +38,6 @@ if TYPE_CHECKING:
         InterruptMode,
         RejectDecision,
         RespondDecision,
-        RunAnswer,
         StaleApproval,
         answer_tied,
         bind_decisions,
@@ -65,16 +64,13 @@ if TYPE_CHECKING:
     )
     from .claimed_calls import (
         arun_claimed,
-        astored_result,
         call_claim,
         run_claimed,
         stored_result,
-        unknown_outcome,
     )
     from .daemon_workers import (
         in_daemon_thread,
         run_in_daemon_thread,
-        wait_for_running_calls,
     )
     from .error_answers import (
         NOT_RUN_KEY,
@@ -98,7 +94,6 @@ _HOMES = {
     "InterruptMode": "approvals",
     "RejectDecision": "approvals",
     "RespondDecision": "approvals",
-    "RunAnswer": "approvals",
     "StaleApproval": "approvals",
     "answer_tied": "approvals",
     "bind_decisions": "approvals",
@@ -121,14 +116,11 @@ _HOMES = {
     "model_calls_this_turn": "boundary",
     "unparsed_streak": "boundary",
     "arun_claimed": "claimed_calls",
-    "astored_result": "claimed_calls",
     "call_claim": "claimed_calls",
     "run_claimed": "claimed_calls",
     "stored_result": "claimed_calls",
-    "unknown_outcome": "claimed_calls",
     "in_daemon_thread": "daemon_workers",
     "run_in_daemon_thread": "daemon_workers",
-    "wait_for_running_calls": "daemon_workers",
     "NOT_RUN_KEY": "error_answers",
     "error_answer": "error_answers",
     "GraphOptions": "options",
@@ -168,11 +160,9 @@ __all__ = [
     "RejectDecision",
     "RenderedInput",
     "RespondDecision",
-    "RunAnswer",
     "StaleApproval",
     "answer_tied",
     "arun_claimed",
-    "astored_result",
     "bind_decisions",
     "call_claim",
     "calls_that_run",
@@ -197,8 +187,6 @@ __all__ = [
     "run_in_daemon_thread",
     "stored_result",
     "unanswered_calls",
-    "unknown_outcome",
     "unknown_tool",
     "unparsed_streak",
-    "wait_for_running_calls",
 ]

@@ -30,14 +30,7 @@ from pydantic import (
 
 from fncall_graph._compat import resumed_by_id
 
-__all__ = [
-    "ApprovalPending",
-    "new_turn_guard",
-    "no_check",
-    "note_answer",
-    "own_answer_taken",
-    "resume_guard",
-]
+__all__ = ["ApprovalPending"]
 
 
 class StaleApproval(RuntimeError):

@@ -27,7 +27,7 @@ from fncall_graph.adapters.models.model_call import ModelCall
 from fncall_graph.adapters.models.structured_output import requested_json
 from fncall_graph.adapters.secrets import redact_exception, secrets_of
 
-__all__ = ["DialectPlan", "ModelBoundary", "RenderedInput"]
+__all__ = []
 
 
 @dataclass(frozen=True)

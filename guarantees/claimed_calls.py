@@ -24,7 +24,7 @@ from fncall_graph.adapters.checkpoint.claims import (
 
 from .error_answers import error_answer
 
-__all__ = ["arun_claimed", "call_claim", "run_claimed", "unknown_outcome"]
+__all__ = []
 
 
 def _why_unknown(claim: ClaimRow) -> str:

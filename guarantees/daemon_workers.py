@@ -10,7 +10,7 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
-__all__ = ["wait_for_running_calls"]
+__all__ = []
 
 
 class _DaemonWorkers:

@@ -15,7 +15,7 @@ from langchain_core.messages.tool import InvalidToolCall, ToolCall
 
 from fncall_graph.adapters.secrets import redact
 
-__all__ = ["error_answer"]
+__all__ = []
 
 NOT_RUN_KEY = "fncall_not_run"
 """The key of the ``artifact`` of an answer to a call that was never run (a person

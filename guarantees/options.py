@@ -28,7 +28,7 @@ if TYPE_CHECKING:
 
     from .approvals import InterruptMode
 
-__all__ = ["GraphOptions", "check_option"]
+__all__ = []
 
 
 def _at_least_one(name: str, value: Any, *, none_ok: bool = False) -> Any:

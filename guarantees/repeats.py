@@ -59,7 +59,7 @@ from fncall_graph.adapters.tool_effects import is_read_only
 from .boundary import current_turn
 from .error_answers import error_answer, not_run
 
-__all__ = ["DEFAULT_MAX_REPEATS", "REPEAT_KEY"]
+__all__ = []
 
 DEFAULT_MAX_REPEATS = 2
 """Repeats of one read allowed in a user turn by default; the second repeat (the third

@@ -84,12 +84,7 @@ from .sampling import sampler
 from .sessions import Server
 from .tools import listed_tool, make_tool
 
-__all__ = [
-    "DEFAULT_CALL_TIMEOUT",
-    "MCPPrompt",
-    "MCPToolkit",
-    "load_mcp_tools",
-]
+__all__ = ["DEFAULT_CALL_TIMEOUT", "MCPPrompt", "MCPToolkit"]
 
 T = TypeVar("T")
 

@@ -13,7 +13,7 @@ from langchain_core.language_models import BaseChatModel
 from ..formats.base import Dialect
 from ..formats.registry import get_dialect
 
-__all__ = ["accepts_grammar", "declared_dialect", "initial_dialect"]
+__all__ = []
 
 
 def supports_native_tools(model: BaseChatModel) -> bool:

@@ -46,15 +46,7 @@ from .call_format import CALL_FORMAT_KEY, check_call_format
 if TYPE_CHECKING:
     from .openai_compatible import CompatibleChatOpenAI
 
-__all__ = [
-    "CompatibleChatOpenAI",
-    "ModelServerUnreachable",
-    "ModelSpecError",
-    "is_tools_unsupported_error",
-    "packaged_recording",
-    "resolve_model",
-    "unreachable_server",
-]
+__all__ = ["CompatibleChatOpenAI", "ModelServerUnreachable", "resolve_model"]
 
 #: Environment variable read by ``resolve_model(None)``.
 MODEL_ENV = "FNCALL_MODEL"

@@ -19,7 +19,7 @@ from .prompt import cmd_prompt
 from .resources import DB_ENV, DEBUG_ENV, DIALECTS, GRAMMAR_MODES, PROG, CLIError, describe_error
 from .serve_local import cmd_serve_local
 
-__all__ = ["main"]
+__all__ = []
 
 
 def _model_options(p: argparse.ArgumentParser) -> None:

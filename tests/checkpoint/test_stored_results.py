@@ -12,7 +12,7 @@ from langchain_core.tools import tool
 
 from fncall_graph import create_fncall_graph
 from fncall_graph.adapters.checkpoint import async_sqlite_saver, sqlite_saver
-from fncall_graph.guarantees import astored_result
+from fncall_graph.guarantees.claimed_calls import astored_result
 from fncall_graph.nodes.tools import stored_result
 from fncall_graph.testing import ReplayChatModel
 

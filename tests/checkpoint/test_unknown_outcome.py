@@ -8,7 +8,7 @@ import pytest
 
 from fncall_graph.adapters.checkpoint import claims
 from fncall_graph.adapters.checkpoint.claims import ClaimKey, ClaimRow, Owner
-from fncall_graph.guarantees import unknown_outcome
+from fncall_graph.guarantees.claimed_calls import unknown_outcome
 
 CALL = {"name": "write", "args": {}, "id": "c1", "type": "tool_call"}
 

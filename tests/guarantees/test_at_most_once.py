@@ -21,7 +21,7 @@ from langgraph.types import Command, interrupt
 
 from fncall_graph import create_fncall_graph
 from fncall_graph.adapters.checkpoint import async_sqlite_saver, sqlite_saver
-from fncall_graph.guarantees import wait_for_running_calls
+from fncall_graph.guarantees.daemon_workers import wait_for_running_calls
 from fncall_graph.testing import ReplayChatModel
 
 

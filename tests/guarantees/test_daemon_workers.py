@@ -8,11 +8,8 @@ import threading
 
 import pytest
 
-from fncall_graph.guarantees import (
-    in_daemon_thread,
-    run_in_daemon_thread,
-    wait_for_running_calls,
-)
+from fncall_graph.guarantees import in_daemon_thread, run_in_daemon_thread
+from fncall_graph.guarantees.daemon_workers import wait_for_running_calls
 
 WHO: contextvars.ContextVar[str] = contextvars.ContextVar("who", default="nobody")
 

@@ -1,6 +1,6 @@
 """A module's ``__all__`` lists what the product offers from it: a name another room of the
 product imports, the notebooks import or the docs show (a code block, a doctest, or a name
-in backticks), or one its room's package lists in turn for such a user. The tests, the
+in backticks); a name a package offers is listed by the package alone. The tests, the
 scripts and the benchmarks are no such user: they import what they need by its module
 path, which needs no listing. So each list says what the module offers, and all of them
 together stay short enough to read (``MOST_EXPORTED``).
@@ -18,7 +18,6 @@ from collections import defaultdict
 from functools import cache
 from pathlib import Path
 
-import pytest
 from product_code import PACKAGES
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -43,18 +42,6 @@ FACE = "fncall_graph/__init__.py"
 # the replay model under its earlier name, listed for those who import it from there
 EARLIER = ("fncall_graph/testing.py",)
 # still listed though only the tests import them; each goes from here when its list drops it
-NOT_YET = frozenset(
-    {
-        "graphs/studio.py: SQLITE_DB_ENV",
-        "graphs/studio.py: default_sqlite_db",
-        "guarantees/__init__.py: RunAnswer",
-        "guarantees/__init__.py: astored_result",
-        "guarantees/__init__.py: unknown_outcome",
-        "guarantees/__init__.py: wait_for_running_calls",
-        "guarantees/claimed_calls.py: unknown_outcome",
-        "guarantees/daemon_workers.py: wait_for_running_calls",
-    }
-)
 # the names all the product's lists hold together, at most
 MOST_EXPORTED = 300
 
@@ -232,7 +219,6 @@ def exported_count() -> dict[str, int]:
 
 def test_every_listed_name_is_offered_to_the_product_docs_or_notebooks() -> None:
     users, prose = uses()
-    packages = {m: rel for m, rel in MODULES.items() if rel.endswith("__init__.py")}
 
     def offered(module: str, name: str) -> bool:
         rel = MODULES[module]
@@ -241,9 +227,6 @@ def test_every_listed_name_is_offered_to_the_product_docs_or_notebooks() -> None
                 continue
             if room(user) != room(rel):  # another room, the docs, the notebooks
                 return True
-            package = next((m for m, r in packages.items() if r == user), None)
-            if package and package != module and name in listed(user) and offered(package, name):
-                return True
         return name in prose  # the docs tell users of it
 
     unused = sorted(
@@ -251,7 +234,7 @@ def test_every_listed_name_is_offered_to_the_product_docs_or_notebooks() -> None
         for module, rel in MODULES.items()
         if rel.startswith(CHECKED) and rel not in (*SEAM, FACE, *EARLIER)
         for name in listed(rel)
-        if not offered(module, name) and f"{rel}: {name}" not in NOT_YET
+        if not offered(module, name)
     )
     assert not unused, (
         "listed, but not used by another room, the docs or the notebooks (the tests import "
@@ -259,11 +242,6 @@ def test_every_listed_name_is_offered_to_the_product_docs_or_notebooks() -> None
     )
 
 
-@pytest.mark.xfail(
-    reason="NOT_YET's names are still listed, and each package lists again the names its "
-    "modules list for it",
-    strict=False,
-)
 def test_the_lists_hold_at_most_the_names_the_product_offers() -> None:
     counts = exported_count()
     biggest = sorted(counts.items(), key=lambda item: -item[1])[:10]

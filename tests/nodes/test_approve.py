@@ -550,12 +550,8 @@ def test_an_answer_another_run_took_first_is_an_error(tmp_path, saver):
 
 
 def test_a_run_does_not_apply_an_answer_it_did_not_send():
-    from fncall_graph.guarantees import (
-        RunAnswer,
-        decision_response_schema,
-        note_answer,
-        own_answer_taken,
-    )
+    from fncall_graph.guarantees import decision_response_schema, note_answer, own_answer_taken
+    from fncall_graph.guarantees.approvals import RunAnswer
 
     call = {"name": "w", "args": {}, "id": "c1", "type": "tool_call"}
     schema = decision_response_schema(

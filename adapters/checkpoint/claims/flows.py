@@ -29,7 +29,7 @@ from .lease import DEFAULT_LEASE, _beat, _forget, _held, _taken_over
 from .owner import RUN_KEY, ClaimKey, ClaimRow, Owner, Status, _lose
 from .store import _Finish, _Get, _Insert, _Op, _Release, _store_of, _Swap
 
-__all__ = ["CallClaims", "TaskClaim", "claim_in_task", "claims_for"]
+__all__ = []
 
 log = logging.getLogger(__name__)
 

@@ -17,7 +17,7 @@ from typing import Any, Literal
 
 from .errors import ToolCallTakenOver
 
-__all__ = ["RUN_KEY", "ClaimKey", "ClaimRow", "run_ended"]
+__all__ = []
 
 Status = Literal["running", "done", "unknown", "abandoned"]
 

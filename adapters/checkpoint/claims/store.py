@@ -24,7 +24,7 @@ from langgraph.checkpoint.memory import InMemorySaver
 
 from .owner import ClaimKey, ClaimRow, Status
 
-__all__ = ["SWEEP_IDLE", "aforget_thread", "forget_deleted_threads", "forget_thread"]
+__all__ = ["SWEEP_IDLE", "forget_deleted_threads", "forget_thread"]
 
 log = logging.getLogger(__name__)
 

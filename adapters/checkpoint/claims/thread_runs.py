@@ -39,7 +39,7 @@ from .lease import DEFAULT_LEASE, _beat, _forget
 from .owner import THREAD_RUN_ID, ClaimKey, ClaimRow, Owner, _this_process
 from .store import _arun, _Get, _Insert, _Release, _Swap
 
-__all__ = ["LEASE_KEY", "MULTITASK_KEY", "Multitask", "ThreadBusy", "athread_run", "thread_run"]
+__all__ = ["ThreadBusy"]
 
 log = logging.getLogger(__name__)
 
