@@ -35,7 +35,6 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-import json_repair
 from langchain_core.messages import AIMessage, BaseMessage
 from langchain_core.messages.tool import InvalidToolCall, ToolCall, invalid_tool_call, tool_call
 
@@ -299,6 +298,8 @@ def loads_lenient(text: str) -> Any:
         pass
     except RecursionError:
         raise ValueError(TOO_DEEP) from None
+    import json_repair  # loaded with the first reply whose JSON needs repair
+
     try:
         value = json_repair.repair_json(text, return_objects=True, skip_json_loads=True)
     except RecursionError:

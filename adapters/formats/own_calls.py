@@ -27,7 +27,8 @@ import contextlib
 import html
 import json
 import re
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
 
@@ -36,12 +37,8 @@ from langchain_core.messages.tool import InvalidToolCall, ToolCall, invalid_tool
 
 from .base import ZERO_WIDTH_SPACE, Dialect, PromptDialect, split_content, text_of
 from .calls import CallEvent, ParseEvent, ShownMarkup
-from .markup import THINK
-from .readers import AUTO, NO_CALL_MARKUP
-from .readers.bare import bare_calls
-from .readers.harmony import END
+from .markup import THINK, Block
 from .readers.qwen import FN_NAME
-from .readers.whole_reply import OPENERS, whole_reply_format
 from .registry import get_dialect
 from .scanner import Placement, explains_its_calls
 
@@ -84,16 +81,17 @@ def markup_dialect(message: BaseMessage | str) -> str | None:
 def _markup_format(answer: str) -> str | None:
     """The format of the calls ``answer`` (a reply less its thinking) writes, if any."""
     found = _first_marker(answer)
-    return found[2] if found is not None else whole_reply_format(answer)
+    return found[2] if found is not None else _tables().whole_reply_format(answer)
 
 
 def _first_marker(text: str) -> tuple[int, str, str] | None:
     """``(index, marker, format)`` of the first call marker that is the reply's own: a
     call the reply only quotes does not hide a later one it makes."""
-    for at in _MARKERS.finditer(text):
+    tables = _tables()
+    for at in tables.markers.finditer(text):
         marker = at.group()
         if _own_call_syntax(text, at.start()):
-            reader = AUTO.reader_of(marker)
+            reader = tables.auto.reader_of(marker)
             return (
                 at.start(),
                 marker,
@@ -106,11 +104,12 @@ def _without_thinking(text: str) -> str:
     """``text`` less its reasoning blocks, in every format's markers (``<think>``,
     ``<seed:think>``, ``[THINK]``, Gemma's thought channel, …), as the scanner reads them:
     a block ends at its first closer; a closer with no block open is not thinking."""
+    tables = _tables()
     out: list[str] = []
     pos = 0
-    while (opened := _REASONING_OPEN.search(text, pos)) is not None:
+    while (opened := tables.reasoning_open.search(text, pos)) is not None:
         out.append(text[pos : opened.start()])
-        block = _REASONING_BLOCK[opened.group()]
+        block = tables.reasoning_block[opened.group()]
         ends = [(i, c) for c in block.close if (i := text.find(c, opened.end())) >= 0]
         if not ends:
             return "".join(out)  # thinking to the end of the reply
@@ -166,7 +165,7 @@ def _before_markup(before: str) -> str:
     """``before`` less the format's own markup that opens right before a call marker
     (Harmony's ``<|start|>assistant``, a wrapper token): the scanner reads no text there."""
     while True:
-        last = max(_ANY_MARKUP.finditer(before), key=lambda m: m.start(), default=None)
+        last = max(_tables().any_markup.finditer(before), key=lambda m: m.start(), default=None)
         rest = before[last.end() :] if last is not None else ""
         if last is None or len(rest) > 24 or (rest and not rest.strip("-_.").isalnum()):
             return before
@@ -192,28 +191,75 @@ def _any_of(markers: Iterable[str]) -> re.Pattern[str]:
     return re.compile("|".join(map(re.escape, sorted(set(markers), key=len, reverse=True))))
 
 
-# every format's call markers (Qwen's ✿ format is read by its dialect, not the auto reader)
-_MARKERS = _any_of([FN_NAME, *(b.open for b in AUTO.blocks if b.kind == "call")])
-#: What starts markup in any format: every block's opening marker and every token
-MARKUP_STARTS: frozenset[str] = frozenset(
-    {FN_NAME, *(b.open for b in AUTO.blocks), *AUTO.drop_tokens}
-)
-_ANY_MARKUP = _any_of(MARKUP_STARTS)
-# what, without a call marker of the reply's own, still is markup
-_OTHER_MARKUP = _any_of([*(b.open for b in NO_CALL_MARKUP.blocks), *NO_CALL_MARKUP.drop_tokens])
+@dataclass(frozen=True)
+class _Tables:
+    """What reading a reply's own markup needs of every format's readers."""
+
+    auto: PromptDialect
+    no_call_markup: PromptDialect
+    # every format's call markers (Qwen's ✿ format is read by its dialect, not the auto reader)
+    markers: re.Pattern[str]
+    #: what starts markup in any format: every block's opening marker and every token
+    markup_starts: frozenset[str]
+    any_markup: re.Pattern[str]
+    # what, without a call marker of the reply's own, still is markup
+    other_markup: re.Pattern[str]
+    reasoning_block: dict[str, Block]
+    reasoning_open: re.Pattern[str]
+    # closers a reply shows when its prompt opened the thought: a reasoning block's closer
+    # that its reader also drops where it stands alone (harmony's ``<|end|>`` ends any message)
+    thought_opener: dict[str, str]
+    thought_closers: re.Pattern[str]
+    openers: tuple[str, ...]
+    whole_reply_format: Callable[[str], str | None]
+    bare_calls: Callable[..., tuple[Any, list[ParseEvent]]]
 
 
-_REASONING_BLOCK = {b.open: b for b in AUTO.blocks if b.kind == "reasoning"}
-_REASONING_OPEN = _any_of(_REASONING_BLOCK)
-# closers a reply shows when its prompt opened the thought: a reasoning block's closer
-# that its reader also drops where it stands alone (harmony's ``<|end|>`` ends any message)
-_THOUGHT_OPENER = {THINK.close[0]: THINK.open} | {
-    b.close[0]: b.open
-    for r in AUTO.readers
-    for b in reversed(r.blocks)
-    if b.kind == "reasoning" and b.close and b.close[0] in r.drop_tokens and b.close[0] != END
-}
-_THOUGHT_CLOSERS = _any_of(_THOUGHT_OPENER)
+@lru_cache(maxsize=1)
+def _tables() -> _Tables:
+    """Built with the first reply read: importing this module loads no format's reader."""
+    from .readers import AUTO, NO_CALL_MARKUP
+    from .readers.bare import bare_calls
+    from .readers.harmony import END
+    from .readers.whole_reply import OPENERS, whole_reply_format
+
+    starts = frozenset({FN_NAME, *(b.open for b in AUTO.blocks), *AUTO.drop_tokens})
+    reasoning = {b.open: b for b in AUTO.blocks if b.kind == "reasoning"}
+    thought_opener = {THINK.close[0]: THINK.open} | {
+        b.close[0]: b.open
+        for r in AUTO.readers
+        for b in reversed(r.blocks)
+        if b.kind == "reasoning" and b.close and b.close[0] in r.drop_tokens and b.close[0] != END
+    }
+    return _Tables(
+        auto=AUTO,
+        no_call_markup=NO_CALL_MARKUP,
+        markers=_any_of([FN_NAME, *(b.open for b in AUTO.blocks if b.kind == "call")]),
+        markup_starts=starts,
+        any_markup=_any_of(starts),
+        other_markup=_any_of(
+            [*(b.open for b in NO_CALL_MARKUP.blocks), *NO_CALL_MARKUP.drop_tokens]
+        ),
+        reasoning_block=reasoning,
+        reasoning_open=_any_of(reasoning),
+        thought_opener=thought_opener,
+        thought_closers=_any_of(thought_opener),
+        openers=OPENERS,
+        whole_reply_format=whole_reply_format,
+        bare_calls=bare_calls,
+    )
+
+
+def markup_starts() -> frozenset[str]:
+    """What starts markup in any format: every block's opening marker and every token."""
+    return _tables().markup_starts
+
+
+def __getattr__(name: str) -> Any:
+    # ``MARKUP_STARTS``, as before, built on first use with every format's readers
+    if name == "MARKUP_STARTS":
+        return markup_starts()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def opened_thought(text: str) -> str:
@@ -225,12 +271,13 @@ def opened_thought(text: str) -> str:
     ``<channel|>`` …). A closer after a call or other markup (inside a call's arguments,
     after a channel) opened nothing: the text is left as it is.
     """
-    closer = _THOUGHT_CLOSERS.search(text)
+    tables = _tables()
+    closer = tables.thought_closers.search(text)
     if closer is None:
         return text
-    opener = _THOUGHT_OPENER[closer.group()]
+    opener = tables.thought_opener[closer.group()]
     before = text[: closer.start()]
-    if opener in before or _ANY_MARKUP.search(before):
+    if opener in before or tables.any_markup.search(before):
         return text
     return opener + text
 
@@ -247,7 +294,7 @@ def auto_read(
     answer = _without_thinking(text)
     found = _first_marker(answer)
     if found is not None:
-        reader = get_dialect("qwen") if found[2] == "qwen" else AUTO
+        reader = get_dialect("qwen") if found[2] == "qwen" else _tables().auto
         parsed, texts, events = read_text(reader, text)
         if (parsed.tool_calls or parsed.invalid_tool_calls) and explains_its_calls(events):
             # introduced and explained: the reply demonstrates the syntax, its calls are text
@@ -256,11 +303,12 @@ def auto_read(
             )
             texts = {}
         return parsed, found[2], texts
-    other = _OTHER_MARKUP.search(text)
-    if answer.lstrip().startswith(OPENERS) or (
+    tables = _tables()
+    other = tables.other_markup.search(text)
+    if answer.lstrip().startswith(tables.openers) or (
         other is not None and not _quoted(text, other.start())
     ):
-        return NO_CALL_MARKUP.parse(text), whole_reply_format(answer), {}
+        return tables.no_call_markup.parse(text), tables.whole_reply_format(answer), {}
     return None, None, {}
 
 
@@ -401,7 +449,8 @@ def _calls_in(text: str) -> Iterator[tuple[str, Any]]:
     (shown markup read too: a source's quoted call is still a call it writes), written
     without markup (JSON call objects, pythonic lists), and as JSON objects anywhere
     (fenced or not: call objects, ReAct action blobs, OpenAI function calls)."""
-    readers: list[PromptDialect] = [AUTO]
+    tables = _tables()
+    readers: list[PromptDialect] = [tables.auto]
     for name in ("qwen", "react"):
         d = get_dialect(name)
         assert isinstance(d, PromptDialect)
@@ -421,7 +470,7 @@ def _calls_in(text: str) -> Iterator[tuple[str, Any]]:
                 elif isinstance(e, ShownMarkup) and e.text.strip() != piece.strip():
                     pending.append(e.text.strip())  # shown where it stands: read alone
     for pythonic in (False, True):
-        _, events = bare_calls(text, pythonic=pythonic)
+        _, events = tables.bare_calls(text, pythonic=pythonic)
         yield from ((e.call["name"], e.call["args"]) for e in events if isinstance(e, CallEvent))
     for value in _json_values(text):
         yield from _call_objects(value)

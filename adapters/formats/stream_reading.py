@@ -44,10 +44,8 @@ from .calls import (
     field_unreadable,
     unmatched,
 )
-from .own_calls import MARKUP_STARTS, Echoes, quotes_its_calls, quoting_answer
+from .own_calls import Echoes, markup_starts, quotes_its_calls, quoting_answer
 from .readers import get_reader
-from .readers.bare import BARE_STARTS
-from .readers.whole_reply import OPENERS, may_be_calls_only
 from .scanner import explains_its_calls
 
 __all__ = ["StreamReading", "fitted_call", "read_reply", "restore_read_reply"]
@@ -94,8 +92,21 @@ def fitted_call(plan: ReadingPlan, call: ToolCall, texts: Mapping[str, str] | No
     return fitted.tool_calls[0] if fitted.tool_calls else call
 
 
-# markup a native reply's stream stops showing at: every format's markers and tokens
-_HOLD = sorted(MARKUP_STARTS, key=len, reverse=True)
+@lru_cache(maxsize=1)
+def _hold() -> tuple[str, ...]:
+    """Markup a native reply's stream stops showing at: every format's markers and tokens
+    (built with the first native reply, when every format's readers load)."""
+    return tuple(sorted(markup_starts(), key=len, reverse=True))
+
+
+@lru_cache(maxsize=1)
+def _whole_reply() -> tuple[dict[str, tuple[str, ...]], tuple[str, ...], Any]:
+    """The starts of calls written without markup, by format; what opens a reply that may
+    be only calls; and the test that a reply's head may be one (on first use)."""
+    from .readers.bare import BARE_STARTS
+    from .readers.whole_reply import OPENERS, may_be_calls_only
+
+    return BARE_STARTS, OPENERS, may_be_calls_only
 
 
 @lru_cache(maxsize=64)
@@ -108,20 +119,18 @@ def _hold_table(markers: tuple[str, ...]) -> tuple[re.Pattern[str], int, frozens
     )
 
 
-_BARE = BARE_STARTS
-
-
 def _hold_markers(call_format: str | None) -> tuple[str, ...]:
     """What a native reply's stream stops showing at: a known format's own markup, or
     every format's."""
     if call_format is None:
-        return tuple(_HOLD)
-    if call_format in _BARE:  # calls with no markup: held from where one may start
-        return _BARE[call_format]
+        return _hold()
+    bare = _whole_reply()[0]
+    if call_format in bare:  # calls with no markup: held from where one may start
+        return bare[call_format]
     reader = get_reader(call_format)
     blocks = getattr(reader, "blocks", ())
     own = {*(b.open for b in blocks), *getattr(reader, "drop_tokens", ())}
-    return tuple(sorted(own or _HOLD, key=len, reverse=True))
+    return tuple(sorted(own or _hold(), key=len, reverse=True))
 
 
 #: ``additional_kwargs`` key of a streamed reply: what its chunks could not say about the
@@ -508,7 +517,8 @@ class HeldMarkup:
     """
 
     def __init__(self, markers: tuple[str, ...] = ()) -> None:
-        self.markers, self.longest, self.prefixes = _hold_table(markers or tuple(_HOLD))
+        self.markers, self.longest, self.prefixes = _hold_table(markers or _hold())
+        _, self._openers, self._may_be_calls_only = _whole_reply()
         self.shown: list[str] = []
         self.pending = ""
         self.held = False
@@ -520,8 +530,8 @@ class HeldMarkup:
         buf = self.pending + text
         if not self.started:
             head = buf.lstrip()
-            if not head or may_be_calls_only(head[: len(OPENERS[-1])]):
-                if head.startswith(OPENERS):
+            if not head or self._may_be_calls_only(head[: len(self._openers[-1])]):
+                if head.startswith(self._openers):
                     self.held = True  # a reply that may be only calls: decided at the end
                 self.pending = "" if self.held else buf
                 return ""

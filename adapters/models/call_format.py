@@ -35,6 +35,7 @@ import struct
 import threading
 import weakref
 from dataclasses import dataclass
+from functools import lru_cache
 from pathlib import Path
 from typing import Any, BinaryIO, Literal
 
@@ -193,7 +194,11 @@ FAMILIES: tuple[Family, ...] = (
     Family("PLaMo 3", r"plamo-?3", "plamo3", _FMT),
 )
 
-_COMPILED = tuple((re.compile(f.pattern), f) for f in FAMILIES)
+
+@lru_cache(maxsize=1)
+def _compiled() -> tuple[tuple[re.Pattern[str], Family], ...]:
+    """:data:`FAMILIES`' patterns, compiled when a model's name is first looked up."""
+    return tuple((re.compile(f.pattern), f) for f in FAMILIES)
 
 
 def _plain_name(name: str) -> str:
@@ -216,7 +221,7 @@ def format_of_name(name: str | None) -> Family | None:
     if not name:
         return None
     plain = _plain_name(name)
-    for pattern, family in _COMPILED:
+    for pattern, family in _compiled():
         if pattern.search(plain):
             return family
     return None

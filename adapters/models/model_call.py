@@ -30,7 +30,6 @@ from langchain_core.tools import BaseTool
 from langchain_core.utils.function_calling import convert_to_openai_tool
 
 from ..formats.base import Dialect, text_of, to_tool_spec, to_tool_specs
-from ..formats.grammar import schema_to_gbnf
 from ..formats.normalize import normalize, used_call_ids
 from ..formats.own_calls import Echoes, echo_sources
 from ..formats.readers import get_reader
@@ -362,6 +361,9 @@ def prepare_call(
         if rendered is None:
             messages = asking_for_json(messages, json_output["schema"], beside_tools=bool(tools))
         if not tools and accepts_grammar(chat):
+            # the grammar code loads with the first JSON answer a server constrains
+            from ..formats.grammar import schema_to_gbnf
+
             grammar = schema_to_gbnf(json_output["schema"] or {"type": "object"})
             _with_grammar(kwargs, grammar, model)
     inner: Runnable[LanguageModelInput, BaseMessage] = model

@@ -68,6 +68,70 @@ def test_the_face_loads_no_unused_heavy_package(
     assert top_level_loaded(statement, watched, tmp_path) == []
 
 
+# the format readers (every module of ``adapters/formats/readers`` but the package itself
+# and Qwen's markers, which the Qwen dialect's grammar spells) and json_repair load with
+# the first reply read, not with the face
+READERS_PACKAGE = "fncall_graph.adapters.formats.readers"
+LOADED_READERS = {READERS_PACKAGE, f"{READERS_PACKAGE}.qwen"}
+
+
+def test_the_face_loads_no_format_reader_nor_json_repair(tmp_path: Path) -> None:
+    code = """
+import json, sys
+import fncall_graph
+fncall_graph.create_fncall_graph
+print(json.dumps(sorted(
+    m for m in sys.modules
+    if m.startswith("fncall_graph.adapters.formats.readers") or m.split(".")[0] == "json_repair"
+)))
+"""
+    assert set(loaded_after(code, tmp_path)) == LOADED_READERS
+
+
+def test_a_format_loads_its_readers_module_when_first_asked_for(tmp_path: Path) -> None:
+    code = """
+import json, sys
+from fncall_graph.adapters.formats.readers import get_reader
+
+def loaded():
+    return sorted(
+        m.rsplit(".", 1)[1] for m in sys.modules
+        if m.startswith("fncall_graph.adapters.formats.readers.")
+    )
+
+steps = {"face": loaded()}
+get_reader("mistral").parse('[TOOL_CALLS]f[ARGS]{"a": 1}')
+steps["mistral"] = loaded()
+from fncall_graph.adapters.formats.calls import loads_lenient
+loads_lenient('{"a": 1}')
+steps["json"] = "json_repair" in sys.modules
+loads_lenient('{"a": 1,}')
+steps["repaired"] = "json_repair" in sys.modules
+print(json.dumps(steps))
+"""
+    steps = loaded_after(code, tmp_path)
+    assert steps["face"] == ["qwen"]
+    # the format's family, and what the reader of one known format is made of
+    assert "mistral" in steps["mistral"]
+    assert not {"gemma", "kimi", "json_tags", "dsml", "harmony", "plamo"} & set(steps["mistral"])
+    assert steps["json"] is False
+    assert steps["repaired"] is True
+
+
+def test_the_format_names_known_without_readers_are_the_readers_own() -> None:
+    from fncall_graph.adapters.formats import readers
+
+    with_calls = {r.name for r in readers.READERS if any(b.kind == "call" for b in r.blocks)}
+    assert {"qwen", "react", "json", "pythonic", *with_calls} == readers.CALL_FORMATS
+    for name in with_calls:
+        family = type(next(r for r in readers.READERS if r.name == name)).__module__
+        assert family.rsplit(".", 1)[1] == readers._FAMILY_OF[name]
+    assert (
+        tuple(r for family in readers._FAMILIES for r in readers._family_readers(family))
+        == readers.READERS
+    )
+
+
 def test_a_spec_or_a_toolkit_loads_its_package_when_used(tmp_path: Path) -> None:
     code = """
 import json, sys
