@@ -8,9 +8,8 @@ builds the nodes and draws the graph.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any, Literal, get_type_hints
+from typing import TYPE_CHECKING, Any, Literal, get_type_hints
 
-from langchain.agents.middleware import AgentMiddleware
 from langchain_core.language_models import BaseChatModel
 from langchain_core.tools import BaseTool
 from langchain_core.tools import tool as as_tool
@@ -18,9 +17,14 @@ from langgraph.graph import END, START, StateGraph
 from langgraph.store.base import BaseStore
 from langgraph.types import Checkpointer
 
+if TYPE_CHECKING:
+    # langchain.agents loads create_agent's whole module: imported where middleware
+    # or a response_format is in use, not when the graph's face is imported
+    from langchain.agents.middleware import AgentMiddleware
+    from langchain.agents.middleware.human_in_the_loop import InterruptOnConfig
+
 __all__ = ["APPROVE", "DEFAULT_MAX_ITERATIONS", "MODEL", "TOOLS", "create_fncall_graph"]
 
-from langchain.agents.middleware.human_in_the_loop import InterruptOnConfig
 
 from fncall_graph._compat import CONFIG_KEY_DURABILITY
 from fncall_graph.adapters import Dialect

@@ -11,17 +11,22 @@ middleware's ``state_schema`` fields, the tool list its ``tools``.
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Sequence
-from typing import Any
-
-from langchain.agents.middleware import AgentMiddleware
+from typing import TYPE_CHECKING, Any
 
 from fncall_graph.nodes.hooks import has_hook
+
+if TYPE_CHECKING:
+    # langchain.agents loads create_agent's whole module: imported where middleware
+    # or a response_format is in use, not when the graph's face is imported
+    from langchain.agents.middleware import AgentMiddleware
 
 __all__ = []
 
 
 def _own(middleware: AgentMiddleware, name: str) -> Callable[..., Any] | None:
     """``middleware``'s bound ``name`` method when its class defines it."""
+    from langchain.agents.middleware import AgentMiddleware
+
     if getattr(type(middleware), name) is getattr(AgentMiddleware, name):
         return None
     return getattr(middleware, name)
@@ -86,6 +91,8 @@ class Middleware:
 
     def __init__(self, middleware: Sequence[AgentMiddleware]) -> None:
         items = list(middleware)
+        if items:  # whoever passes middleware has loaded langchain.agents already
+            from langchain.agents.middleware import AgentMiddleware
         for i, m in enumerate(items):
             if not isinstance(m, AgentMiddleware):
                 raise TypeError(

@@ -63,9 +63,8 @@ import tempfile
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from contextlib import asynccontextmanager
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from langchain.agents.middleware.human_in_the_loop import InterruptOnConfig
 from langchain_core.language_models import BaseChatModel
 from langchain_core.runnables import RunnableConfig
 from langchain_core.tools import BaseTool
@@ -84,6 +83,11 @@ from fncall_graph.nodes.tools import writes_by_annotation
 
 from . import environment
 from .factory import create_fncall_graph
+
+if TYPE_CHECKING:
+    # langchain.agents loads create_agent's whole module: imported where middleware
+    # or a response_format is in use, not when the graph's face is imported
+    from langchain.agents.middleware.human_in_the_loop import InterruptOnConfig
 
 __all__ = [
     "open_sqlite_assistant",

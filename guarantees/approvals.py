@@ -13,9 +13,8 @@ import json
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Annotated, Any, Literal
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 
-from langchain.agents.middleware.human_in_the_loop import InterruptOnConfig
 from langchain_core.messages import AIMessage, AnyMessage, ToolMessage
 from langchain_core.messages.tool import ToolCall
 from langchain_core.runnables import RunnableConfig
@@ -29,6 +28,11 @@ from pydantic import (
 )
 
 from fncall_graph._compat import resumed_by_id
+
+if TYPE_CHECKING:
+    # langchain.agents loads create_agent's whole module: imported where middleware
+    # or a response_format is in use, not when the graph's face is imported
+    from langchain.agents.middleware.human_in_the_loop import InterruptOnConfig
 
 __all__ = ["ApprovalPending"]
 
@@ -301,7 +305,7 @@ def normalize_interrupt_on(
     for name, config in interrupt_on.items():
         if isinstance(config, bool):
             if config:
-                out[name] = InterruptOnConfig(allowed_decisions=list(DEFAULT_DECISIONS))
+                out[name] = {"allowed_decisions": list(DEFAULT_DECISIONS)}  # an InterruptOnConfig
             continue
         if not isinstance(config, Mapping):
             raise ValueError(

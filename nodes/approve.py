@@ -52,14 +52,8 @@ binding and the response schemas that check them are
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from langchain.agents.middleware.human_in_the_loop import (
-    ActionRequest,
-    HITLRequest,
-    InterruptOnConfig,
-    ReviewConfig,
-)
 from langchain_core.messages import AIMessage, AnyMessage, ToolMessage
 from langchain_core.messages.tool import ToolCall
 from langchain_core.runnables import RunnableConfig
@@ -97,6 +91,14 @@ from fncall_graph.guarantees import (
     unanswered_calls,
     unknown_tool,
 )
+
+if TYPE_CHECKING:
+    # langchain.agents loads create_agent's whole module: imported where middleware
+    # or a response_format is in use, not when the graph's face is imported
+    from langchain.agents.middleware.human_in_the_loop import (
+        HITLRequest,
+        InterruptOnConfig,
+    )
 
 __all__ = ["ApproveNode"]
 
@@ -235,21 +237,21 @@ class ApproveNode:
 
     def request(self, calls: Sequence[ToolCall], state: Mapping[str, Any]) -> HITLRequest:
         """The interrupt value for ``calls`` (the gated, unanswered calls of one reply)."""
-        request = HITLRequest(
-            action_requests=[
-                ActionRequest(
-                    name=c["name"], args=c["args"], description=self._description(c, state)
-                )
+        # LangChain's HITLRequest, ActionRequest and ReviewConfig (TypedDicts) written as
+        # the dicts they build, so asking does not load langchain.agents
+        request: HITLRequest = {
+            "action_requests": [
+                {"name": c["name"], "args": c["args"], "description": self._description(c, state)}
                 for c in calls
             ],
-            review_configs=[
-                ReviewConfig(
-                    action_name=c["name"],
-                    allowed_decisions=list(self.configs[c["name"]]["allowed_decisions"]),
-                )
+            "review_configs": [
+                {
+                    "action_name": c["name"],
+                    "allowed_decisions": list(self.configs[c["name"]]["allowed_decisions"]),
+                }
                 for c in calls
             ],
-        )
+        }
         # what binds an answer to this review (extra keys: LangChain's clients ignore them)
         for action, call in zip(request["action_requests"], calls, strict=True):
             action["tool_call_id"] = call.get("id") or ""  # type: ignore[typeddict-unknown-key]

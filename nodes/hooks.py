@@ -12,11 +12,15 @@ inside the ``model`` and ``tools`` nodes.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from langchain.agents.middleware import AgentMiddleware
 from langchain_core.runnables import RunnableConfig
 from langgraph.runtime import get_runtime
+
+if TYPE_CHECKING:
+    # langchain.agents loads create_agent's whole module: imported where middleware
+    # or a response_format is in use, not when the graph's face is imported
+    from langchain.agents.middleware import AgentMiddleware
 
 __all__ = ["HOOKS", "HookNode", "has_hook", "hook_name"]
 
@@ -26,6 +30,8 @@ HOOKS = ("before_agent", "before_model", "after_model", "after_agent")
 
 def has_hook(middleware: AgentMiddleware, hook: str) -> bool:
     """Whether ``middleware`` defines ``hook`` (sync or async) itself."""
+    from langchain.agents.middleware import AgentMiddleware
+
     cls = type(middleware)
     return getattr(cls, hook) is not getattr(AgentMiddleware, hook) or getattr(
         cls, f"a{hook}"
@@ -41,6 +47,8 @@ class HookNode:
     """Run ``middleware``'s ``hook`` on the state; its update is the node's."""
 
     def __init__(self, middleware: AgentMiddleware, hook: str) -> None:
+        from langchain.agents.middleware import AgentMiddleware
+
         self.middleware = middleware
         self.hook = hook
         cls = type(middleware)

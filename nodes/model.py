@@ -40,9 +40,8 @@ import asyncio
 import json
 from collections.abc import Callable
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from langchain.agents.middleware import ModelRequest, ModelResponse
 from langchain_core.callbacks import BaseCallbackHandler
 from langchain_core.messages import (
     AIMessage,
@@ -78,6 +77,11 @@ from fncall_graph.guarantees import (
 from .adapter import RENDERED_KEY
 from .react_fallback import REASON_KEY
 from .structured_response import STRUCTURED_RESPONSE_KEY, ResponseStrategy
+
+if TYPE_CHECKING:
+    # langchain.agents loads create_agent's whole module: imported where a middleware or a
+    # response_format is in use, not when the graph's face is imported
+    from langchain.agents.middleware import ModelRequest, ModelResponse
 
 __all__ = ["DEFAULT_MAX_CALLS_PER_REPLY", "STOP_REASON_KEY", "ModelNode", "bounded_calls"]
 
@@ -164,6 +168,8 @@ def _changed(request: ModelRequest, thread: ModelRequest) -> ModelRequest | None
 
 def _result(response: Any) -> list[BaseMessage]:
     """The messages a composed ``wrap_model_call`` answered with."""
+    from langchain.agents.middleware import ModelResponse
+
     if isinstance(response, AIMessage):
         return [response]
     if isinstance(response, ModelResponse) and any(
@@ -323,6 +329,8 @@ class ModelNode:
             if self.wrap is None:
                 result: list[BaseMessage] = [handler(None)]
             else:
+                from langchain.agents.middleware import ModelResponse
+
                 thread = self._request(state)
                 result = _result(
                     self.wrap(thread, lambda r: ModelResponse([handler(_changed(r, thread))]))
@@ -355,6 +363,8 @@ class ModelNode:
         thread = self._request(state) if self.awrap is not None else None
 
         async def respond(request: ModelRequest) -> ModelResponse:
+            from langchain.agents.middleware import ModelResponse
+
             assert thread is not None
             return ModelResponse([await handler(_changed(request, thread))])
 
@@ -378,6 +388,8 @@ class ModelNode:
 
     def _request(self, state: dict[str, Any]) -> ModelRequest:
         """The model call as LangChain middleware sees it: the thread as it stands."""
+        from langchain.agents.middleware import ModelRequest
+
         messages = list(state["messages"])
         system = SystemMessage(self.plan.system_prompt) if self.plan.system_prompt else None
         if messages and isinstance(messages[0], SystemMessage):  # the thread's own wins

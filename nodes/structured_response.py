@@ -19,22 +19,23 @@ one, with or without native function calling.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from langchain.agents.structured_output import (
-    MultipleStructuredOutputsError,
-    OutputToolBinding,
-    ProviderStrategy,
-    ProviderStrategyBinding,
-    StructuredOutputValidationError,
-    ToolStrategy,
-)
 from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
 from langchain_core.runnables import Runnable, RunnableConfig
 from langchain_core.tools import BaseTool
 
 from fncall_graph.adapters.models.chat_model import with_dialect
 from fncall_graph.guarantees import ModelBoundary
+
+if TYPE_CHECKING:
+    # langchain.agents loads create_agent's whole module: imported where middleware
+    # or a response_format is in use, not when the graph's face is imported
+    from langchain.agents.structured_output import (
+        OutputToolBinding,
+        ProviderStrategy,
+        ToolStrategy,
+    )
 
 __all__ = ["ResponseStrategy", "StructuredResponseNode"]
 
@@ -100,11 +101,23 @@ class ResponseStrategy:
     """
 
     def __init__(self, response_format: Any = None) -> None:
-        self.tool_strategy = response_format if isinstance(response_format, ToolStrategy) else None
-        self.provider = response_format if isinstance(response_format, ProviderStrategy) else None
-        specs = self.tool_strategy.schema_specs if self.tool_strategy is not None else []
-        bindings = [OutputToolBinding.from_schema_spec(spec) for spec in specs]
-        self.bindings: dict[str, OutputToolBinding[Any]] = {b.tool.name: b for b in bindings}
+        self.tool_strategy: ToolStrategy | None = None
+        self.provider: ProviderStrategy | None = None
+        self.bindings: dict[str, OutputToolBinding[Any]] = {}
+        if response_format is not None:
+            from langchain.agents.structured_output import (
+                OutputToolBinding,
+                ProviderStrategy,
+                ToolStrategy,
+            )
+
+            if isinstance(response_format, ToolStrategy):
+                self.tool_strategy = response_format
+                for spec in response_format.schema_specs:
+                    binding = OutputToolBinding.from_schema_spec(spec)
+                    self.bindings[binding.tool.name] = binding
+            elif isinstance(response_format, ProviderStrategy):
+                self.provider = response_format
         self.names = frozenset(self.bindings)
 
     @property
@@ -137,6 +150,12 @@ class ResponseStrategy:
             MultipleStructuredOutputsError: two schema calls, ``handle_errors`` not
                 catching it.
         """
+        from langchain.agents.structured_output import (
+            MultipleStructuredOutputsError,
+            ProviderStrategyBinding,
+            StructuredOutputValidationError,
+        )
+
         if self.provider is not None:
             if message.tool_calls:
                 return [], None

@@ -68,6 +68,38 @@ def test_the_face_loads_no_unused_heavy_package(
     assert top_level_loaded(statement, watched, tmp_path) == []
 
 
+def test_a_graph_without_middleware_loads_no_create_agent(tmp_path: Path) -> None:
+    """``langchain.agents`` (whose package loads ``create_agent``'s whole module) loads with
+    the first middleware or ``response_format`` a graph is given: not with the face, nor
+    with a graph that asks for an approval in its turn."""
+    code = """
+import json, sys
+from langchain_core.tools import tool
+from langgraph.checkpoint.memory import InMemorySaver
+from fncall_graph import create_fncall_graph
+from fncall_graph.testing import ReplayChatModel
+
+@tool
+def log(text: str) -> str:
+    "Log text."
+    return text
+
+def agents():
+    return any(m.startswith("langchain.agents") for m in sys.modules)
+
+steps = {"face": agents()}
+model = ReplayChatModel(['<tool_call>{"name": "log", "arguments": {"text": "x"}}</tool_call>'])
+graph = create_fncall_graph(
+    model, [log], dialect="hermes", interrupt_on={"log": True}, checkpointer=InMemorySaver()
+)
+out = graph.invoke({"messages": [("user", "log x")]}, {"configurable": {"thread_id": "t"}})
+steps["asked"] = bool(out.get("__interrupt__"))
+steps["turn"] = agents()
+print(json.dumps(steps))
+"""
+    assert loaded_after(code, tmp_path) == {"face": False, "asked": True, "turn": False}
+
+
 # the format readers (every module of ``adapters/formats/readers`` but the package itself
 # and Qwen's markers, which the Qwen dialect's grammar spells) and json_repair load with
 # the first reply read, not with the face
