@@ -125,8 +125,8 @@ def quotes_its_calls(dialect: Dialect, text: str) -> bool:
     quotes does not hide a later one it makes). ReAct's markup may open before its first
     call (``Thought:``): a call whose markup opens after a label is shown too.
     """
-    answer = _without_thinking(opened_thought(text))
     markers = {b.open for b in dialect.blocks if b.kind == "call"}
+    answer = _without_thinking(opened_thought(text, tuple(markers)))
     found = sorted((at, m) for m in markers for at in _occurrences(answer, m))
     if not found:
         return False
@@ -262,14 +262,15 @@ def __getattr__(name: str) -> Any:
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
-def opened_thought(text: str) -> str:
+def opened_thought(text: str, calls: tuple[str, ...] = ()) -> str:
     """``text`` with the thought its prompt opened put back in front.
 
     QwQ / DeepSeek-R1 templates end the prompt with ``<think>``, Seed-OSS, Magistral,
     Kimi-K3, Gemma 4 and PLaMo with their own thinking opener: the reply starts inside
     the thought and only its closer shows (``</think>``, ``</seed:think>``, ``[/THINK]``,
     ``<channel|>`` …). A closer after a call or other markup (inside a call's arguments,
-    after a channel) opened nothing: the text is left as it is.
+    after a channel, or after ``calls``: the call markers of the prompt dialect the reply
+    is read in, such as ReAct's ``Action:``) opened nothing: the text is left as it is.
     """
     tables = _tables()
     closer = tables.thought_closers.search(text)
@@ -277,7 +278,7 @@ def opened_thought(text: str) -> str:
         return text
     opener = tables.thought_opener[closer.group()]
     before = text[: closer.start()]
-    if opener in before or tables.any_markup.search(before):
+    if opener in before or tables.any_markup.search(before) or any(c in before for c in calls):
         return text
     return opener + text
 

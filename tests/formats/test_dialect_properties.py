@@ -295,6 +295,22 @@ def test_round_trip_calls(key: str, turn: tuple[list[ToolSpec], AIMessage]) -> N
     check_round_trip(key, *turn)
 
 
+@dialect_keys
+@pytest.mark.parametrize("closer", ["<channel|>", "[/THINK]", "</seed:think>"])
+@pytest.mark.parametrize("where", ["key", "value"])
+def test_another_format_s_thought_closer_in_an_argument_keeps_every_call(
+    key: str, closer: str, where: str
+) -> None:
+    """A thought closer of another format (Gemma 4's, Magistral's, Seed-OSS's) inside the
+    first of two calls' arguments opened no thought before it: both calls are read."""
+    args = {closer: None} if where == "key" else {"a": closer}
+    calls = [
+        {"name": "f", "args": args, "id": "call_0", "type": "tool_call"},
+        {"name": "f", "args": {}, "id": "call_1", "type": "tool_call"},
+    ]
+    check_round_trip(key, [ToolSpec("f")], AIMessage(content="", tool_calls=calls))
+
+
 def one_call(value: str) -> tuple[list[ToolSpec], AIMessage]:
     """A turn with one call whose only argument is ``value`` (an explicit example)."""
     call = {"name": "f", "args": {"a": value}, "id": "call_0", "type": "tool_call"}
