@@ -80,6 +80,7 @@ from fncall_graph.guarantees import (
     RespondDecision,
     answer_tied,
     calls_that_run,
+    check_option,
     current_turn,
     decision_response_schema,
     decision_schema,
@@ -172,11 +173,7 @@ class ApproveNode:
         problem = unknown_tool(self.configs, self.tool_names) if self.tool_names else None
         if problem:
             raise ValueError(f"interrupt_on names {problem}")
-        if interrupt_mode not in ("batched", "per_call"):
-            raise ValueError(
-                f"interrupt_mode must be 'batched' or 'per_call', got {interrupt_mode!r}"
-            )
-        self.interrupt_mode = interrupt_mode
+        self.interrupt_mode = check_option("interrupt_mode", interrupt_mode)
 
     def gated(self, calls: Iterable[ToolCall], state: Mapping[str, Any]) -> list[ToolCall]:
         """The calls among ``calls`` that need a decision, in order (``when`` asked)."""

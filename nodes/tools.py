@@ -40,6 +40,7 @@ from fncall_graph.guarantees import (
     DEFAULT_MAX_REPEATS,
     arun_claimed,
     call_claim,
+    check_option,
     error_answer,
     in_daemon_thread,
     repeat_answers,
@@ -209,10 +210,8 @@ class ToolDispatchNode:
         name: str = "tools",
         wrappers: Sequence[tuple[Callable[..., Any] | None, Callable[..., Any] | None]] = (),
     ) -> None:
-        if max_repeats is not None and max_repeats < 1:
-            raise ValueError(f"max_repeats must be at least 1 or None, got {max_repeats}")
         self.name = name
-        self.max_repeats = max_repeats
+        self.max_repeats = check_option("max_repeats", max_repeats)
         self.lease = lease
         self.timeout = timeout
         self.max_result_chars = max_result_chars
