@@ -151,9 +151,7 @@ def pause(config: Any, value: Any, index: int, response_schema: Any) -> NoReturn
     taking an answer without an id that waits at the checkpoint (``interrupt`` would take
     it: LangGraph hands such an answer to whichever interrupt asks next). The interrupts
     before ``index`` must have taken their answers."""
-    task_ns = ((config or {}).get("configurable") or {})["checkpoint_ns"]
-    shown = TypeAdapter(response_schema).json_schema()
-    raise GraphInterrupt((Interrupt(value, _interrupt_id(task_ns, index), response_schema=shown),))
+    pause_all(config, [(value, index, response_schema)], [])
 
 
 def resumed_by_id(config: Any, index: int = 0) -> bool:
